@@ -1,0 +1,289 @@
+// Command jetlake exports NATS JetStream streams to S3-compatible object
+// storage as rotated files.
+//
+// Usage:
+//
+//	jetlake run      -config PATH [-until-idle] [-log-format text|json] [-log-level LEVEL]
+//	jetlake validate -config PATH
+//	jetlake version
+//
+// PATH is a connector file or a directory of *.toml connector files. Exit
+// codes: 0 success, 2 bad usage or invalid configuration, 1 any other
+// failure.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/pathtemplate"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = ""
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+func main() {
+	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// Main runs the command line args and returns the exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "run":
+		return cmdRun(args[1:], stderr)
+	case "validate":
+		return cmdValidate(args[1:], stdout, stderr)
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, "jetlake", versionString())
+		return exitOK
+	case "help", "-h", "-help", "--help":
+		usage(stdout)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "jetlake: unknown command %q\n", args[0])
+		usage(stderr)
+		return exitUsage
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `Usage:
+  jetlake run      -config PATH [-until-idle] [-log-format text|json] [-log-level debug|info|warn|error]
+  jetlake validate -config PATH
+  jetlake version
+
+PATH is a connector file or a directory of *.toml connector files.
+`)
+}
+
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// loadConfig loads PATH and prints every problem; ok is false when the
+// command must exit with the returned code.
+func loadConfig(path string, stderr io.Writer) ([]*config.Connector, int, bool) {
+	if path == "" {
+		fmt.Fprintln(stderr, "jetlake: -config PATH is required")
+		return nil, exitUsage, false
+	}
+	conns, err := config.Load(path)
+	if err != nil {
+		var problems config.Errors
+		if errors.As(err, &problems) {
+			for _, p := range problems {
+				fmt.Fprintln(stderr, p)
+			}
+			return nil, exitUsage, false
+		}
+		fmt.Fprintf(stderr, "jetlake: %v\n", err)
+		return nil, exitUsage, false
+	}
+	return conns, exitOK, true
+}
+
+func cmdValidate(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "", "connector file or directory of *.toml files")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "jetlake validate: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	conns, code, ok := loadConfig(*path, stderr)
+	if !ok {
+		return code
+	}
+	now := time.Now().UTC()
+	for _, c := range conns {
+		fmt.Fprint(stdout, summary(c, now))
+	}
+	return exitOK
+}
+
+// summary describes a connector in a few lines.
+func summary(c *config.Connector, now time.Time) string {
+	var b strings.Builder
+	state := ""
+	if !c.Enabled {
+		state = " (disabled)"
+	}
+	fmt.Fprintf(&b, "connector %s%s (%s): ok\n", c.Name, state, c.File)
+	ext := extension(c.Output.Format)
+	for _, s := range c.Streams {
+		subjects := "(whole stream)"
+		if len(s.Subjects) > 0 {
+			subjects = strings.Join(s.Subjects, ", ")
+		}
+		fmt.Fprintf(&b, "  stream %s, subjects %s, consumer %s (ack_wait %s, max_ack_pending %d)\n",
+			s.Stream, subjects, s.Consumer, s.AckWait, s.MaxAckPending)
+		subject := "example"
+		if len(s.Subjects) > 0 {
+			subject = sampleSubject(s.Subjects[0])
+		}
+		dir := c.Output.PathTemplate.Dir(&pathtemplate.Values{Stream: s.Stream, Subject: subject, Consumer: s.Consumer, Time: now})
+		key, err := pathtemplate.Key(c.S3.Prefix, dir, 1, 500, ext)
+		if err != nil {
+			key = err.Error()
+		}
+		fmt.Fprintf(&b, "    sample object: s3://%s/%s\n", c.S3.Bucket, key)
+	}
+	count := "no count limit"
+	if c.Rotation.MaxMessagesPerFile > 0 {
+		count = fmt.Sprintf("%d messages", c.Rotation.MaxMessagesPerFile)
+	}
+	fmt.Fprintf(&b, "  format %s, group_by %s, template %q\n", c.Output.Format, c.Output.GroupBy, c.Output.PathTemplate.String())
+	fmt.Fprintf(&b, "  rotation: %s, %s, %s; max_buffered_bytes %s\n",
+		config.FormatSize(c.Rotation.MaxFileSize), count, c.Rotation.MaxFileAge, config.FormatSize(c.Rotation.MaxBufferedBytes))
+	return b.String()
+}
+
+// sampleSubject turns a filter subject into a concrete one.
+func sampleSubject(filter string) string {
+	toks := strings.Split(filter, ".")
+	for i, t := range toks {
+		switch t {
+		case "*":
+			toks[i] = "example"
+		case ">":
+			toks[i] = "example"
+		}
+	}
+	return strings.Join(toks, ".")
+}
+
+func extension(format string) string {
+	enc, err := formats.New(formats.Options{Format: formats.Format(format)})
+	if err != nil {
+		return "bin"
+	}
+	return enc.Ext()
+}
+
+func newLogger(format, level string, stderr io.Writer) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("-log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("-log-format %q: want text or json", format)
+}
+
+func cmdRun(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "", "connector file or directory of *.toml files")
+	untilIdle := fs.Bool("until-idle", false, "exit once every consumer has nothing pending and everything is uploaded and acked")
+	logFormat := fs.String("log-format", "text", "log format: text or json")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "jetlake run: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	log, err := newLogger(*logFormat, *logLevel, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "jetlake run: %v\n", err)
+		return exitUsage
+	}
+	conns, code, ok := loadConfig(*path, stderr)
+	if !ok {
+		return code
+	}
+	var enabled []*config.Connector
+	for _, c := range conns {
+		if c.Enabled {
+			enabled = append(enabled, c)
+		}
+	}
+	if len(enabled) == 0 {
+		fmt.Fprintf(stderr, "jetlake run: %s has no enabled connector; set enabled = true in one\n", *path)
+		return exitUsage
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		// A second signal ends the process at once.
+		stop()
+	}()
+
+	exps := make([]*exporter.Exporter, len(enabled))
+	for i, c := range enabled {
+		exps[i], err = exporter.New(c, exporter.Options{Logger: log, UntilIdle: *untilIdle, Version: versionString()})
+		if err != nil {
+			fmt.Fprintf(stderr, "jetlake run: %v\n", err)
+			return exitFailure
+		}
+	}
+	log.Info("jetlake starting", "version", versionString(), "connectors", len(exps), "until_idle", *untilIdle)
+
+	// One failing connector stops the others: the process exits 1 and a
+	// supervisor restarts it, rather than running half of the config.
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	errs := make([]error, len(exps))
+	for i, e := range exps {
+		wg.Go(func() {
+			if err := e.Run(rctx); err != nil {
+				errs[i] = fmt.Errorf("connector %s: %w", enabled[i].Name, err)
+				cancel(errs[i])
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err == nil || ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			continue
+		}
+		log.Error("stopped", "error", err)
+		fmt.Fprintf(stderr, "jetlake: %v\n", err)
+		return exitFailure
+	}
+	log.Info("jetlake stopped")
+	return exitOK
+}

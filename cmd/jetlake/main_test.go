@@ -1,0 +1,235 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlake/jetlake/exporter/exportertest"
+)
+
+var (
+	binary   string
+	natsSrv  *exportertest.NATSServer
+	minioSrv *exportertest.MinIOServer
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "jetlake-cmd-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binary = filepath.Join(dir, "jetlake")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build jetlake: %v\n%s", err, out)
+		return 1
+	}
+	if natsSrv, err = exportertest.StartNATS(exportertest.NATSOptions{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer natsSrv.Stop()
+	if minioSrv, err = exportertest.StartMinIO(exportertest.MinIOOptions{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer minioSrv.Stop()
+	return m.Run()
+}
+
+// jetlake runs the built binary and returns its exit code and output.
+func jetlake(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	default:
+		t.Fatal(err)
+	}
+	return code, o.String(), e.String()
+}
+
+func writeFile(t *testing.T, name, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestVersionPrintsAVersion(t *testing.T) {
+	code, out, _ := jetlake(t, "version")
+	if code != 0 || !strings.HasPrefix(out, "jetlake ") {
+		t.Fatalf("version: exit %d, %q", code, out)
+	}
+}
+
+func TestUsageErrorsExit2(t *testing.T) {
+	for _, args := range [][]string{{}, {"frobnicate"}, {"run"}, {"validate"}, {"run", "-config"}, {"run", "-config", "x", "-log-format", "xml"}} {
+		if code, _, _ := jetlake(t, args...); code != 2 {
+			t.Errorf("jetlake %q: exit %d, want 2", args, code)
+		}
+	}
+}
+
+func TestValidateReportsEveryProblemWithFileLineAndKey(t *testing.T) {
+	path := writeFile(t, "bad.toml", `name = "bad"
+
+[nats]
+url = "nats://127.0.0.1:4222"
+
+[[streams]]
+stream = "EVENTS"
+ack_wait = "2m"
+
+[s3]
+bucket = "lake"
+
+[output]
+format = "xml"
+
+[rotation]
+max_file_sizee = "8MiB"
+max_file_age = "5m"
+`)
+	code, out, errOut := jetlake(t, "validate", "-config", path)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2; stdout %q stderr %q", code, out, errOut)
+	}
+	for _, want := range []string{
+		path + ":14: output.format: ",
+		path + ":17: rotation.max_file_sizee: unknown key",
+		path + ":18: rotation.max_file_age: ",
+	} {
+		if !strings.Contains(errOut, "\n"+want) && !strings.HasPrefix(errOut, want) {
+			t.Errorf("stderr lacks a line starting %q:\n%s", want, errOut)
+		}
+	}
+	for _, l := range strings.Split(strings.TrimSpace(errOut), "\n") {
+		if !strings.HasPrefix(l, path+":") {
+			t.Errorf("line %q is not FILE:LINE: KEY: message", l)
+		}
+	}
+	// run refuses the same file the same way.
+	if code, _, errOut2 := jetlake(t, "run", "-config", path); code != 2 || errOut2 != errOut {
+		t.Fatalf("run: exit %d, stderr %q; want 2 and the validate output", code, errOut2)
+	}
+}
+
+func TestValidateSummarisesAGoodConnector(t *testing.T) {
+	code, out, errOut := jetlake(t, "validate", "-config", "../../examples/local.toml")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"connector events", "stream EVENTS", "events.>", "json_lines", "s3://lake/raw/EVENTS/events.example/"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestSIGTERMUploadsAndAcksPartialBuffers(t *testing.T) {
+	ctx := context.Background()
+	nc, err := nats.Connect(natsSrv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "TERM", Subjects: []string{"term.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := minioSrv.CreateBucket(ctx, "term"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if _, err := js.Publish(ctx, fmt.Sprintf("term.s%d", i%3), []byte(fmt.Sprintf(`{"i":%d}`, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := writeFile(t, "term.toml", fmt.Sprintf(`name = "term"
+[nats]
+url = %q
+[[streams]]
+stream = "TERM"
+[s3]
+bucket = "term"
+endpoint = %q
+[rotation]
+max_messages_per_file = 10000
+max_file_age = "1m"
+`, natsSrv.URL, minioSrv.Endpoint))
+	cmd := exec.Command(binary, "run", "-config", path)
+	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+minioSrv.AccessKey, "AWS_SECRET_ACCESS_KEY="+minioSrv.SecretKey)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	cons, err := js.Consumer(ctx, "TERM", "term")
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the exporter did not receive the messages: %v\n%s", err, stderr.String())
+		}
+		if cons == nil {
+			cons, err = js.Consumer(ctx, "TERM", "term")
+			continue
+		}
+		if info, err := cons.Info(ctx); err == nil && info.NumAckPending == 50 {
+			break
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, stderr.String())
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.NumAckPending != 0 || info.AckFloor.Stream != 50 {
+		t.Fatalf("after SIGTERM: %d unacked, ack floor %d; want 0 and 50", info.NumAckPending, info.AckFloor.Stream)
+	}
+	mc, _ := minioSrv.Client()
+	objects := 0
+	for obj := range mc.ListObjects(ctx, "term", minio.ListObjectsOptions{Recursive: true}) {
+		if obj.Err != nil {
+			t.Fatal(obj.Err)
+		}
+		objects++
+	}
+	if objects != 3 {
+		t.Fatalf("%d objects, want one per subject (3)", objects)
+	}
+	if !strings.Contains(stderr.String(), "reason=shutdown") {
+		t.Fatalf("no object was logged with reason=shutdown:\n%s", stderr.String())
+	}
+}

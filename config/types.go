@@ -1,0 +1,97 @@
+package config
+
+import (
+	"time"
+
+	"github.com/jetlake/jetlake/pathtemplate"
+)
+
+// Connector is one connector file, parsed, validated and resolved: every
+// default is filled in, so the exporter never looks at raw TOML.
+type Connector struct {
+	File            string        // path of the file the connector was loaded from
+	Name            string        // [A-Za-z0-9_-]+, unique among the loaded files; the default consumer name
+	Enabled         bool          // default true; Load returns disabled connectors too
+	ShutdownTimeout time.Duration // top-level shutdown_timeout, default 30s
+
+	NATS     NATS
+	Streams  []Stream
+	S3       S3
+	Output   Output
+	Rotation Rotation
+}
+
+// NATS holds the connection settings of [nats]. Secrets are never values in
+// the file: only names of files or environment variables that hold them.
+type NATS struct {
+	URL          string // comma-separated server URLs: nats://, tls://, ws:// or wss://
+	CredsFile    string // at most one of CredsFile, NkeySeedFile, TokenEnv and User is set
+	NkeySeedFile string
+	TokenEnv     string // name of the environment variable holding the token
+	User         string // set together with PasswordEnv
+	PasswordEnv  string // name of the environment variable holding the password
+	TLSCAFile    string
+	TLSCertFile  string // set together with TLSKeyFile
+	TLSKeyFile   string
+}
+
+// Delivery policies for a consumer jetlake creates.
+const (
+	DeliverAll = "all"
+	DeliverNew = "new"
+)
+
+// Stream is one [[streams]] entry: a stream and the durable consumer that
+// reads it.
+type Stream struct {
+	Stream        string
+	Subjects      []string      // consumer filter subjects, valid and not overlapping; empty means the whole stream
+	Consumer      string        // durable name; defaults to the connector name
+	DeliverPolicy string        // DeliverAll or DeliverNew, default DeliverAll
+	AckWait       time.Duration // default 2m, at least 10s and at least twice Rotation.MaxFileAge
+	MaxAckPending int           // resolved: derived from the rotation limits when the file says 0
+	Line          int           // line of the [[streams]] header, for messages
+}
+
+// S3 holds the object store settings of [s3].
+type S3 struct {
+	Bucket             string
+	Endpoint           string // URL; empty for AWS S3
+	Region             string // default "us-east-1"
+	Prefix             string // no leading or trailing slash; may be empty
+	PathStyle          bool   // resolved: true by default when Endpoint is set
+	AccessKeyIDEnv     string // names an environment variable; empty means the standard chain
+	SecretAccessKeyEnv string // set together with AccessKeyIDEnv
+	UploadConcurrency  int    // parallel uploads per connector, default 4
+}
+
+// Output formats.
+const (
+	FormatJSONLines = "json_lines"
+	FormatJSONArray = "json_array"
+	FormatRaw       = "raw"
+)
+
+// Grouping of messages into buffers.
+const (
+	GroupBySubject = "subject" // one buffer per (subject, directory)
+	GroupByPath    = "path"    // one buffer per directory
+)
+
+// Output holds the settings of [output].
+type Output struct {
+	Format          string                 // FormatJSONLines (default), FormatJSONArray or FormatRaw
+	PathTemplate    *pathtemplate.Template // never nil; default "{stream}/{subject}/{date}/{hour}"
+	GroupBy         string                 // GroupBySubject (default) or GroupByPath
+	IncludeMetadata bool                   // default true
+	IncludeHeaders  bool                   // default false
+	RawDelimiter    string                 // written after every message; empty unless Format is FormatRaw
+}
+
+// Rotation holds the settings of [rotation].
+type Rotation struct {
+	MaxFileSize        int64         // bytes of encoded output, 1KiB to 5GiB, default 8MiB
+	MaxMessagesPerFile int           // 0 means no count limit; default 10000
+	MaxFileAge         time.Duration // from the first message the exporter received into a buffer; default 1m
+	MaxBufferedBytes   int64         // one budget for all buffers of the connector, at least MaxFileSize; default 256MiB
+}

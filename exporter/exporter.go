@@ -1,0 +1,547 @@
+// Package exporter reads JetStream streams through durable pull consumers and
+// writes their messages to an object store as rotated objects, acking each
+// message only after the object that holds it was stored.
+//
+// One goroutine, the one running Run, owns every buffer and counter of a
+// connector. Pullers hand it messages over a channel; uploaders take sealed
+// batches from it and hand back results. The commit path of a batch is
+// sealed → uploaded → acked → confirmed; see upload.go.
+package exporter
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlake/jetlake/buffer"
+	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/pathtemplate"
+)
+
+// Options tune an Exporter. The zero value runs until the context ends,
+// writes to S3 as configured and logs to slog.Default().
+type Options struct {
+	Logger    *slog.Logger
+	UntilIdle bool        // return once every consumer has nothing pending and everything is acked
+	Store     ObjectStore // nil: S3 from the connector's [s3] settings
+	Version   string      // exporter version, written into object metadata
+}
+
+// Exporter runs one connector.
+type Exporter struct {
+	cfg   *config.Connector
+	opts  Options
+	log   *slog.Logger
+	store ObjectStore
+	enc   formats.Encoder
+
+	peak atomic.Int64 // most bytes buffered and in flight at once, for tests
+}
+
+// New returns an exporter for a validated connector. It does no network I/O.
+func New(cfg *config.Connector, opts Options) (*Exporter, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	enc, err := formats.New(formats.Options{
+		Format:       formats.Format(cfg.Output.Format),
+		Metadata:     cfg.Output.IncludeMetadata,
+		Headers:      cfg.Output.IncludeHeaders,
+		RawDelimiter: []byte(cfg.Output.RawDelimiter),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connector %s: %w", cfg.Name, err)
+	}
+	store := opts.Store
+	if store == nil {
+		s3, err := NewS3Store(cfg.S3)
+		if err != nil {
+			return nil, fmt.Errorf("connector %s: %w", cfg.Name, err)
+		}
+		store = s3
+	}
+	return &Exporter{
+		cfg:   cfg,
+		opts:  opts,
+		log:   log.With("connector", cfg.Name),
+		store: store,
+		enc:   enc,
+	}, nil
+}
+
+// bucketChecker is implemented by stores that can check their bucket up
+// front.
+type bucketChecker interface {
+	CheckBucket(ctx context.Context) error
+}
+
+// Run connects, makes sure every consumer exists with the right settings and
+// exports until ctx ends (or, with Options.UntilIdle, until there is nothing
+// left to export). On the way out it stops pulling, seals every buffer and
+// uploads and acks what it can within the connector's shutdown timeout; what
+// it could not upload stays unacked and JetStream redelivers it.
+//
+// Run returns nil after a clean stop. It returns a *ConfigError when a stream
+// or consumer does not fit, a *PermanentError when the store refuses the
+// writes for good, and ErrConsumerDeleted when a consumer vanishes.
+func (e *Exporter) Run(ctx context.Context) error {
+	if bc, ok := e.store.(bucketChecker); ok {
+		err := retry(ctx, e.log, "object store", func(ctx context.Context) error { return bc.CheckBucket(ctx) })
+		if err != nil {
+			return err
+		}
+	}
+	nc, err := e.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	streams := make([]*streamState, len(e.cfg.Streams))
+	for i, sc := range e.cfg.Streams {
+		var cons jetstream.Consumer
+		err := retry(ctx, e.log, "jetstream", func(ctx context.Context) error {
+			var err error
+			cons, err = ensureConsumer(ctx, js, sc)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		streams[i] = &streamState{cfg: sc, cons: cons}
+		e.log.Info("consumer ready", "stream", sc.Stream, "consumer", sc.Consumer,
+			"ack_wait", sc.AckWait, "max_ack_pending", sc.MaxAckPending)
+	}
+	r := newRunner(e, streams)
+	err = r.run(ctx)
+	if ferr := nc.FlushTimeout(5 * time.Second); ferr != nil && err == nil && !nc.IsClosed() {
+		e.log.Warn("flushing acks to NATS failed; unflushed acks are redelivered", "error", ferr)
+	}
+	return err
+}
+
+// connect dials NATS, retrying with backoff until it succeeds or ctx ends.
+func (e *Exporter) connect(ctx context.Context) (*nats.Conn, error) {
+	opts, err := natsOptions(e.cfg.NATS, e.cfg.Name)
+	if err != nil {
+		return nil, err
+	}
+	log := e.log
+	opts = append(opts,
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn("NATS disconnected; reconnecting", "error", err)
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("NATS reconnected", "url", nc.ConnectedUrlRedacted()) }),
+	)
+	var nc *nats.Conn
+	err = retry(ctx, e.log, "NATS", func(context.Context) error {
+		var err error
+		nc, err = nats.Connect(e.cfg.NATS.URL, opts...)
+		if errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) {
+			return &PermanentError{Err: fmt.Errorf("nats %s: %w: check the credentials in [nats]", e.cfg.NATS.URL, err)}
+		}
+		return err
+	})
+	return nc, err
+}
+
+// streamState is what the runner keeps per configured stream.
+type streamState struct {
+	cfg  config.Stream
+	cons jetstream.Consumer
+	iter jetstream.MessagesContext
+	held int // messages received and not yet acked or abandoned
+}
+
+// delivery is a message handed from a puller to the runner.
+type delivery struct {
+	stream int // index into runner.streams
+	msg    jetstream.Msg
+}
+
+// ErrConsumerDeleted is returned by Run when a consumer or its stream is
+// deleted while the exporter reads it.
+var ErrConsumerDeleted = errors.New("consumer or stream deleted")
+
+// runner is the state of one Run. Only the goroutine in run touches it.
+type runner struct {
+	e       *Exporter
+	log     *slog.Logger
+	streams []*streamState
+	set     *buffer.Set[jetstream.Msg]
+	budget  int64
+
+	in      chan delivery
+	fatal   chan error
+	jobs    chan *job
+	results chan *result
+	queue   []*job // sealed batches waiting for an uploader
+
+	inflightBytes int64 // bytes of sealed batches not yet done
+	inflight      int   // sealed batches not yet done
+	lastMsg       time.Time
+
+	rec     formats.Record
+	dirBuf  []byte
+	grpBuf  []byte
+	tplVals pathtemplate.Values
+}
+
+func newRunner(e *Exporter, streams []*streamState) *runner {
+	rot := e.cfg.Rotation
+	return &runner{
+		e:       e,
+		log:     e.log,
+		streams: streams,
+		set: buffer.New[jetstream.Msg](e.enc, buffer.Limits{
+			MaxBytes:    int(rot.MaxFileSize),
+			MaxMessages: rot.MaxMessagesPerFile,
+			MaxAge:      rot.MaxFileAge,
+		}),
+		budget:  rot.MaxBufferedBytes,
+		in:      make(chan delivery, 64),
+		fatal:   make(chan error, len(streams)+1),
+		jobs:    make(chan *job),
+		results: make(chan *result, e.cfg.S3.UploadConcurrency),
+	}
+}
+
+// pullBytes bounds the bytes the client buffers per consumer ahead of the
+// runner, so the pull buffer counts inside the memory budget.
+func (r *runner) pullBytes() int {
+	b := r.budget / int64(8*len(r.streams))
+	return int(min(max(b, 64<<10), 16<<20))
+}
+
+func (r *runner) run(ctx context.Context) error {
+	// Uploads outlive ctx: on shutdown they get the shutdown timeout.
+	uctx, cancelUploads := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelUploads()
+	var workers sync.WaitGroup
+	for range r.e.cfg.S3.UploadConcurrency {
+		workers.Go(func() {
+			for j := range r.jobs {
+				r.results <- r.e.upload(uctx, j)
+			}
+		})
+	}
+	quit := make(chan struct{})
+	var pullers sync.WaitGroup
+	pullersDone := make(chan struct{})
+	defer func() {
+		close(quit)
+		for _, s := range r.streams {
+			if s.iter != nil {
+				s.iter.Stop()
+			}
+		}
+		cancelUploads()
+		close(r.jobs)
+		// Drain results so workers can finish, then wait for them.
+		go func() {
+			for range r.results {
+			}
+		}()
+		workers.Wait()
+		close(r.results)
+		pullers.Wait()
+	}()
+
+	for i, s := range r.streams {
+		it, err := s.cons.Messages(
+			jetstream.PullMaxMessagesWithBytesLimit(min(max(s.cfg.MaxAckPending, 1), 1000), r.pullBytes()),
+		)
+		if err != nil {
+			return fmt.Errorf("stream %s: consume: %w", s.cfg.Stream, err)
+		}
+		s.iter = it
+		pullers.Go(func() { r.pull(i, it, quit) })
+	}
+	go func() { pullers.Wait(); close(pullersDone) }()
+
+	err := r.loop(ctx)
+	if err != nil {
+		return err
+	}
+	// Stopping: hand over what the client already buffered, then seal
+	// everything and upload it within the shutdown timeout.
+	for _, s := range r.streams {
+		s.iter.Drain()
+	}
+	for drained := false; !drained; {
+		select {
+		case d := <-r.in:
+			r.add(d)
+		case <-pullersDone:
+			drained = true
+		case err := <-r.fatal:
+			return err
+		}
+	}
+	for {
+		select {
+		case d := <-r.in:
+			r.add(d)
+			continue
+		default:
+		}
+		break
+	}
+	r.set.SealAll(buffer.ReasonShutdown)
+	r.takeSealed()
+	deadline := time.NewTimer(r.e.cfg.ShutdownTimeout)
+	defer deadline.Stop()
+	for r.inflight > 0 {
+		var jobs chan *job
+		var next *job
+		if len(r.queue) > 0 {
+			jobs, next = r.jobs, r.queue[0]
+		}
+		select {
+		case jobs <- next:
+			r.queue = r.queue[1:]
+		case res := <-r.results:
+			if err := r.finish(res); err != nil {
+				return err
+			}
+		case <-deadline.C:
+			r.log.Warn("shutdown timeout: leaving unuploaded messages unacked; JetStream redelivers them",
+				"batches", r.inflight, "bytes", r.inflightBytes, "shutdown_timeout", r.e.cfg.ShutdownTimeout)
+			return nil
+		}
+	}
+	r.log.Info("stopped cleanly")
+	return nil
+}
+
+// pull feeds messages from one consumer to the runner until the iterator is
+// stopped or drained.
+func (r *runner) pull(i int, it jetstream.MessagesContext, quit <-chan struct{}) {
+	s := r.streams[i]
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			switch {
+			case errors.Is(err, jetstream.ErrMsgIteratorClosed):
+				return
+			case errors.Is(err, jetstream.ErrConsumerDeleted), errors.Is(err, jetstream.ErrConsumerNotFound),
+				errors.Is(err, jetstream.ErrStreamNotFound):
+				select {
+				case r.fatal <- fmt.Errorf("stream %s, consumer %s: %w: %w", s.cfg.Stream, s.cfg.Consumer, ErrConsumerDeleted, err):
+				default:
+				}
+				return
+			default:
+				r.log.Warn("pull failed; retrying", "stream", s.cfg.Stream, "error", err)
+				select {
+				case <-quit:
+					return
+				case <-time.After(time.Second):
+				}
+				continue
+			}
+		}
+		select {
+		case r.in <- delivery{stream: i, msg: msg}:
+		case <-quit:
+			return
+		}
+	}
+}
+
+// loop is the steady state: take messages while memory allows, seal what is
+// due, feed uploaders, collect results. It returns nil when it is time to
+// stop (ctx ended, or idle with Options.UntilIdle).
+func (r *runner) loop(ctx context.Context) error {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var in chan delivery
+		if r.set.Bytes()+r.inflightBytes < r.budget {
+			in = r.in
+		}
+		var jobs chan *job
+		var next *job
+		if len(r.queue) > 0 {
+			jobs, next = r.jobs, r.queue[0]
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-r.fatal:
+			return err
+		case d := <-in:
+			r.add(d)
+		case jobs <- next:
+			r.queue = r.queue[1:]
+		case res := <-r.results:
+			if err := r.finish(res); err != nil {
+				return err
+			}
+		case now := <-tick.C:
+			r.set.Expire(now)
+			r.takeSealed()
+			if r.e.opts.UntilIdle && now.Sub(r.lastMsg) >= 500*time.Millisecond && len(r.queue) == 0 {
+				idle, err := r.idle(ctx)
+				if err != nil {
+					return err
+				}
+				if idle {
+					r.log.Info("idle: every consumer is caught up")
+					return nil
+				}
+			}
+		}
+	}
+}
+
+// idle reports whether every consumer has nothing pending and nothing is
+// buffered or in flight. When the consumers are caught up but buffers are
+// open, it seals them so the next check can succeed.
+func (r *runner) idle(ctx context.Context) (bool, error) {
+	acked := true
+	for _, s := range r.streams {
+		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		info, err := s.cons.Info(ictx)
+		cancel()
+		if err != nil {
+			if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+				return false, fmt.Errorf("stream %s, consumer %s: %w: %w", s.cfg.Stream, s.cfg.Consumer, ErrConsumerDeleted, err)
+			}
+			return false, nil
+		}
+		if info.NumPending > 0 {
+			return false, nil
+		}
+		if info.NumAckPending > 0 {
+			acked = false
+		}
+	}
+	if r.set.Open() > 0 {
+		r.set.SealAll(buffer.ReasonShutdown)
+		r.takeSealed()
+		return false, nil
+	}
+	return acked && r.inflight == 0, nil
+}
+
+// add buffers one message and seals what its arrival makes due.
+func (r *runner) add(d delivery) {
+	s := r.streams[d.stream]
+	msg := d.msg
+	r.lastMsg = time.Now()
+	md, err := msg.Metadata()
+	if err != nil {
+		// Not a JetStream message: nothing to ack, nothing to export.
+		r.log.Error("message without JetStream metadata", "stream", s.cfg.Stream, "subject", msg.Subject(), "error", err)
+		return
+	}
+	out := &r.e.cfg.Output
+	r.rec = formats.Record{
+		Stream:   md.Stream,
+		Subject:  msg.Subject(),
+		Sequence: md.Sequence.Stream,
+		Time:     md.Timestamp,
+		Data:     msg.Data(),
+	}
+	if out.IncludeHeaders {
+		r.rec.Headers = msg.Headers()
+	}
+	r.tplVals = pathtemplate.Values{Stream: md.Stream, Subject: r.rec.Subject, Consumer: s.cfg.Consumer, Time: md.Timestamp}
+	r.dirBuf = out.PathTemplate.AppendDir(r.dirBuf[:0], &r.tplVals)
+	// A group starts with the stream's index, so that two [[streams]]
+	// entries never share a buffer.
+	r.grpBuf = strconv.AppendInt(r.grpBuf[:0], int64(d.stream), 10)
+	r.grpBuf = append(r.grpBuf, 0)
+	if out.GroupBy == config.GroupBySubject {
+		r.grpBuf = append(r.grpBuf, r.rec.Subject...)
+	}
+	if err := r.set.Add(string(r.grpBuf), string(r.dirBuf), &r.rec, msg, r.lastMsg); err != nil {
+		// json_lines, json_array and raw encode every message; this is a
+		// record no format can hold. Terminate it loudly rather than block
+		// the consumer.
+		r.log.Error("message can not be encoded; terminating it", "stream", s.cfg.Stream,
+			"subject", r.rec.Subject, "sequence", r.rec.Sequence, "error", err)
+		if terr := msg.TermWithReason("jetlake: " + err.Error()); terr != nil {
+			r.log.Warn("terminate failed", "sequence", r.rec.Sequence, "error", terr)
+		}
+		return
+	}
+	s.held++
+	r.rec = formats.Record{}
+	// MaxAckPending: when held messages near the limit the server stops
+	// delivering, so buffers waiting for more would wait forever.
+	if s.held >= s.cfg.MaxAckPending-s.cfg.MaxAckPending/10 {
+		prefix := string(r.grpBuf[:bytes.IndexByte(r.grpBuf, 0)+1])
+		r.set.SealMost(buffer.ReasonPending, func(g string) bool { return strings.HasPrefix(g, prefix) })
+	}
+	// Memory: when open buffers hold most of the budget, seal the largest so
+	// its upload frees memory; otherwise uploads in flight free it.
+	total := r.set.Bytes() + r.inflightBytes
+	if total > r.e.peak.Load() {
+		r.e.peak.Store(total)
+	}
+	if total >= r.budget && r.set.Bytes() >= r.inflightBytes {
+		r.set.SealLargest(buffer.ReasonMemory)
+	}
+	r.takeSealed()
+}
+
+// takeSealed queues the batches the buffer set sealed.
+func (r *runner) takeSealed() {
+	for _, b := range r.set.TakeSealed() {
+		r.inflight++
+		j := &job{batch: b, size: int64(b.Size()), stream: r.streamOf(b)}
+		r.inflightBytes += j.size
+		r.queue = append(r.queue, j)
+	}
+}
+
+// streamOf returns the stream a batch belongs to, from the index its group
+// starts with.
+func (r *runner) streamOf(b *buffer.Batch[jetstream.Msg]) *streamState {
+	idx, _, _ := strings.Cut(b.Group, "\x00")
+	i, err := strconv.Atoi(idx)
+	if err != nil || i < 0 || i >= len(r.streams) {
+		panic("exporter: batch of unknown stream " + idx)
+	}
+	return r.streams[i]
+}
+
+// finish accounts for a batch whose upload ended, one way or another.
+func (r *runner) finish(res *result) error {
+	j := res.job
+	r.inflight--
+	r.inflightBytes -= j.size
+	j.stream.held -= j.batch.Len()
+	defer r.set.Release(j.batch)
+	switch {
+	case res.err == nil:
+		r.log.Info("object uploaded", "key", res.key, "messages", j.batch.Len(), "bytes", res.bytes,
+			"reason", string(j.batch.Reason), "upload_duration", res.duration.Round(time.Millisecond))
+		return nil
+	case IsPermanent(res.err):
+		return res.err
+	default:
+		r.log.Warn("batch not exported; its messages stay unacked and are redelivered",
+			"key", res.key, "messages", j.batch.Len(), "error", res.err)
+		return nil
+	}
+}

@@ -1,0 +1,525 @@
+package exporter_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/exportertest"
+)
+
+// One nats-server and one MinIO serve every test of the package; tests are
+// isolated by stream and bucket names. Tests that stop a server start their
+// own.
+var (
+	natsSrv  *exportertest.NATSServer
+	minioSrv *exportertest.MinIOServer
+	seq      atomic.Int64
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	var err error
+	natsSrv, err = exportertest.StartNATS(exportertest.NATSOptions{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer natsSrv.Stop()
+	minioSrv, err = exportertest.StartMinIO(exportertest.MinIOOptions{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer minioSrv.Stop()
+	return m.Run()
+}
+
+// env is one test's stream, bucket and connector.
+type env struct {
+	t      *testing.T
+	nats   *exportertest.NATSServer
+	minio  *exportertest.MinIOServer
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	mc     *minio.Client
+	stream string
+	bucket string
+	file   string // connector file
+}
+
+// connectorTOML is the connector of the tests; %s are filled by newEnv and
+// the test's rotation settings.
+const connectorTOML = `
+name = "%[1]s"
+shutdown_timeout = "30s"
+
+[nats]
+url = "%[2]s"
+
+[[streams]]
+stream = "%[3]s"
+subjects = ["%[3]s.>"]
+ack_wait = "%[7]s"
+
+[s3]
+bucket = "%[4]s"
+endpoint = "%[5]s"
+prefix = "raw"
+access_key_id_env = "JETLAKE_TEST_ACCESS_KEY"
+secret_access_key_env = "JETLAKE_TEST_SECRET_KEY"
+
+[output]
+format = "json_lines"
+path_template = "{stream}/{subject}/{date}/{hour}"
+
+[rotation]
+%[6]s
+`
+
+// newEnv creates a stream with subjects "<STREAM>.>", a bucket, and a
+// connector file with the given [rotation] body.
+func newEnv(t *testing.T, ns *exportertest.NATSServer, ms *exportertest.MinIOServer, rotation string) *env {
+	t.Helper()
+	return newEnvAckWait(t, ns, ms, rotation, "1m")
+}
+
+func newEnvAckWait(t *testing.T, ns *exportertest.NATSServer, ms *exportertest.MinIOServer, rotation, ackWait string) *env {
+	t.Helper()
+	n := seq.Add(1)
+	e := &env{t: t, nats: ns, minio: ms,
+		stream: fmt.Sprintf("T%d", n),
+		bucket: fmt.Sprintf("lake-%d-%d", os.Getpid(), n),
+	}
+	t.Setenv("JETLAKE_TEST_ACCESS_KEY", ms.AccessKey)
+	t.Setenv("JETLAKE_TEST_SECRET_KEY", ms.SecretKey)
+	var err error
+	e.nc, err = nats.Connect(ns.URL, nats.MaxReconnects(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.nc.Close)
+	e.js, err = jetstream.New(e.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := e.js.CreateStream(ctx, jetstream.StreamConfig{
+		Name: e.stream, Subjects: []string{e.stream + ".>"}, Storage: jetstream.FileStorage,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ms.CreateBucket(ctx, e.bucket); err != nil {
+		t.Fatal(err)
+	}
+	e.mc, err = ms.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.file = filepath.Join(t.TempDir(), "connector.toml")
+	body := fmt.Sprintf(connectorTOML, "c"+e.stream, ns.URL, e.stream, e.bucket, ms.Endpoint, rotation, ackWait)
+	if err := os.WriteFile(e.file, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (e *env) connector() *config.Connector {
+	e.t.Helper()
+	conns, err := config.Load(e.file)
+	if err != nil {
+		e.t.Fatalf("load %s: %v", e.file, err)
+	}
+	return conns[0]
+}
+
+// publish publishes n JSON messages round-robin over the given number of
+// subjects and returns the last stream sequence.
+func (e *env) publish(n, subjects int) uint64 {
+	e.t.Helper()
+	ctx := context.Background()
+	var last uint64
+	futures := make([]jetstream.PubAckFuture, 0, 1000)
+	wait := func() {
+		for _, f := range futures {
+			select {
+			case ack := <-f.Ok():
+				last = max(last, ack.Sequence)
+			case err := <-f.Err():
+				e.t.Fatal(err)
+			case <-time.After(10 * time.Second):
+				e.t.Fatal("publish ack timeout")
+			}
+		}
+		futures = futures[:0]
+	}
+	for i := range n {
+		subj := fmt.Sprintf("%s.s%d", e.stream, i%subjects)
+		data := fmt.Sprintf(`{"i": %d, "user": {"id": %d, "name": "user-%d"}, "big": 123456789012345678901234567890}`, i, i%97, i)
+		f, err := e.js.PublishAsync(subj, []byte(data))
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		futures = append(futures, f)
+		if len(futures) == cap(futures) {
+			wait()
+		}
+	}
+	wait()
+	_ = ctx
+	return last
+}
+
+// run runs the connector until ctx ends (or idle with untilIdle) and returns
+// its error on the channel.
+func (e *env) run(ctx context.Context, c *config.Connector, untilIdle bool) (<-chan error, *exporter.Exporter) {
+	e.t.Helper()
+	ex, err := exporter.New(c, exporter.Options{Logger: testLogger(e.t), UntilIdle: untilIdle, Version: "test"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ex.Run(ctx) }()
+	return done, ex
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	if testing.Verbose() {
+		w.t.Log(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
+}
+
+// exported is what the bucket holds.
+type exported struct {
+	objects int
+	bySeq   map[uint64]string // sequence → key of the object holding it
+	dups    []string
+}
+
+type line struct {
+	Stream   string          `json:"stream"`
+	Subject  string          `json:"subject"`
+	Sequence uint64          `json:"sequence"`
+	Time     string          `json:"timestamp"`
+	Payload  json.RawMessage `json:"payload"`
+}
+
+// read lists every data object, checks that its name, metadata and records
+// agree, and returns which object holds each sequence.
+func (e *env) read() exported {
+	e.t.Helper()
+	ctx := context.Background()
+	out := exported{bySeq: map[uint64]string{}}
+	for obj := range e.mc.ListObjects(ctx, e.bucket, minio.ListObjectsOptions{Recursive: true, Prefix: "raw/"}) {
+		if obj.Err != nil {
+			e.t.Fatal(obj.Err)
+		}
+		out.objects++
+		r, err := e.mc.GetObject(ctx, e.bucket, obj.Key, minio.GetObjectOptions{})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		body, err := io.ReadAll(r)
+		r.Close()
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		st, err := e.mc.StatObject(ctx, e.bucket, obj.Key, minio.StatObjectOptions{})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		base := filepath.Base(obj.Key)
+		name, ok := strings.CutSuffix(base, ".jsonl")
+		if !ok || len(name) != 41 || name[20] != '-' {
+			e.t.Fatalf("object %s: name is not <first:020>-<last:020>.jsonl", obj.Key)
+		}
+		first, _ := strconv.ParseUint(name[:20], 10, 64)
+		last, _ := strconv.ParseUint(name[21:], 10, 64)
+		var lo, hi uint64
+		n := 0
+		sc := bufio.NewScanner(bytes.NewReader(body))
+		sc.Buffer(nil, 64<<20)
+		for sc.Scan() {
+			var l line
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				e.t.Fatalf("object %s: line %d: %v", obj.Key, n+1, err)
+			}
+			if !strings.Contains(obj.Key, "/"+l.Subject+"/") {
+				e.t.Fatalf("object %s holds subject %s", obj.Key, l.Subject)
+			}
+			if prev, dup := out.bySeq[l.Sequence]; dup {
+				out.dups = append(out.dups, fmt.Sprintf("sequence %d in %s and %s", l.Sequence, prev, obj.Key))
+			}
+			out.bySeq[l.Sequence] = obj.Key
+			if n == 0 || l.Sequence < lo {
+				lo = l.Sequence
+			}
+			hi = max(hi, l.Sequence)
+			n++
+		}
+		if lo != first || hi != last {
+			e.t.Fatalf("object %s holds sequences %d-%d", obj.Key, lo, hi)
+		}
+		md := st.UserMetadata
+		if md["First-Seq"] != strconv.FormatUint(first, 10) && md["Jetlake-First-Seq"] != strconv.FormatUint(first, 10) {
+			e.t.Fatalf("object %s: metadata %v does not give first sequence %d", obj.Key, md, first)
+		}
+		if md["Jetlake-Count"] != strconv.Itoa(n) {
+			e.t.Fatalf("object %s: metadata count %q, %d records", obj.Key, md["Jetlake-Count"], n)
+		}
+	}
+	return out
+}
+
+// wantExactlyOnce checks that sequences 1..last are each in exactly one
+// object.
+func (e *env) wantExactlyOnce(got exported, last uint64) {
+	e.t.Helper()
+	if len(got.dups) > 0 {
+		e.t.Fatalf("%d duplicates, first: %s", len(got.dups), got.dups[0])
+	}
+	var missing []uint64
+	for s := uint64(1); s <= last; s++ {
+		if _, ok := got.bySeq[s]; !ok {
+			missing = append(missing, s)
+		}
+	}
+	if len(missing) > 0 {
+		e.t.Fatalf("%d of %d sequences missing, first %d", len(missing), last, missing[0])
+	}
+	if uint64(len(got.bySeq)) != last {
+		e.t.Fatalf("%d sequences exported, want %d", len(got.bySeq), last)
+	}
+}
+
+// consumerInfo returns the connector's consumer state; before the exporter
+// created the consumer, it returns an empty state with everything pending.
+func (e *env) consumerInfo() *jetstream.ConsumerInfo {
+	e.t.Helper()
+	cons, err := e.js.Consumer(context.Background(), e.stream, "c"+e.stream)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return &jetstream.ConsumerInfo{NumPending: 1 << 62}
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	info, err := cons.Info(context.Background())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return info
+}
+
+func (e *env) wantAllAcked() {
+	e.t.Helper()
+	info := e.consumerInfo()
+	if info.NumPending != 0 || info.NumAckPending != 0 || info.NumRedelivered != 0 {
+		e.t.Fatalf("consumer: %d pending, %d unacked, %d redelivered; want none",
+			info.NumPending, info.NumAckPending, info.NumRedelivered)
+	}
+}
+
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestEverySequenceLandsInExactlyOneObject(t *testing.T) {
+	e := newEnv(t, natsSrv, minioSrv, `
+max_file_size = "64KiB"
+max_messages_per_file = 700
+max_file_age = "20s"
+max_buffered_bytes = "8MiB"`)
+	const n = 20000
+	last := e.publish(n, 10)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	start := time.Now()
+	done, _ := e.run(ctx, e.connector(), true)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	t.Logf("exported %d messages in %s: %.0f messages/s", n, elapsed.Round(time.Millisecond), n/elapsed.Seconds())
+	got := e.read()
+	e.wantExactlyOnce(got, last)
+	if got.objects < n/700 {
+		t.Fatalf("%d objects; rotation at 700 messages needs at least %d", got.objects, n/700)
+	}
+	e.wantAllAcked()
+}
+
+func TestQuietSubjectIsFlushedByAge(t *testing.T) {
+	e := newEnv(t, natsSrv, minioSrv, `
+max_messages_per_file = 10000
+max_file_age = "2s"`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done, _ := e.run(ctx, e.connector(), false)
+	last := e.publish(5, 1)
+	start := time.Now()
+	waitFor(t, 20*time.Second, "the quiet subject's object", func() bool { return len(e.read().bySeq) == 5 })
+	if d := time.Since(start); d < time.Second {
+		t.Fatalf("object appeared after %s, before the age limit", d)
+	}
+	e.wantExactlyOnce(e.read(), last)
+	waitFor(t, 10*time.Second, "acks", func() bool { return e.consumerInfo().NumAckPending == 0 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBudgetSmallerThanBacklogLosesNothing(t *testing.T) {
+	e := newEnv(t, natsSrv, minioSrv, `
+max_file_size = "16KiB"
+max_messages_per_file = 0
+max_file_age = "20s"
+max_buffered_bytes = "64KiB"`)
+	const n = 6000 // about 800 KiB of records, over 12× the budget
+	last := e.publish(n, 10)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	done, ex := e.run(ctx, e.connector(), true)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	e.wantExactlyOnce(e.read(), last)
+	e.wantAllAcked()
+	// Buffers and uploads together never passed the budget by more than
+	// one message.
+	if peak := exporter.PeakBuffered(ex); peak > 64<<10+1024 {
+		t.Fatalf("peak buffered bytes %d over the 64 KiB budget", peak)
+	}
+}
+
+func TestS3OutageAcksNothingAndLosesNothing(t *testing.T) {
+	ms, err := exportertest.StartMinIO(exportertest.MinIOOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Stop()
+	e := newEnv(t, natsSrv, ms, `
+max_messages_per_file = 100
+max_file_age = "1s"`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done, _ := e.run(ctx, e.connector(), false)
+	e.publish(300, 3)
+	waitFor(t, 30*time.Second, "first batch exported", func() bool { return e.consumerInfo().AckFloor.Stream == 300 })
+
+	if err := ms.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	last := e.publish(500, 5)
+	// Messages are delivered to the exporter, whose uploads now fail.
+	waitFor(t, 20*time.Second, "delivery to the exporter", func() bool { return e.consumerInfo().NumPending == 0 })
+	floor := e.consumerInfo().AckFloor.Stream
+	for range 8 {
+		time.Sleep(500 * time.Millisecond)
+		info := e.consumerInfo()
+		if info.AckFloor.Stream != floor || info.NumAckPending != 500 {
+			t.Fatalf("while S3 is down: ack floor %d (was %d), %d unacked (want 500)", info.AckFloor.Stream, floor, info.NumAckPending)
+		}
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("exporter stopped during the outage: %v", err)
+	default:
+	}
+	if err := ms.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "everything acked after S3 returned", func() bool {
+		info := e.consumerInfo()
+		return info.NumAckPending == 0 && info.AckFloor.Stream == last
+	})
+	e.wantExactlyOnce(e.read(), last)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMissingBucketStopsWithAClearError(t *testing.T) {
+	e := newEnv(t, natsSrv, minioSrv, `max_file_age = "1s"`)
+	c := e.connector()
+	c.S3.Bucket = "no-such-bucket-here"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done, _ := e.run(ctx, c, false)
+	err := <-done
+	if !exporter.IsPermanent(err) || !strings.Contains(err.Error(), "no-such-bucket-here") {
+		t.Fatalf("Run = %v, want a permanent error naming the bucket", err)
+	}
+}
+
+func TestDeletedConsumerStopsTheExporter(t *testing.T) {
+	e := newEnv(t, natsSrv, minioSrv, `max_file_age = "1s"`)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	done, _ := e.run(ctx, e.connector(), false)
+	e.publish(10, 1)
+	waitFor(t, 20*time.Second, "export", func() bool { return e.consumerInfo().AckFloor.Stream == 10 })
+	if err := e.js.DeleteConsumer(ctx, e.stream, "c"+e.stream); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "deleted") {
+			t.Fatalf("Run = %v, want an error saying the consumer was deleted", err)
+		}
+	case <-time.After(45 * time.Second):
+		t.Fatal("exporter kept running after its consumer was deleted")
+	}
+}
+
+func TestExistingConsumerWithFiniteMaxDeliverIsRefused(t *testing.T) {
+	e := newEnv(t, natsSrv, minioSrv, `max_file_age = "1s"`)
+	ctx := context.Background()
+	if _, err := e.js.CreateConsumer(ctx, e.stream, jetstream.ConsumerConfig{
+		Durable: "c" + e.stream, AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: 5,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	done, _ := e.run(ctx, e.connector(), false)
+	err := <-done
+	if err == nil || !strings.Contains(err.Error(), "MaxDeliver is 5") {
+		t.Fatalf("Run = %v, want a refusal naming MaxDeliver", err)
+	}
+}

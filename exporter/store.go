@@ -1,0 +1,158 @@
+package exporter
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/jetlake/jetlake/config"
+)
+
+// ObjectStore is where the exporter writes objects. Put must store body under
+// key durably before it returns nil; an error it returns is classified with
+// IsPermanent.
+type ObjectStore interface {
+	Put(ctx context.Context, key string, body []byte, o PutOptions) error
+}
+
+// PutOptions describe an object beyond its bytes.
+type PutOptions struct {
+	ContentType string
+	Metadata    map[string]string // user metadata, without the x-amz-meta- prefix
+}
+
+// PermanentError marks a storage error that retrying will not mend, such as
+// AccessDenied or NoSuchBucket.
+type PermanentError struct {
+	Code string // the S3 error code
+	Err  error
+}
+
+func (e *PermanentError) Error() string { return e.Err.Error() }
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// IsPermanent reports whether err (or an error it wraps) is a
+// *PermanentError.
+func IsPermanent(err error) bool {
+	var pe *PermanentError
+	return errors.As(err, &pe)
+}
+
+// permanentCodes are the S3 error codes that stop a connector: the
+// configuration or the account is wrong and waiting will not fix it.
+var permanentCodes = map[string]string{
+	"AccessDenied":          "check the credentials' permissions (s3:PutObject on the bucket and prefix)",
+	"AllAccessDisabled":     "access to the bucket is disabled",
+	"InvalidAccessKeyId":    "check the access key id (AWS_ACCESS_KEY_ID or access_key_id_env)",
+	"SignatureDoesNotMatch": "check the secret access key (AWS_SECRET_ACCESS_KEY or secret_access_key_env)",
+	"NoSuchBucket":          "create the bucket or fix s3.bucket",
+	"InvalidBucketName":     "fix s3.bucket",
+	"AccountProblem":        "the storage account needs attention",
+}
+
+// classify wraps a minio error into a *PermanentError when retrying cannot
+// help.
+func classify(err error, bucket string) error {
+	if err == nil {
+		return nil
+	}
+	var er minio.ErrorResponse
+	if errors.As(err, &er) {
+		if hint, ok := permanentCodes[er.Code]; ok {
+			return &PermanentError{Code: er.Code, Err: fmt.Errorf("bucket %q: %s: %w (%s)", bucket, er.Code, err, hint)}
+		}
+	}
+	return err
+}
+
+// S3Store writes objects to an S3-compatible store with minio-go.
+type S3Store struct {
+	client *minio.Client
+	bucket string
+}
+
+// NewS3Store returns a store for the [s3] settings of a connector. It does no
+// network I/O. Credentials come from the environment variables the file
+// names, or from the standard chain: AWS_ACCESS_KEY_ID /
+// AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, MINIO_ROOT_USER /
+// MINIO_ROOT_PASSWORD, the shared credentials file, then IAM.
+func NewS3Store(c config.S3) (*S3Store, error) {
+	host, secure := "s3.amazonaws.com", true
+	if c.Endpoint != "" {
+		u, err := url.Parse(c.Endpoint)
+		if err != nil {
+			return nil, fmt.Errorf("s3 endpoint %q: %w", c.Endpoint, err)
+		}
+		host, secure = u.Host, u.Scheme == "https"
+	}
+	creds, err := s3Credentials(c)
+	if err != nil {
+		return nil, err
+	}
+	lookup := minio.BucketLookupDNS
+	if c.PathStyle {
+		lookup = minio.BucketLookupPath
+	}
+	client, err := minio.New(host, &minio.Options{
+		Creds:        creds,
+		Secure:       secure,
+		Region:       c.Region,
+		BucketLookup: lookup,
+		// The exporter owns the retry loop, its backoff and InProgress
+		// timing; a second loop inside the client would hide outages.
+		MaxRetries: 1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("s3 client: %w", err)
+	}
+	return &S3Store{client: client, bucket: c.Bucket}, nil
+}
+
+func s3Credentials(c config.S3) (*credentials.Credentials, error) {
+	if c.AccessKeyIDEnv != "" {
+		id, secret := os.Getenv(c.AccessKeyIDEnv), os.Getenv(c.SecretAccessKeyEnv)
+		if id == "" || secret == "" {
+			return nil, fmt.Errorf("s3 credentials: environment variables %s and %s must both be set", c.AccessKeyIDEnv, c.SecretAccessKeyEnv)
+		}
+		return credentials.NewStaticV4(id, secret, os.Getenv("AWS_SESSION_TOKEN")), nil
+	}
+	return credentials.NewChainCredentials([]credentials.Provider{
+		&credentials.EnvAWS{},
+		&credentials.EnvMinio{},
+		&credentials.FileAWSCredentials{},
+		&credentials.IAM{},
+	}), nil
+}
+
+// Put implements ObjectStore.
+func (s *S3Store) Put(ctx context.Context, key string, body []byte, o PutOptions) error {
+	_, err := s.client.PutObject(ctx, s.bucket, key, bytes.NewReader(body), int64(len(body)), minio.PutObjectOptions{
+		ContentType:      o.ContentType,
+		UserMetadata:     o.Metadata,
+		DisableMultipart: len(body) < 5<<30,
+		SendContentMd5:   true,
+	})
+	if err != nil {
+		return classify(fmt.Errorf("put %s: %w", key, err), s.bucket)
+	}
+	return nil
+}
+
+// CheckBucket verifies that the bucket exists and the credentials can reach
+// it. A missing bucket is a *PermanentError.
+func (s *S3Store) CheckBucket(ctx context.Context) error {
+	ok, err := s.client.BucketExists(ctx, s.bucket)
+	if err != nil {
+		return classify(fmt.Errorf("check bucket %q: %w", s.bucket, err), s.bucket)
+	}
+	if !ok {
+		return &PermanentError{Code: "NoSuchBucket", Err: fmt.Errorf("bucket %q does not exist: create it or fix s3.bucket", s.bucket)}
+	}
+	return nil
+}

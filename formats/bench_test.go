@@ -1,0 +1,64 @@
+package formats
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// benchRecords returns n records whose payloads are JSON objects of about
+// 256 bytes, written with some whitespace as producers often do.
+func benchRecords(n int) []*Record {
+	records := make([]*Record, n)
+	start := time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
+	for i := range records {
+		data := fmt.Sprintf(`{"id": %d, "type": "order.created", "customer": {"id": "c-%06d", "name": "Alice Example", "email": "alice@example.com"}, `+
+			`"items": [{"sku": "SKU-%04d", "qty": 2, "price": 19.99}], "total": 39.98, "currency": "EUR", "channel": "web", "note": "caf\u00e9"}`,
+			i, i%1000, i%10000)
+		records[i] = &Record{
+			Stream:   "ORDERS",
+			Subject:  "orders.created",
+			Sequence: uint64(i + 1),
+			Time:     start.Add(time.Duration(i) * time.Millisecond),
+			Data:     []byte(data),
+		}
+	}
+	return records
+}
+
+func BenchmarkEncode(b *testing.B) {
+	records := benchRecords(10_000)
+	for _, opts := range []Options{
+		{Format: JSONLines, Metadata: true},
+		{Format: JSONArray, Metadata: true},
+		{Format: Raw, RawDelimiter: []byte("\n")},
+	} {
+		b.Run(string(opts.Format), func(b *testing.B) {
+			e, err := New(opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			batch := e.NewBatch()
+			fill := func() int {
+				batch.Reset()
+				for _, r := range records {
+					if err := batch.Append(r); err != nil {
+						b.Fatal(err)
+					}
+				}
+				body, err := batch.Finish()
+				if err != nil {
+					b.Fatal(err)
+				}
+				return len(body)
+			}
+			// Grow the batch first: the figures are for a batch in reuse.
+			b.SetBytes(int64(fill()))
+			for b.Loop() {
+				fill()
+			}
+			b.ReportAllocs()
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(records)), "ns/record")
+		})
+	}
+}

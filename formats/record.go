@@ -1,0 +1,190 @@
+package formats
+
+import (
+	"encoding/base64"
+	"slices"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// AppendJSONRecord appends the JSON form of r to dst, as one element of a
+// json_lines or json_array body without the separator, and returns the
+// extended slice. It uses opts.Metadata and opts.Headers; opts.Format and
+// opts.RawDelimiter are ignored. It allocates only to grow dst and, when
+// headers are written, to sort their keys.
+func AppendJSONRecord(dst []byte, r *Record, opts Options) []byte {
+	dst, _ = appendRecord(dst, r, &opts, nil)
+	return dst
+}
+
+// appendRecord appends the JSON form of r to dst. keys is scratch space for
+// sorting header keys; it is returned so a batch can keep its capacity.
+func appendRecord(dst []byte, r *Record, opts *Options, keys []string) ([]byte, []string) {
+	if !opts.Metadata {
+		return appendPayloadOnly(dst, r.Data), keys
+	}
+	dst = append(dst, `{"stream":`...)
+	dst = appendJSONString(dst, r.Stream)
+	dst = append(dst, `,"subject":`...)
+	dst = appendJSONString(dst, r.Subject)
+	dst = append(dst, `,"sequence":`...)
+	dst = strconv.AppendUint(dst, r.Sequence, 10)
+	dst = append(dst, `,"timestamp":"`...)
+	dst = appendTimestamp(dst, r.Time)
+	dst = append(dst, '"')
+	if opts.Headers && len(r.Headers) > 0 {
+		dst, keys = appendHeaders(dst, r.Headers, keys)
+	}
+	dst = append(dst, `,"payload":`...)
+	if len(r.Data) == 0 {
+		return append(dst, "null}"...), keys
+	}
+	dst, ok := appendCompactJSON(dst, r.Data)
+	if !ok {
+		dst = append(dst, '"')
+		dst = base64.StdEncoding.AppendEncode(dst, r.Data)
+		dst = append(dst, `","payload_encoding":"base64"`...)
+	}
+	return append(dst, '}'), keys
+}
+
+// appendPayloadOnly appends the record written without metadata: the
+// payload's JSON value, null, or an object carrying the base64 of data.
+func appendPayloadOnly(dst, data []byte) []byte {
+	if len(data) == 0 {
+		return append(dst, "null"...)
+	}
+	dst, ok := appendCompactJSON(dst, data)
+	if ok {
+		return dst
+	}
+	dst = append(dst, `{"payload":"`...)
+	dst = base64.StdEncoding.AppendEncode(dst, data)
+	return append(dst, `","payload_encoding":"base64"}`...)
+}
+
+// appendHeaders appends the "headers" field with sorted keys, values in
+// their order.
+func appendHeaders(dst []byte, h map[string][]string, keys []string) ([]byte, []string) {
+	keys = keys[:0]
+	for k := range h {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	dst = append(dst, `,"headers":{`...)
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, k)
+		dst = append(dst, ":["...)
+		for j, v := range h[k] {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONString(dst, v)
+		}
+		dst = append(dst, ']')
+	}
+	// Drop the references so the scratch does not keep the caller's
+	// strings alive.
+	clear(keys)
+	return append(dst, '}'), keys[:0]
+}
+
+// timestampLayout is RFC 3339 with a fixed nine-digit fraction, so every
+// timestamp has the same width and sorts as text.
+const timestampLayout = "2006-01-02T15:04:05.000000000Z"
+
+// appendTimestamp appends t in UTC in timestampLayout. It writes the digits
+// itself: time.Time.AppendFormat parses its layout on every call, which cost
+// more than the rest of a metadata record.
+func appendTimestamp(dst []byte, t time.Time) []byte {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		// Not representable in RFC 3339; JetStream never sends these.
+		return t.AppendFormat(dst, timestampLayout)
+	}
+	hour, minute, second := t.Clock()
+	dst = appendPadded(dst, year, 4)
+	dst = append(dst, '-')
+	dst = appendPadded(dst, int(month), 2)
+	dst = append(dst, '-')
+	dst = appendPadded(dst, day, 2)
+	dst = append(dst, 'T')
+	dst = appendPadded(dst, hour, 2)
+	dst = append(dst, ':')
+	dst = appendPadded(dst, minute, 2)
+	dst = append(dst, ':')
+	dst = appendPadded(dst, second, 2)
+	dst = append(dst, '.')
+	dst = appendPadded(dst, t.Nanosecond(), 9)
+	return append(dst, 'Z')
+}
+
+// appendPadded appends the non-negative v as exactly width decimal digits,
+// zero-padded; v must have at most width digits.
+func appendPadded(dst []byte, v, width int) []byte {
+	dst = append(dst, "000000000"[:width]...)
+	for i := len(dst) - 1; v > 0; i-- {
+		dst[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return dst
+}
+
+// appendJSONString appends s as a JSON string. It escapes '"', '\\', control
+// characters, U+2028 and U+2029 (line terminators to some JSON lines
+// readers), and writes each byte that is not valid UTF-8 as \ufffd.
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0 // s[start:i] is still to be copied
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

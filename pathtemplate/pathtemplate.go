@@ -1,0 +1,367 @@
+// Package pathtemplate renders the directory part of object keys from a
+// template such as "{stream}/{subject}/{date}/{hour}".
+//
+// Rendering is a pure function of the template, the stream, subject and
+// consumer names and the message time: it does no I/O and reads no clock.
+// Substituted values keep the bytes [A-Za-z0-9._-] and percent-encode every
+// other byte as %XX, the way Hive encodes partition values, so two distinct
+// subjects never render to the same directory. A value that is empty, "." or
+// ".." is encoded as well, so a rendered key never contains "//" or a relative
+// segment, and a value longer than MaxValueLen is shortened with a hash so
+// keys stay within S3's 1024-byte limit.
+package pathtemplate
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Var names a template variable.
+type Var int
+
+// The template variables.
+const (
+	VarLiteral Var = iota // literal text, kept as written
+	VarStream
+	VarSubject
+	VarSubjectToken // {subject:N}
+	VarConsumer
+	VarDate
+	VarYear
+	VarMonth
+	VarDay
+	VarHour
+	VarMinute
+)
+
+var varNames = map[string]Var{
+	"stream":   VarStream,
+	"subject":  VarSubject,
+	"consumer": VarConsumer,
+	"date":     VarDate,
+	"year":     VarYear,
+	"month":    VarMonth,
+	"day":      VarDay,
+	"hour":     VarHour,
+	"minute":   VarMinute,
+}
+
+// Names lists the variables a template may use, for error messages.
+const Names = "{stream}, {subject}, {subject:N}, {consumer}, {date}, {year}, {month}, {day}, {hour}, {minute}"
+
+// MaxKeyLen is the longest object key S3 accepts, in bytes.
+const MaxKeyLen = 1024
+
+// Part is one piece of a parsed template.
+type Part struct {
+	Var   Var
+	Text  string // literal text for VarLiteral
+	Token int    // 1-based token index for VarSubjectToken
+}
+
+// Template is a parsed path template. The zero value renders an empty
+// directory. A Template is immutable and safe for concurrent use.
+type Template struct {
+	src   string
+	parts []Part
+}
+
+// SyntaxError reports a malformed template.
+type SyntaxError struct {
+	Offset int // byte offset in the template
+	Msg    string
+}
+
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("pathtemplate: at byte %d: %s", e.Offset, e.Msg)
+}
+
+// Parse parses a template. Literal text may not contain "{" or "}" outside
+// of a variable, may not start or end with "/", and may not contain empty,
+// "." or ".." segments. The returned error is a *SyntaxError.
+func Parse(src string) (*Template, error) {
+	t := &Template{src: src}
+	if src == "" {
+		return t, nil
+	}
+	if strings.HasPrefix(src, "/") || strings.HasSuffix(src, "/") {
+		return nil, &SyntaxError{Offset: 0, Msg: "must not start or end with '/'"}
+	}
+	var lit strings.Builder
+	flush := func() {
+		if lit.Len() > 0 {
+			t.parts = append(t.parts, Part{Var: VarLiteral, Text: lit.String()})
+			lit.Reset()
+		}
+	}
+	for i := 0; i < len(src); {
+		c := src[i]
+		switch c {
+		case '}':
+			return nil, &SyntaxError{Offset: i, Msg: "unmatched '}'"}
+		case '{':
+			end := strings.IndexByte(src[i:], '}')
+			if end < 0 {
+				return nil, &SyntaxError{Offset: i, Msg: "unterminated '{'"}
+			}
+			name := src[i+1 : i+end]
+			p, err := parseVar(name)
+			if err != nil {
+				return nil, &SyntaxError{Offset: i, Msg: err.Error()}
+			}
+			flush()
+			t.parts = append(t.parts, p)
+			i += end + 1
+		default:
+			if c < 0x20 || c == 0x7f || c == '\\' {
+				return nil, &SyntaxError{Offset: i, Msg: fmt.Sprintf("byte %q is not allowed in literal text", c)}
+			}
+			lit.WriteByte(c)
+			i++
+		}
+	}
+	flush()
+	for _, seg := range strings.Split(src, "/") {
+		switch seg {
+		case "":
+			return nil, &SyntaxError{Offset: strings.Index(src, "//"), Msg: "empty path segment ('//')"}
+		case ".", "..":
+			return nil, &SyntaxError{Offset: strings.Index(src, seg), Msg: fmt.Sprintf("path segment %q is not allowed", seg)}
+		}
+	}
+	return t, nil
+}
+
+func parseVar(name string) (Part, error) {
+	if v, ok := varNames[name]; ok {
+		return Part{Var: v}, nil
+	}
+	if rest, ok := strings.CutPrefix(name, "subject:"); ok {
+		n, err := strconv.Atoi(rest)
+		if err != nil || n < 1 || n > 64 {
+			return Part{}, fmt.Errorf("{subject:N} needs N between 1 and 64, got %q", rest)
+		}
+		return Part{Var: VarSubjectToken, Token: n}, nil
+	}
+	return Part{}, fmt.Errorf("unknown variable {%s}; allowed: %s", name, Names)
+}
+
+// MustParse is like Parse but panics on error. It is meant for tests and
+// package-level variables.
+func MustParse(src string) *Template {
+	t, err := Parse(src)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// String returns the template source.
+func (t *Template) String() string { return t.src }
+
+// Parts returns the parsed pieces of the template.
+func (t *Template) Parts() []Part { return t.parts }
+
+// Uses reports whether the template uses variable v.
+func (t *Template) Uses(v Var) bool {
+	for _, p := range t.parts {
+		if p.Var == v {
+			return true
+		}
+	}
+	return false
+}
+
+// UsesSubject reports whether the rendered directory depends on the subject.
+func (t *Template) UsesSubject() bool {
+	return t.Uses(VarSubject) || t.Uses(VarSubjectToken)
+}
+
+// Values are what a template is rendered from.
+type Values struct {
+	Stream   string
+	Subject  string
+	Consumer string
+	Time     time.Time // the message's JetStream timestamp; rendered in UTC
+}
+
+// ErrKeyTooLong is returned when a rendered key exceeds MaxKeyLen.
+var ErrKeyTooLong = errors.New("pathtemplate: object key longer than 1024 bytes")
+
+// AppendDir appends the rendered directory to dst and returns the extended
+// buffer. It does not allocate when dst has room.
+func (t *Template) AppendDir(dst []byte, v *Values) []byte {
+	ts := v.Time.UTC()
+	for _, p := range t.parts {
+		switch p.Var {
+		case VarLiteral:
+			dst = append(dst, p.Text...)
+		case VarStream:
+			dst = AppendEscaped(dst, v.Stream)
+		case VarSubject:
+			dst = AppendEscaped(dst, v.Subject)
+		case VarSubjectToken:
+			dst = AppendEscaped(dst, subjectToken(v.Subject, p.Token))
+		case VarConsumer:
+			dst = AppendEscaped(dst, v.Consumer)
+		case VarDate:
+			dst = appendInt(dst, ts.Year(), 4)
+			dst = append(dst, '-')
+			dst = appendInt(dst, int(ts.Month()), 2)
+			dst = append(dst, '-')
+			dst = appendInt(dst, ts.Day(), 2)
+		case VarYear:
+			dst = appendInt(dst, ts.Year(), 4)
+		case VarMonth:
+			dst = appendInt(dst, int(ts.Month()), 2)
+		case VarDay:
+			dst = appendInt(dst, ts.Day(), 2)
+		case VarHour:
+			dst = appendInt(dst, ts.Hour(), 2)
+		case VarMinute:
+			dst = appendInt(dst, ts.Minute(), 2)
+		}
+	}
+	return dst
+}
+
+// Dir renders the directory as a string.
+func (t *Template) Dir(v *Values) string {
+	return string(t.AppendDir(nil, v))
+}
+
+// subjectToken returns the n-th (1-based) dot-separated token of subject, or
+// "" when the subject has fewer tokens.
+func subjectToken(subject string, n int) string {
+	for i := 1; ; i++ {
+		dot := strings.IndexByte(subject, '.')
+		if i == n {
+			if dot < 0 {
+				return subject
+			}
+			return subject[:dot]
+		}
+		if dot < 0 {
+			return ""
+		}
+		subject = subject[dot+1:]
+	}
+}
+
+const hexDigits = "0123456789ABCDEF"
+
+// MaxValueLen is the longest a substituted value renders to, in bytes. A
+// longer escaped value is cut and ends in "~" and 16 hex digits of the FNV-1a
+// hash of the whole value; "~" is never produced by escaping, so a shortened
+// value can not equal one that was not.
+const MaxValueLen = 128
+
+// AppendEscaped appends value with every byte outside [A-Za-z0-9._-]
+// percent-encoded. A value that is empty, "." or ".." would make an empty or
+// relative path segment, so it is encoded too: "" as "%00" (NUL can not occur
+// in a NATS subject), "." as "%2E" and ".." as "%2E%2E". Values that escape to
+// more than MaxValueLen bytes are shortened as MaxValueLen describes.
+func AppendEscaped(dst []byte, value string) []byte {
+	switch value {
+	case "":
+		return append(dst, "%00"...)
+	case ".":
+		return append(dst, "%2E"...)
+	case "..":
+		return append(dst, "%2E%2E"...)
+	}
+	start := len(dst)
+	for i := 0; i < len(value); i++ {
+		c := value[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' {
+			dst = append(dst, c)
+			continue
+		}
+		dst = append(dst, '%', hexDigits[c>>4], hexDigits[c&15])
+	}
+	if len(dst)-start <= MaxValueLen {
+		return dst
+	}
+	cut := start + MaxValueLen - 17
+	// Never split a %XX escape.
+	if dst[cut-1] == '%' {
+		cut--
+	} else if dst[cut-2] == '%' {
+		cut -= 2
+	}
+	dst = append(dst[:cut], '~')
+	h := fnv1a(value)
+	for shift := 60; shift >= 0; shift -= 4 {
+		dst = append(dst, hexDigits[(h>>uint(shift))&15])
+	}
+	return dst
+}
+
+func fnv1a(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+func appendInt(dst []byte, v, width int) []byte {
+	var b [20]byte
+	i := len(b)
+	for v >= 10 || width > 1 {
+		i--
+		b[i] = byte('0' + v%10)
+		v /= 10
+		width--
+	}
+	i--
+	b[i] = byte('0' + v)
+	return append(dst, b[i:]...)
+}
+
+// AppendKey appends a full object key to dst:
+// "<prefix>/<dir>/<first:020>-<last:020>.<ext>", leaving out an empty prefix
+// or dir without producing "//".
+func AppendKey(dst []byte, prefix string, dir []byte, first, last uint64, ext string) []byte {
+	if prefix != "" {
+		dst = append(dst, prefix...)
+		dst = append(dst, '/')
+	}
+	if len(dir) > 0 {
+		dst = append(dst, dir...)
+		dst = append(dst, '/')
+	}
+	dst = AppendSeq(dst, first)
+	dst = append(dst, '-')
+	dst = AppendSeq(dst, last)
+	if ext != "" {
+		dst = append(dst, '.')
+		dst = append(dst, ext...)
+	}
+	return dst
+}
+
+// AppendSeq appends a sequence number zero-padded to 20 digits, so that keys
+// sort in sequence order.
+func AppendSeq(dst []byte, seq uint64) []byte {
+	var b [20]byte
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i] = byte('0' + seq%10)
+		seq /= 10
+	}
+	return append(dst, b[:]...)
+}
+
+// Key returns a full object key; see AppendKey. It returns ErrKeyTooLong when
+// the key would exceed MaxKeyLen.
+func Key(prefix, dir string, first, last uint64, ext string) (string, error) {
+	k := AppendKey(nil, prefix, []byte(dir), first, last, ext)
+	if len(k) > MaxKeyLen {
+		return "", ErrKeyTooLong
+	}
+	return string(k), nil
+}
