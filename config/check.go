@@ -253,7 +253,7 @@ func (c *checker) size(t map[string]any, p keyPath, key string, def int64) (int6
 	return def, false
 }
 
-func (c *checker) strings(t map[string]any, p keyPath, key string) ([]string, bool) {
+func (c *checker) stringList(t map[string]any, p keyPath, key string) ([]string, bool) {
 	v, ok := t[key]
 	if !ok {
 		return nil, true

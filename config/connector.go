@@ -415,7 +415,7 @@ func (c *checker) stream(t map[string]any, p keyPath, connector string, rot rota
 		}
 	}
 
-	if subjects, ok := c.strings(t, p, "subjects"); ok {
+	if subjects, ok := c.stringList(t, p, "subjects"); ok {
 		s.Subjects = c.subjects(subjects, p.key("subjects"))
 	}
 

@@ -167,7 +167,8 @@ type streamState struct {
 	cfg  config.Stream
 	cons jetstream.Consumer
 	iter jetstream.MessagesContext
-	held int // messages received and not yet acked or abandoned
+	held   int // messages received and not yet acked or abandoned
+	sealed int // of those, messages in sealed batches
 }
 
 // delivery is a message handed from a puller to the runner.
@@ -487,8 +488,10 @@ func (r *runner) add(d delivery) {
 	s.held++
 	r.rec = formats.Record{}
 	// MaxAckPending: when held messages near the limit the server stops
-	// delivering, so buffers waiting for more would wait forever.
-	if s.held >= s.cfg.MaxAckPending-s.cfg.MaxAckPending/10 {
+	// delivering, so buffers waiting for more would wait forever. Sealing
+	// helps only when open buffers hold most of them; otherwise the acks of
+	// the uploads in flight make room.
+	if s.held >= s.cfg.MaxAckPending-s.cfg.MaxAckPending/10 && s.held-s.sealed >= s.sealed {
 		prefix := string(r.grpBuf[:bytes.IndexByte(r.grpBuf, 0)+1])
 		r.set.SealMost(buffer.ReasonPending, func(g string) bool { return strings.HasPrefix(g, prefix) })
 	}
@@ -509,6 +512,7 @@ func (r *runner) takeSealed() {
 	for _, b := range r.set.TakeSealed() {
 		r.inflight++
 		j := &job{batch: b, size: int64(b.Size()), stream: r.streamOf(b)}
+		j.stream.sealed += b.Len()
 		r.inflightBytes += j.size
 		r.queue = append(r.queue, j)
 	}
@@ -531,6 +535,7 @@ func (r *runner) finish(res *result) error {
 	r.inflight--
 	r.inflightBytes -= j.size
 	j.stream.held -= j.batch.Len()
+	j.stream.sealed -= j.batch.Len()
 	defer r.set.Release(j.batch)
 	switch {
 	case res.err == nil:

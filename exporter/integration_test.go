@@ -523,3 +523,28 @@ func TestExistingConsumerWithFiniteMaxDeliverIsRefused(t *testing.T) {
 		t.Fatalf("Run = %v, want a refusal naming MaxDeliver", err)
 	}
 }
+
+func TestMaxAckPendingBelowOneRotationStillProgresses(t *testing.T) {
+	e := newEnv(t, natsSrv, minioSrv, `
+max_messages_per_file = 10000
+max_file_age = "25s"`)
+	c := e.connector()
+	c.Streams[0].MaxAckPending = 50
+	last := e.publish(1000, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	done, _ := e.run(ctx, c, true)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// Waiting for the age limit would take 25s per round of 50 messages.
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("took %s: the exporter waited for messages MaxAckPending held back", d)
+	}
+	e.wantExactlyOnce(e.read(), last)
+	e.wantAllAcked()
+	if mp := e.consumerInfo().Config.MaxAckPending; mp != 50 {
+		t.Fatalf("consumer MaxAckPending = %d, want 50", mp)
+	}
+}
