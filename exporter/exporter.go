@@ -164,9 +164,9 @@ func (e *Exporter) connect(ctx context.Context) (*nats.Conn, error) {
 
 // streamState is what the runner keeps per configured stream.
 type streamState struct {
-	cfg  config.Stream
-	cons jetstream.Consumer
-	iter jetstream.MessagesContext
+	cfg    config.Stream
+	cons   jetstream.Consumer
+	iter   jetstream.MessagesContext
 	held   int // messages received and not yet acked or abandoned
 	sealed int // of those, messages in sealed batches
 }
