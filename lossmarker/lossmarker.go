@@ -1,0 +1,116 @@
+// Package lossmarker describes the messages jetlake could not export, as
+// small JSON objects stored beside the data under
+// "<prefix>/_jetlake/lost/", never inside the table folders.
+//
+// A marker is written only when data truly cannot be exported: the stream
+// removed messages before they were read (a gap), or a message can be
+// written in no form at all (poison). The package is pure: no I/O, no clock.
+package lossmarker
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jetlake/jetlake/pathtemplate"
+)
+
+// Reason says why messages were lost.
+type Reason string
+
+// The reasons.
+const (
+	// Gap: the stream removed the messages (limits, max age, max messages
+	// per subject, a delete) before they were exported.
+	Gap Reason = "gap"
+	// Poison: the message can be written in no form at all; it was
+	// terminated.
+	Poison Reason = "poison"
+)
+
+// Dir is the folder, under the connector's prefix, that holds jetlake's own
+// objects. Query engines must not read it; it sits beside the table folders.
+const Dir = "_jetlake"
+
+// Marker records a range of stream sequences that was not exported.
+type Marker struct {
+	Stream          string    `json:"stream"`
+	Consumer        string    `json:"consumer"`
+	Subject         string    `json:"subject,omitempty"` // when known
+	FirstSeq        uint64    `json:"first_seq"`
+	LastSeq         uint64    `json:"last_seq"`
+	Count           uint64    `json:"count"` // sequences covered; may be below the range for a sparse set
+	Reason          Reason    `json:"reason"`
+	Error           string    `json:"error"`
+	DetectedAt      time.Time `json:"detected_at"`
+	ExporterVersion string    `json:"exporter_version"`
+}
+
+// Key returns the marker's object key:
+// "<prefix>/_jetlake/lost/<stream>/<date>/<first:020>-<last:020>.lost.json",
+// with the date of DetectedAt in UTC.
+func (m *Marker) Key(prefix string) string {
+	dir := make([]byte, 0, 64)
+	dir = append(dir, Dir+"/lost/"...)
+	dir = pathtemplate.AppendEscaped(dir, m.Stream)
+	dir = append(dir, '/')
+	dir = m.DetectedAt.UTC().AppendFormat(dir, "2006-01-02")
+	return string(pathtemplate.AppendKey(nil, prefix, dir, m.FirstSeq, m.LastSeq, "lost.json"))
+}
+
+// Validate reports what is wrong with a marker, or nil.
+func (m *Marker) Validate() error {
+	var errs []error
+	if m.Stream == "" {
+		errs = append(errs, errors.New("stream is empty"))
+	}
+	if m.FirstSeq == 0 || m.LastSeq < m.FirstSeq {
+		errs = append(errs, fmt.Errorf("range %d-%d is not a range of stream sequences", m.FirstSeq, m.LastSeq))
+	}
+	if m.Count == 0 || m.Count > m.LastSeq-m.FirstSeq+1 {
+		errs = append(errs, fmt.Errorf("count %d does not fit range %d-%d", m.Count, m.FirstSeq, m.LastSeq))
+	}
+	if m.Reason != Gap && m.Reason != Poison {
+		errs = append(errs, fmt.Errorf("reason %q is neither %q nor %q", m.Reason, Gap, Poison))
+	}
+	if m.DetectedAt.IsZero() {
+		errs = append(errs, errors.New("detected_at is not set"))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("lossmarker: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// Encode returns the marker's object body: indented JSON and a newline.
+func (m *Marker) Encode() ([]byte, error) {
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	mm := *m
+	mm.DetectedAt = m.DetectedAt.UTC()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&mm); err != nil {
+		return nil, fmt.Errorf("lossmarker: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// Parse decodes and validates a marker body.
+func Parse(data []byte) (*Marker, error) {
+	var m Marker
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("lossmarker: %w", err)
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
