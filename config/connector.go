@@ -467,8 +467,6 @@ func (c *checker) stream(t map[string]any, p keyPath, connector string, rot rota
 			if rot.bufferedOK && rot.countOK {
 				s.MaxAckPending = derivedAckPending(rot.Rotation)
 			}
-		case rot.countOK && rot.MaxMessagesPerFile > 0 && n < int64(rot.MaxMessagesPerFile):
-			c.report(p.key("max_ack_pending"), "%d is less than rotation.max_messages_per_file (%d): the server stops delivering before a file is full; raise max_ack_pending, lower max_messages_per_file, or set max_ack_pending = 0 to derive it", n, rot.MaxMessagesPerFile)
 		default:
 			s.MaxAckPending = int(n)
 		}
