@@ -107,6 +107,11 @@ func newEnv(t *testing.T, ns *exportertest.NATSServer, ms *exportertest.MinIOSer
 
 func newEnvAckWait(t *testing.T, ns *exportertest.NATSServer, ms *exportertest.MinIOServer, rotation, ackWait string) *env {
 	t.Helper()
+	return newEnvRetention(t, ns, ms, rotation, ackWait, jetstream.LimitsPolicy)
+}
+
+func newEnvRetention(t *testing.T, ns *exportertest.NATSServer, ms *exportertest.MinIOServer, rotation, ackWait string, retention jetstream.RetentionPolicy) *env {
+	t.Helper()
 	n := seq.Add(1)
 	e := &env{t: t, nats: ns, minio: ms,
 		stream: fmt.Sprintf("T%d", n),
@@ -126,7 +131,7 @@ func newEnvAckWait(t *testing.T, ns *exportertest.NATSServer, ms *exportertest.M
 	}
 	ctx := context.Background()
 	if _, err := e.js.CreateStream(ctx, jetstream.StreamConfig{
-		Name: e.stream, Subjects: []string{e.stream + ".>"}, Storage: jetstream.FileStorage,
+		Name: e.stream, Subjects: []string{e.stream + ".>"}, Storage: jetstream.FileStorage, Retention: retention,
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -546,5 +551,75 @@ max_file_age = "25s"`)
 	e.wantAllAcked()
 	if mp := e.consumerInfo().Config.MaxAckPending; mp != 50 {
 		t.Fatalf("consumer MaxAckPending = %d, want 50", mp)
+	}
+}
+
+func TestInterestAndWorkQueueStreamsExportEverything(t *testing.T) {
+	for _, rp := range []jetstream.RetentionPolicy{jetstream.InterestPolicy, jetstream.WorkQueuePolicy} {
+		t.Run(rp.String(), func(t *testing.T) {
+			e := newEnvRetention(t, natsSrv, minioSrv, `
+max_messages_per_file = 300
+max_file_age = "20s"`, "1m", rp)
+			// Create the consumer first: an interest stream keeps only
+			// messages some consumer is interested in.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			c := e.connector()
+			boot, cancelBoot := context.WithCancel(ctx)
+			done, _ := e.run(boot, c, false)
+			waitFor(t, 20*time.Second, "the consumer", func() bool { return e.consumerInfo().NumPending == 0 })
+			cancelBoot()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			last := e.publish(2000, 4)
+			done, _ = e.run(ctx, c, true)
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			e.wantExactlyOnce(e.read(), last)
+			e.wantAllAcked()
+			st, err := e.js.Stream(ctx, e.stream)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := st.CachedInfo().State.Msgs; n != 0 {
+				t.Fatalf("%s stream still holds %d messages after every one was acked", rp, n)
+			}
+		})
+	}
+}
+
+func TestNATSRestartMidRunLosesNothing(t *testing.T) {
+	ns, err := exportertest.StartNATS(exportertest.NATSOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Stop()
+	e := newEnv(t, ns, minioSrv, `
+max_messages_per_file = 200
+max_file_age = "1s"`)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	done, _ := e.run(ctx, e.connector(), false)
+	e.publish(1000, 4)
+	waitFor(t, 30*time.Second, "first half exported", func() bool { return e.consumerInfo().AckFloor.Stream == 1000 })
+	if err := ns.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	last := e.publish(1000, 4)
+	waitFor(t, 60*time.Second, "second half exported after the restart", func() bool {
+		info := e.consumerInfo()
+		return info.AckFloor.Stream == last && info.NumAckPending == 0
+	})
+	select {
+	case err := <-done:
+		t.Fatalf("exporter stopped across the NATS restart: %v", err)
+	default:
+	}
+	e.wantExactlyOnce(e.read(), last)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

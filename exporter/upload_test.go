@@ -1,0 +1,212 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlake/jetlake/buffer"
+	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/pathtemplate"
+)
+
+// fakeMsg records what the exporter does with a message.
+type fakeMsg struct {
+	mu               sync.Mutex
+	seq              uint64
+	acks             int
+	doubleAcks       int
+	inProgress       int
+	naks             int
+	terms            int
+	refuseInProgress bool // InProgress fails, as on a broken connection
+}
+
+func (m *fakeMsg) Metadata() (*jetstream.MsgMetadata, error) {
+	return &jetstream.MsgMetadata{Sequence: jetstream.SequencePair{Stream: m.seq}, Stream: "S", Timestamp: time.Unix(0, 0)}, nil
+}
+func (m *fakeMsg) Data() []byte         { return []byte(`{}`) }
+func (m *fakeMsg) Headers() nats.Header { return nil }
+func (m *fakeMsg) Subject() string      { return "s.a" }
+func (m *fakeMsg) Reply() string        { return "" }
+func (m *fakeMsg) count(p *int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	*p++
+	return nil
+}
+func (m *fakeMsg) Ack() error                       { return m.count(&m.acks) }
+func (m *fakeMsg) DoubleAck(context.Context) error  { return m.count(&m.doubleAcks) }
+func (m *fakeMsg) Nak() error                       { return m.count(&m.naks) }
+func (m *fakeMsg) NakWithDelay(time.Duration) error { return m.count(&m.naks) }
+func (m *fakeMsg) InProgress() error {
+	m.count(&m.inProgress)
+	if m.refuseInProgress {
+		return nats.ErrConnectionClosed
+	}
+	return nil
+}
+func (m *fakeMsg) Term() error                 { return m.count(&m.terms) }
+func (m *fakeMsg) TermWithReason(string) error { return m.count(&m.terms) }
+func (m *fakeMsg) snapshot() (acks, doubleAcks, inProgress int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.acks, m.doubleAcks, m.inProgress
+}
+
+// flakyStore fails its first n puts with err, then stores.
+type flakyStore struct {
+	mu   sync.Mutex
+	n    int
+	err  error
+	puts int
+	keys []string
+}
+
+func (s *flakyStore) Put(_ context.Context, key string, _ []byte, _ PutOptions) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.puts++
+	if s.puts <= s.n {
+		return s.err
+	}
+	s.keys = append(s.keys, key)
+	return nil
+}
+
+func testExporter(t *testing.T, store ObjectStore) *Exporter {
+	t.Helper()
+	enc, err := formats.New(formats.Options{Format: formats.JSONLines, Metadata: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Exporter{
+		cfg:   &config.Connector{Name: "c", S3: config.S3{Prefix: "p"}, Output: config.Output{Format: "json_lines", PathTemplate: pathtemplate.MustParse("{subject}")}},
+		log:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		store: store,
+		enc:   enc,
+	}
+}
+
+// sealedJob returns a sealed batch of n fake messages opened at opened.
+func sealedJob(t *testing.T, e *Exporter, n int, opened time.Time, ackWait time.Duration) (*job, []*fakeMsg) {
+	t.Helper()
+	set := buffer.New[jetstream.Msg](e.enc, buffer.Limits{})
+	var msgs []*fakeMsg
+	for i := range n {
+		m := &fakeMsg{seq: uint64(10 + i)}
+		msgs = append(msgs, m)
+		rec := formats.Record{Stream: "S", Subject: "s.a", Sequence: m.seq, Data: m.Data()}
+		if err := set.Add("0\x00s.a", "s.a", &rec, m, opened); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set.SealAll(buffer.ReasonCount)
+	b := set.TakeSealed()[0]
+	return &job{batch: b, size: int64(b.Size()), stream: &streamState{cfg: config.Stream{Stream: "S", AckWait: ackWait}}}, msgs
+}
+
+func TestUploadAcksEveryMessageOnceAfterTheStoreSucceeds(t *testing.T) {
+	store := &flakyStore{n: 2, err: errors.New("connection refused")}
+	e := testExporter(t, store)
+	j, msgs := sealedJob(t, e, 3, time.Now(), time.Minute)
+	res := e.upload(context.Background(), j)
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	if store.puts != 3 || len(store.keys) != 1 || store.keys[0] != "p/s.a/00000000000000000010-00000000000000000012.jsonl" {
+		t.Fatalf("puts = %d, stored %q", store.puts, store.keys)
+	}
+	for i, m := range msgs {
+		acks, doubles, _ := m.snapshot()
+		last := i == len(msgs)-1
+		if last && (acks != 0 || doubles != 1) || !last && (acks != 1 || doubles != 0) {
+			t.Fatalf("message %d: %d acks, %d double acks", m.seq, acks, doubles)
+		}
+	}
+}
+
+func TestUploadNeverAcksOnAPermanentError(t *testing.T) {
+	store := &flakyStore{n: 1 << 30, err: &PermanentError{Code: "AccessDenied", Err: errors.New("access denied")}}
+	e := testExporter(t, store)
+	j, msgs := sealedJob(t, e, 3, time.Now(), time.Minute)
+	res := e.upload(context.Background(), j)
+	if !IsPermanent(res.err) || store.puts != 1 {
+		t.Fatalf("err = %v after %d puts; want a permanent error after 1", res.err, store.puts)
+	}
+	for _, m := range msgs {
+		if acks, doubles, _ := m.snapshot(); acks+doubles != 0 {
+			t.Fatalf("message %d acked after a permanent error", m.seq)
+		}
+	}
+}
+
+func TestUploadKeepsMessagesInProgressThenAbandonsAfterAckWait(t *testing.T) {
+	store := &flakyStore{n: 1 << 30, err: errors.New("503 SlowDown")}
+	e := testExporter(t, store)
+	// Opened 0.7 AckWait ago: the first attempt sends InProgress. The
+	// messages refuse it, as a broken NATS connection would, so the AckWait
+	// runs out and the batch must be abandoned.
+	const ackWait = 10 * time.Second
+	opened := time.Now().Add(-7 * time.Second)
+	j, msgs := sealedJob(t, e, 2, opened, ackWait)
+	for _, m := range msgs {
+		m.refuseInProgress = true
+	}
+	res := e.upload(context.Background(), j)
+	if !errors.Is(res.err, ErrAbandoned) {
+		t.Fatalf("err = %v, want ErrAbandoned", res.err)
+	}
+	if d := time.Since(opened); d < ackWait {
+		t.Fatalf("abandoned %s after the batch opened, before AckWait", d)
+	}
+	for _, m := range msgs {
+		acks, doubles, inProgress := m.snapshot()
+		if acks+doubles != 0 {
+			t.Fatalf("message %d acked after its batch was abandoned", m.seq)
+		}
+		if inProgress == 0 {
+			t.Fatalf("message %d got no InProgress while its upload retried", m.seq)
+		}
+	}
+}
+
+func TestUploadGivesUpWhenItsContextEnds(t *testing.T) {
+	store := &flakyStore{n: 1 << 30, err: errors.New("connection refused")}
+	e := testExporter(t, store)
+	j, msgs := sealedJob(t, e, 1, time.Now(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	res := e.upload(ctx, j)
+	if res.err == nil {
+		t.Fatal("upload succeeded with a store that always fails")
+	}
+	if acks, doubles, _ := msgs[0].snapshot(); acks+doubles != 0 {
+		t.Fatal("message acked although nothing was stored")
+	}
+}
+
+func TestUploadInProgressPostponesTheAckWait(t *testing.T) {
+	// The store fails for more than one AckWait; InProgress keeps the batch alive
+	// and it is acked once stored.
+	store := &flakyStore{n: 6, err: errors.New("503 SlowDown")}
+	e := testExporter(t, store)
+	const ackWait = 2 * time.Second
+	j, msgs := sealedJob(t, e, 2, time.Now(), ackWait)
+	res := e.upload(context.Background(), j)
+	if res.err != nil {
+		t.Fatalf("err = %v after %d puts", res.err, store.puts)
+	}
+	acks, doubles, inProgress := msgs[0].snapshot()
+	if acks != 1 || doubles != 0 || inProgress == 0 {
+		t.Fatalf("first message: %d acks, %d double acks, %d InProgress", acks, doubles, inProgress)
+	}
+}
