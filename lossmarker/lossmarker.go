@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/jetlake/jetlake/pathtemplate"
@@ -77,6 +78,9 @@ func (m *Marker) Validate() error {
 	}
 	if m.DetectedAt.IsZero() {
 		errs = append(errs, errors.New("detected_at is not set"))
+	} else if y := m.DetectedAt.UTC().Year(); y < 0 || y > 9999 {
+		// JSON and the key's date hold only four-digit years.
+		errs = append(errs, fmt.Errorf("detected_at year %d is outside 0-9999", y))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("lossmarker: %w", errors.Join(errs...))
@@ -108,6 +112,9 @@ func Parse(data []byte) (*Marker, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
 		return nil, fmt.Errorf("lossmarker: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("lossmarker: data after the marker object")
 	}
 	if err := m.Validate(); err != nil {
 		return nil, err

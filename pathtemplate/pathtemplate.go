@@ -87,8 +87,11 @@ func Parse(src string) (*Template, error) {
 	if src == "" {
 		return t, nil
 	}
-	if strings.HasPrefix(src, "/") || strings.HasSuffix(src, "/") {
+	if strings.HasPrefix(src, "/") {
 		return nil, &SyntaxError{Offset: 0, Msg: "must not start or end with '/'"}
+	}
+	if strings.HasSuffix(src, "/") {
+		return nil, &SyntaxError{Offset: len(src) - 1, Msg: "must not start or end with '/'"}
 	}
 	var lit strings.Builder
 	flush := func() {
@@ -124,13 +127,15 @@ func Parse(src string) (*Template, error) {
 		}
 	}
 	flush()
+	off := 0 // offset of seg in src
 	for _, seg := range strings.Split(src, "/") {
 		switch seg {
 		case "":
-			return nil, &SyntaxError{Offset: strings.Index(src, "//"), Msg: "empty path segment ('//')"}
+			return nil, &SyntaxError{Offset: off - 1, Msg: "empty path segment ('//')"}
 		case ".", "..":
-			return nil, &SyntaxError{Offset: strings.Index(src, seg), Msg: fmt.Sprintf("path segment %q is not allowed", seg)}
+			return nil, &SyntaxError{Offset: off, Msg: fmt.Sprintf("path segment %q is not allowed", seg)}
 		}
+		off += len(seg) + 1
 	}
 	return t, nil
 }

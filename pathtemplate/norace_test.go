@@ -1,0 +1,5 @@
+//go:build !race
+
+package pathtemplate_test
+
+const raceEnabled = false
