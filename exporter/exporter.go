@@ -26,6 +26,7 @@ import (
 	"github.com/jetlake/jetlake/buffer"
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/lossmarker"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 
@@ -35,7 +36,11 @@ type Options struct {
 	Logger    *slog.Logger
 	UntilIdle bool        // return once every consumer has nothing pending and everything is acked
 	Store     ObjectStore // nil: S3 from the connector's [s3] settings
+	Intents   IntentStore // nil: the JetStream key-value bucket StateBucket
 	Version   string      // exporter version, written into object metadata
+	// MaxObjectSize is the largest object the store accepts in one
+	// PutObject; a message that can not fit is poison. Zero means 5 GiB.
+	MaxObjectSize int64
 }
 
 // Exporter runs one connector.
@@ -45,6 +50,9 @@ type Exporter struct {
 	log   *slog.Logger
 	store ObjectStore
 	enc   formats.Encoder
+
+	intents     IntentStore
+	conditional bool // the store honours If-None-Match: *
 
 	peak atomic.Int64 // most bytes buffered and in flight at once, for tests
 }
@@ -72,12 +80,16 @@ func New(cfg *config.Connector, opts Options) (*Exporter, error) {
 		}
 		store = s3
 	}
+	if opts.MaxObjectSize == 0 {
+		opts.MaxObjectSize = 5 << 30
+	}
 	return &Exporter{
-		cfg:   cfg,
-		opts:  opts,
-		log:   log.With("connector", cfg.Name),
-		store: store,
-		enc:   enc,
+		cfg:     cfg,
+		opts:    opts,
+		log:     log.With("connector", cfg.Name),
+		store:   store,
+		enc:     enc,
+		intents: opts.Intents,
 	}, nil
 }
 
@@ -112,20 +124,33 @@ func (e *Exporter) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	streams := make([]*streamState, len(e.cfg.Streams))
-	for i, sc := range e.cfg.Streams {
-		var cons jetstream.Consumer
-		err := retry(ctx, e.log, "jetstream", func(ctx context.Context) error {
+	if e.intents == nil {
+		var kv *kvIntents
+		err := retry(ctx, e.log, "state bucket", func(ctx context.Context) error {
 			var err error
-			cons, err = ensureConsumer(ctx, js, sc)
+			kv, err = openIntents(ctx, js, e.stateBucket(), 1)
 			return err
 		})
 		if err != nil {
 			return err
 		}
-		streams[i] = &streamState{cfg: sc, cons: cons}
+		e.intents = kv
+	}
+	if err := e.probe(ctx); err != nil {
+		return err
+	}
+	streams := make([]*streamState, len(e.cfg.Streams))
+	for i, sc := range e.cfg.Streams {
+		s := &streamState{cfg: sc, held: map[uint64]struct{}{}, committed: map[uint64]*committed{}}
+		err := retry(ctx, e.log, "jetstream", func(ctx context.Context) error {
+			return e.setupStream(ctx, js, s)
+		})
+		if err != nil {
+			return err
+		}
+		streams[i] = s
 		e.log.Info("consumer ready", "stream", sc.Stream, "consumer", sc.Consumer,
-			"ack_wait", sc.AckWait, "max_ack_pending", sc.MaxAckPending)
+			"ack_wait", sc.AckWait, "max_ack_pending", sc.MaxAckPending, "recovered_batches", s.recovered)
 	}
 	r := newRunner(e, streams)
 	err = r.run(ctx)
@@ -162,13 +187,25 @@ func (e *Exporter) connect(ctx context.Context) (*nats.Conn, error) {
 	return nc, err
 }
 
-// streamState is what the runner keeps per configured stream.
+// streamState is what the runner keeps per configured stream. Set up
+// before the runner starts; afterwards only the runner goroutine changes it,
+// and uploaders read only cfg, created and intentPrefix.
 type streamState struct {
-	cfg    config.Stream
-	cons   jetstream.Consumer
-	iter   jetstream.MessagesContext
-	held   int // messages received and not yet acked or abandoned
-	sealed int // of those, messages in sealed batches
+	cfg          config.Stream
+	cons         jetstream.Consumer
+	iter         jetstream.MessagesContext
+	created      time.Time // the stream's creation time: with its name, its identity
+	intentPrefix string
+
+	held      map[uint64]struct{}   // sequences received and not yet acked or abandoned
+	sealed    int                   // of those, messages in sealed batches
+	committed map[uint64]*committed // sequences stored in an object whose acks are not confirmed
+	recovered int                   // intents recovered at start
+
+	// Gap detection for consumers that see every message of the stream:
+	// the stream sequence the next first delivery should have (0: unknown).
+	gapCheck bool
+	next     uint64
 }
 
 // delivery is a message handed from a puller to the runner.
@@ -196,8 +233,10 @@ type runner struct {
 	queue   []*job // sealed batches waiting for an uploader
 
 	inflightBytes int64 // bytes of sealed batches not yet done
-	inflight      int   // sealed batches not yet done
+	inflight      int   // jobs not yet done
 	lastMsg       time.Time
+	lastForget    time.Time
+	bg            sync.WaitGroup // intent deletions
 
 	rec     formats.Record
 	dirBuf  []byte
@@ -239,7 +278,7 @@ func (r *runner) run(ctx context.Context) error {
 	for range r.e.cfg.S3.UploadConcurrency {
 		workers.Go(func() {
 			for j := range r.jobs {
-				r.results <- r.e.upload(uctx, j)
+				r.results <- r.e.process(uctx, j)
 			}
 		})
 	}
@@ -263,6 +302,7 @@ func (r *runner) run(ctx context.Context) error {
 		workers.Wait()
 		close(r.results)
 		pullers.Wait()
+		r.bg.Wait()
 	}()
 
 	for i, s := range r.streams {
@@ -399,6 +439,10 @@ func (r *runner) loop(ctx context.Context) error {
 		case now := <-tick.C:
 			r.set.Expire(now)
 			r.takeSealed()
+			if now.Sub(r.lastForget) >= 5*time.Second {
+				r.lastForget = now
+				r.forgetAcked(ctx)
+			}
 			if r.e.opts.UntilIdle && now.Sub(r.lastMsg) >= 500*time.Millisecond && len(r.queue) == 0 {
 				idle, err := r.idle(ctx)
 				if err != nil {
@@ -454,16 +498,43 @@ func (r *runner) add(d delivery) {
 		r.log.Error("message without JetStream metadata", "stream", s.cfg.Stream, "subject", msg.Subject(), "error", err)
 		return
 	}
+	seq := md.Sequence.Stream
+	if c, ok := s.committed[seq]; ok {
+		// Stored in an object already: ack without writing it again.
+		r.ackCommitted(s, seq, c, msg)
+		return
+	}
+	if _, dup := s.held[seq]; dup {
+		// Redelivered while we hold it: the copy we hold is acked once
+		// stored.
+		return
+	}
+	if s.gapCheck && md.NumDelivered == 1 {
+		if s.next != 0 && seq > s.next {
+			r.enqueue(&job{stream: s, marker: &lossmarker.Marker{
+				Stream: s.cfg.Stream, Consumer: s.cfg.Consumer,
+				FirstSeq: s.next, LastSeq: seq - 1, Count: seq - s.next,
+				Reason: lossmarker.Gap,
+				Error:  fmt.Sprintf("the stream removed sequences %d-%d before they were exported (limits, max age, or a delete)", s.next, seq-1),
+			}})
+		}
+		s.next = max(s.next, seq+1)
+	}
+	s.held[seq] = struct{}{}
 	out := &r.e.cfg.Output
 	r.rec = formats.Record{
 		Stream:   md.Stream,
 		Subject:  msg.Subject(),
-		Sequence: md.Sequence.Stream,
+		Sequence: seq,
 		Time:     md.Timestamp,
 		Data:     msg.Data(),
 	}
 	if out.IncludeHeaders {
 		r.rec.Headers = msg.Headers()
+	}
+	if int64(len(r.rec.Data)) > r.e.opts.MaxObjectSize-64<<10 {
+		r.poison(s, msg, fmt.Errorf("message of %d bytes can not fit in an object of at most %d bytes", len(r.rec.Data), r.e.opts.MaxObjectSize))
+		return
 	}
 	r.tplVals = pathtemplate.Values{Stream: md.Stream, Subject: r.rec.Subject, Consumer: s.cfg.Consumer, Time: md.Timestamp}
 	r.dirBuf = out.PathTemplate.AppendDir(r.dirBuf[:0], &r.tplVals)
@@ -475,23 +546,16 @@ func (r *runner) add(d delivery) {
 		r.grpBuf = append(r.grpBuf, r.rec.Subject...)
 	}
 	if err := r.set.Add(string(r.grpBuf), string(r.dirBuf), &r.rec, msg, r.lastMsg); err != nil {
-		// json_lines, json_array and raw encode every message; this is a
-		// record no format can hold. Terminate it loudly rather than block
-		// the consumer.
-		r.log.Error("message can not be encoded; terminating it", "stream", s.cfg.Stream,
-			"subject", r.rec.Subject, "sequence", r.rec.Sequence, "error", err)
-		if terr := msg.TermWithReason("jetlake: " + err.Error()); terr != nil {
-			r.log.Warn("terminate failed", "sequence", r.rec.Sequence, "error", terr)
-		}
+		r.poison(s, msg, err)
 		return
 	}
-	s.held++
 	r.rec = formats.Record{}
 	// MaxAckPending: when held messages near the limit the server stops
 	// delivering, so buffers waiting for more would wait forever. Sealing
 	// helps only when open buffers hold most of them; otherwise the acks of
 	// the uploads in flight make room.
-	if s.held >= s.cfg.MaxAckPending-s.cfg.MaxAckPending/10 && s.held-s.sealed >= s.sealed {
+	held := len(s.held)
+	if held >= s.cfg.MaxAckPending-s.cfg.MaxAckPending/10 && held-s.sealed >= s.sealed {
 		prefix := string(r.grpBuf[:bytes.IndexByte(r.grpBuf, 0)+1])
 		r.set.SealMost(buffer.ReasonPending, func(g string) bool { return strings.HasPrefix(g, prefix) })
 	}
@@ -507,14 +571,85 @@ func (r *runner) add(d delivery) {
 	r.takeSealed()
 }
 
+// poison records a message that can be written in no form: a loss marker,
+// then the message is terminated so it never blocks the consumer.
+func (r *runner) poison(s *streamState, msg jetstream.Msg, why error) {
+	r.rec = formats.Record{}
+	md, _ := msg.Metadata()
+	seq := md.Sequence.Stream
+	r.enqueue(&job{stream: s, term: msg, marker: &lossmarker.Marker{
+		Stream: s.cfg.Stream, Consumer: s.cfg.Consumer, Subject: msg.Subject(),
+		FirstSeq: seq, LastSeq: seq, Count: 1,
+		Reason: lossmarker.Poison,
+		Error:  why.Error(),
+	}})
+}
+
+// ackCommitted acks a redelivered message that is already stored, and
+// forgets its intent once all of the intent's messages are acked.
+func (r *runner) ackCommitted(s *streamState, seq uint64, c *committed, msg jetstream.Msg) {
+	if err := msg.Ack(); err != nil {
+		r.log.Warn("ack of a stored message failed; it will come back", "stream", s.cfg.Stream, "sequence", seq, "error", err)
+		return
+	}
+	delete(s.committed, seq)
+	if c.remaining--; c.remaining == 0 {
+		r.forget(c.intentKey)
+	}
+}
+
+// forget deletes an intent in the background; a failure leaves it for the
+// next recovery, which handles it the same way.
+func (r *runner) forget(intentKey string) {
+	r.bg.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := r.e.intents.Delete(ctx, intentKey); err != nil {
+			r.log.Warn("could not delete a committed intent; the next start will", "intent", intentKey, "error", err)
+		}
+	})
+}
+
+// forgetAcked forgets committed batches the consumer's ack floor has passed:
+// every message of them was acked, by this process or an earlier one.
+func (r *runner) forgetAcked(ctx context.Context) {
+	for _, s := range r.streams {
+		if len(s.committed) == 0 {
+			continue
+		}
+		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		info, err := s.cons.Info(ictx)
+		cancel()
+		if err != nil {
+			continue
+		}
+		floor := info.AckFloor.Stream
+		done := map[*committed]bool{}
+		for seq, c := range s.committed {
+			if c.last <= floor {
+				delete(s.committed, seq)
+				done[c] = true
+			}
+		}
+		for c := range done {
+			r.forget(c.intentKey)
+		}
+	}
+}
+
+// enqueue hands a job to the uploaders.
+func (r *runner) enqueue(j *job) {
+	r.inflight++
+	r.inflightBytes += j.size
+	r.queue = append(r.queue, j)
+}
+
 // takeSealed queues the batches the buffer set sealed.
 func (r *runner) takeSealed() {
 	for _, b := range r.set.TakeSealed() {
-		r.inflight++
 		j := &job{batch: b, size: int64(b.Size()), stream: r.streamOf(b)}
 		j.stream.sealed += b.Len()
-		r.inflightBytes += j.size
-		r.queue = append(r.queue, j)
+		r.enqueue(j)
 	}
 }
 
@@ -529,24 +664,48 @@ func (r *runner) streamOf(b *buffer.Batch[jetstream.Msg]) *streamState {
 	return r.streams[i]
 }
 
-// finish accounts for a batch whose upload ended, one way or another.
+// finish accounts for a job that ended, one way or another.
 func (r *runner) finish(res *result) error {
 	j := res.job
+	s := j.stream
 	r.inflight--
 	r.inflightBytes -= j.size
-	j.stream.held -= j.batch.Len()
-	j.stream.sealed -= j.batch.Len()
-	defer r.set.Release(j.batch)
-	switch {
-	case res.err == nil:
-		r.log.Info("object uploaded", "key", res.key, "messages", j.batch.Len(), "bytes", res.bytes,
-			"reason", string(j.batch.Reason), "upload_duration", res.duration.Round(time.Millisecond))
-		return nil
-	case IsPermanent(res.err):
+	var ce *CollisionError
+	if IsPermanent(res.err) || errors.As(res.err, &ce) {
 		return res.err
-	default:
-		r.log.Warn("batch not exported; its messages stay unacked and are redelivered",
-			"key", res.key, "messages", j.batch.Len(), "error", res.err)
+	}
+	if j.marker != nil {
+		if j.term != nil {
+			md, _ := j.term.Metadata()
+			delete(s.held, md.Sequence.Stream)
+		}
 		return nil
 	}
+	b := j.batch
+	defer r.set.Release(b)
+	s.sealed -= b.Len()
+	for _, it := range b.Items {
+		delete(s.held, it.Seq)
+	}
+	if res.stored && !res.confirmed {
+		// Stored, but the acks did not all get through: when the messages
+		// come back they are acked, not written again.
+		seqs := make([]uint64, len(b.Items))
+		for i, it := range b.Items {
+			seqs[i] = it.Seq
+		}
+		s.commit(res.intentKey, newSeqSet(seqs))
+	}
+	switch {
+	case res.err == nil:
+		r.log.Info("object uploaded", "key", res.key, "messages", b.Len(), "bytes", res.bytes,
+			"reason", string(b.Reason), "upload_duration", res.duration.Round(time.Millisecond))
+	case res.stored:
+		r.log.Warn("object stored but not acked; its messages are acked when they come back",
+			"key", res.key, "messages", b.Len(), "error", res.err)
+	default:
+		r.log.Warn("batch not exported; its messages stay unacked and are redelivered",
+			"key", res.key, "messages", b.Len(), "error", res.err)
+	}
+	return nil
 }

@@ -247,6 +247,9 @@ func (e *env) read() exported {
 		if obj.Err != nil {
 			e.t.Fatal(obj.Err)
 		}
+		if strings.HasPrefix(obj.Key, "raw/_jetlake/") {
+			continue
+		}
 		out.objects++
 		r, err := e.mc.GetObject(ctx, e.bucket, obj.Key, minio.GetObjectOptions{})
 		if err != nil {

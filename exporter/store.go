@@ -14,18 +14,30 @@ import (
 	"github.com/jetlake/jetlake/config"
 )
 
-// ObjectStore is where the exporter writes objects. Put must store body under
-// key durably before it returns nil; an error it returns is classified with
-// IsPermanent.
+// ObjectStore is where the exporter writes objects.
 type ObjectStore interface {
+	// Put stores body under key durably before it returns nil. With
+	// o.IfNoneMatch it stores nothing when the key exists and returns an
+	// error wrapping ErrExists. Errors that retrying will not mend are
+	// *PermanentError.
 	Put(ctx context.Context, key string, body []byte, o PutOptions) error
+	// Head returns the user metadata of the object at key, or an error
+	// wrapping ErrNotFound.
+	Head(ctx context.Context, key string) (map[string]string, error)
 }
 
 // PutOptions describe an object beyond its bytes.
 type PutOptions struct {
 	ContentType string
 	Metadata    map[string]string // user metadata, without the x-amz-meta- prefix
+	IfNoneMatch bool              // store only when no object has the key (If-None-Match: *)
 }
+
+// Errors of ObjectStore implementations.
+var (
+	ErrExists   = errors.New("object exists")
+	ErrNotFound = errors.New("object not found")
+)
 
 // PermanentError marks a storage error that retrying will not mend, such as
 // AccessDenied or NoSuchBucket.
@@ -64,6 +76,12 @@ func classify(err error, bucket string) error {
 	}
 	var er minio.ErrorResponse
 	if errors.As(err, &er) {
+		switch er.Code {
+		case "PreconditionFailed":
+			return fmt.Errorf("%w: %w", ErrExists, err)
+		case "NoSuchKey":
+			return fmt.Errorf("%w: %w", ErrNotFound, err)
+		}
 		if hint, ok := permanentCodes[er.Code]; ok {
 			return &PermanentError{Code: er.Code, Err: fmt.Errorf("bucket %q: %s: %w (%s)", bucket, er.Code, err, hint)}
 		}
@@ -132,16 +150,29 @@ func s3Credentials(c config.S3) (*credentials.Credentials, error) {
 
 // Put implements ObjectStore.
 func (s *S3Store) Put(ctx context.Context, key string, body []byte, o PutOptions) error {
-	_, err := s.client.PutObject(ctx, s.bucket, key, bytes.NewReader(body), int64(len(body)), minio.PutObjectOptions{
+	opts := minio.PutObjectOptions{
 		ContentType:      o.ContentType,
 		UserMetadata:     o.Metadata,
-		DisableMultipart: len(body) < 5<<30,
+		DisableMultipart: true,
 		SendContentMd5:   true,
-	})
+	}
+	if o.IfNoneMatch {
+		opts.SetMatchETagExcept("*")
+	}
+	_, err := s.client.PutObject(ctx, s.bucket, key, bytes.NewReader(body), int64(len(body)), opts)
 	if err != nil {
 		return classify(fmt.Errorf("put %s: %w", key, err), s.bucket)
 	}
 	return nil
+}
+
+// Head implements ObjectStore.
+func (s *S3Store) Head(ctx context.Context, key string) (map[string]string, error) {
+	info, err := s.client.StatObject(ctx, s.bucket, key, minio.StatObjectOptions{})
+	if err != nil {
+		return nil, classify(fmt.Errorf("head %s: %w", key, err), s.bucket)
+	}
+	return info.UserMetadata, nil
 }
 
 // CheckBucket verifies that the bucket exists and the credentials can reach

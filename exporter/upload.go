@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,8 +11,10 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 
 	"github.com/jetlake/jetlake/buffer"
+	"github.com/jetlake/jetlake/lossmarker"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 
@@ -23,6 +26,11 @@ const (
 	MetaFormat   = "Jetlake-Format"
 	MetaStream   = "Jetlake-Stream"
 	MetaVersion  = "Jetlake-Version"
+	// MetaStreamCreated and the stream name identify the stream: a stream
+	// re-created under the same name starts its sequences again.
+	MetaStreamCreated = "Jetlake-Stream-Created"
+	// MetaIntent is the id of the intent the object was written under.
+	MetaIntent = "Jetlake-Intent"
 )
 
 // ErrAbandoned is the result of a batch whose messages' AckWait passed before
@@ -30,26 +38,76 @@ const (
 // batch is never acked.
 var ErrAbandoned = errors.New("AckWait passed before the batch was committed")
 
-// job is a sealed batch on its way to the store.
+// job is a sealed batch, or a loss marker, on its way to the store.
 type job struct {
+	stream *streamState // uploaders read only cfg, created and intentPrefix
 	batch  *buffer.Batch[jetstream.Msg]
-	size   int64        // batch size when sealed, counted in the memory budget
-	stream *streamState // only its immutable cfg is read off the runner goroutine
+	size   int64 // batch size when sealed, counted in the memory budget
+
+	marker *lossmarker.Marker // instead of a batch
+	term   jetstream.Msg      // poison message to terminate once the marker is stored
 }
 
 // result is what an uploader reports about a job.
 type result struct {
-	job      *job
-	key      string
-	bytes    int
-	duration time.Duration
-	err      error
+	job       *job
+	key       string
+	bytes     int
+	duration  time.Duration
+	err       error
+	stored    bool   // the object is in the store
+	confirmed bool   // the acks were sent and the last one confirmed
+	intentKey string // the batch's intent
 }
 
-// upload commits one batch: encode, store (retrying until it succeeds, the
-// error is permanent, ctx ends or the messages' AckWait passes), then ack.
-// While it retries it keeps the messages from being redelivered with
-// InProgress.
+// process runs one job.
+func (e *Exporter) process(ctx context.Context, j *job) *result {
+	if j.marker != nil {
+		return e.writeMarker(ctx, j)
+	}
+	return e.upload(ctx, j)
+}
+
+// writeMarker stores a loss marker, then terminates the poison message it
+// records, if any. A marker's key is a function of its content, so writing
+// it twice is harmless.
+func (e *Exporter) writeMarker(ctx context.Context, j *job) *result {
+	m := j.marker
+	m.DetectedAt = time.Now().UTC()
+	m.ExporterVersion = e.opts.Version
+	res := &result{job: j, key: m.Key(e.cfg.S3.Prefix)}
+	body, err := m.Encode()
+	if err != nil {
+		res.err = err
+		return res
+	}
+	e.log.Warn("messages lost", "stream", m.Stream, "consumer", m.Consumer, "subject", m.Subject,
+		"first_seq", m.FirstSeq, "last_seq", m.LastSeq, "count", m.Count, "reason", string(m.Reason), "error", m.Error, "marker", res.key)
+	c := &committer{e: e, key: res.key, ackWait: j.stream.cfg.AckWait, progress: time.Now()}
+	if j.term != nil {
+		c.msgs = []jetstream.Msg{j.term}
+	}
+	if res.err = c.do(ctx, "write loss marker", func(ctx context.Context) error {
+		return e.store.Put(ctx, res.key, body, PutOptions{ContentType: "application/json"})
+	}); res.err != nil {
+		return res
+	}
+	res.stored = true
+	if j.term != nil {
+		if err := j.term.TermWithReason("jetlake: " + m.Error); err != nil {
+			e.log.Warn("terminating a poison message failed; it will come back and be recorded again", "error", err)
+		}
+	}
+	return res
+}
+
+// upload commits one batch: encode it, record an intent, store the object
+// with a conditional write, ack every message, confirm, forget the intent.
+// Every step retries until it succeeds, fails for good, ctx ends or the
+// messages' AckWait passes; meanwhile InProgress keeps them from being
+// redelivered. A crash at any point leaves either no object (the messages
+// come back and are batched anew) or an object and its intent (recovery
+// acks the messages without writing them again).
 func (e *Exporter) upload(ctx context.Context, j *job) *result {
 	b := j.batch
 	res := &result{job: j}
@@ -64,72 +122,194 @@ func (e *Exporter) upload(ctx context.Context, j *job) *result {
 		res.err = err
 		return res
 	}
+	st := j.stream
+	seqs := make([]uint64, len(b.Items))
+	for i, it := range b.Items {
+		seqs[i] = it.Seq
+	}
+	in := intent{
+		ID:            nuid.Next(),
+		Key:           res.key,
+		Stream:        st.cfg.Stream,
+		StreamCreated: st.created,
+		Consumer:      st.cfg.Consumer,
+		Seqs:          newSeqSet(seqs),
+		Created:       time.Now().UTC(),
+	}
 	opts := PutOptions{
 		ContentType: e.enc.ContentType(),
 		Metadata: map[string]string{
-			MetaFirstSeq: strconv.FormatUint(b.First, 10),
-			MetaLastSeq:  strconv.FormatUint(b.Last, 10),
-			MetaCount:    strconv.Itoa(b.Len()),
-			MetaFormat:   e.cfg.Output.Format,
-			MetaStream:   j.stream.cfg.Stream,
-			MetaVersion:  e.opts.Version,
+			MetaFirstSeq:      strconv.FormatUint(b.First, 10),
+			MetaLastSeq:       strconv.FormatUint(b.Last, 10),
+			MetaCount:         strconv.Itoa(b.Len()),
+			MetaFormat:        e.cfg.Output.Format,
+			MetaStream:        st.cfg.Stream,
+			MetaStreamCreated: st.created.Format(time.RFC3339Nano),
+			MetaIntent:        in.ID,
+			MetaVersion:       e.opts.Version,
 		},
+		IfNoneMatch: e.conditional,
 	}
-	ackWait := j.stream.cfg.AckWait
-	// progress approximates when the server last (re)started the AckWait
-	// clock of the batch's oldest message.
-	progress := b.Opened
+	c := &committer{e: e, b: b, ackWait: st.cfg.AckWait, progress: b.Opened, key: res.key}
 	start := time.Now()
-	for attempt := 0; ; attempt++ {
-		if since := time.Since(progress); since >= ackWait*2/3 {
-			if since >= ackWait {
-				res.err = ErrAbandoned
-				return res
-			}
-			if inProgress(b) {
-				progress = time.Now()
-			}
-		}
-		actx, cancel := context.WithTimeout(ctx, attemptTimeout(ackWait))
-		err := e.store.Put(actx, res.key, body, opts)
-		cancel()
-		if err == nil {
-			break
-		}
-		if IsPermanent(err) || ctx.Err() != nil {
+
+	if e.intents != nil {
+		value, err := json.Marshal(&in)
+		if err != nil {
 			res.err = err
 			return res
 		}
-		wait := backoff(attempt)
-		if until := time.Until(progress.Add(ackWait * 2 / 3)); until < wait {
-			wait = max(until, 0)
-		}
-		e.log.Warn("upload failed; retrying", "key", res.key, "attempt", attempt+1, "retry_in", wait.Round(time.Millisecond), "error", err)
-		if !sleep(ctx, wait) {
-			res.err = ctx.Err()
+		ikey := st.intentPrefix + in.ID
+		res.intentKey = ikey
+		if res.err = c.do(ctx, "record intent", func(ctx context.Context) error {
+			err := e.intents.Create(ctx, ikey, value)
+			if errors.Is(err, jetstream.ErrKeyExists) {
+				return nil // an earlier attempt got through
+			}
+			return err
+		}); res.err != nil {
 			return res
 		}
+		defer func() {
+			// Forget the intent once the acks are confirmed; if this fails,
+			// recovery forgets it when the ack floor passes it.
+			if res.err == nil && res.confirmed {
+				dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
+				if err := e.intents.Delete(dctx, ikey); err != nil {
+					e.log.Warn("could not delete a committed intent; recovery will", "key", res.key, "error", err)
+				}
+			}
+		}()
 	}
+	if res.err = c.do(ctx, "upload", func(ctx context.Context) error {
+		if !e.conditional {
+			// Without conditional writes, look before writing: the check
+			// and the write are not atomic, so two writers can still race.
+			md, err := e.store.Head(ctx, res.key)
+			switch {
+			case err == nil:
+				return e.existing(res.key, md, in.ID)
+			case !errors.Is(err, ErrNotFound):
+				return err
+			}
+		}
+		err := e.store.Put(ctx, res.key, body, opts)
+		if errors.Is(err, ErrExists) {
+			md, herr := e.store.Head(ctx, res.key)
+			if herr != nil {
+				return herr
+			}
+			return e.existing(res.key, md, in.ID)
+		}
+		return err
+	}); res.err != nil {
+		return res
+	}
+	res.stored = true
 	res.duration = time.Since(start)
 	// Acking after AckWait would ack copies that may already be on their
 	// way to another exporter.
-	if time.Since(progress) >= ackWait {
+	if time.Since(c.progress) >= c.ackWait {
 		res.err = ErrAbandoned
 		return res
 	}
 	if err := e.ack(ctx, b); err != nil {
-		e.log.Warn("object stored but acks failed; its messages will be redelivered and exported again",
+		e.log.Warn("object stored but acks failed; recovery acks its messages when they come back",
 			"key", res.key, "error", err)
+		return res
 	}
+	res.confirmed = true
 	return res
 }
 
-// inProgress tells the server that the batch's messages are being worked on,
+// existing decides about an object found at the key of a batch: written by
+// this very batch in an earlier attempt (fine), or by something else (a
+// collision: stop, ack nothing).
+func (e *Exporter) existing(key string, md map[string]string, id string) error {
+	if md[MetaIntent] == id {
+		return nil
+	}
+	return &CollisionError{Key: key, Intent: md[MetaIntent], Stream: md[MetaStream], StreamCreated: md[MetaStreamCreated]}
+}
+
+// CollisionError reports an object that exists at the key of a new batch and
+// was not written by it: the stream was re-created or its consumer reset, or
+// two connectors share a bucket prefix. The exporter stops and acks nothing.
+type CollisionError struct {
+	Key           string
+	Intent        string // intent id in the existing object's metadata
+	Stream        string
+	StreamCreated string
+}
+
+func (e *CollisionError) Error() string {
+	return fmt.Sprintf("object %s already exists and holds another batch (intent %q, stream %q created %s): "+
+		"the stream was re-created or its consumer reset, or two connectors write to the same prefix; "+
+		"give this connector its own s3.prefix", e.Key, e.Intent, e.Stream, e.StreamCreated)
+}
+
+// committer runs the steps of one batch's commit with retries, keeping the
+// batch's messages in progress.
+type committer struct {
+	e        *Exporter
+	b        *buffer.Batch[jetstream.Msg] // messages to keep in progress, or
+	msgs     []jetstream.Msg              // these
+	key      string
+	ackWait  time.Duration
+	progress time.Time // when the server last (re)started the oldest message's AckWait clock, roughly
+}
+
+// do runs step until it succeeds. It returns ErrAbandoned once the AckWait
+// passed, a *PermanentError or *CollisionError at once, and ctx's error when
+// ctx ends.
+func (c *committer) do(ctx context.Context, what string, step func(context.Context) error) error {
+	for attempt := 0; ; attempt++ {
+		if since := time.Since(c.progress); since >= c.ackWait*2/3 {
+			if since >= c.ackWait {
+				return ErrAbandoned
+			}
+			if c.inProgress() {
+				c.progress = time.Now()
+			}
+		}
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout(c.ackWait))
+		err := step(actx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		var ce *CollisionError
+		if IsPermanent(err) || errors.As(err, &ce) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		wait := backoff(attempt)
+		if until := time.Until(c.progress.Add(c.ackWait * 2 / 3)); until < wait {
+			wait = max(until, 0)
+		}
+		c.e.log.Warn(what+" failed; retrying", "key", c.key, "attempt", attempt+1, "retry_in", wait.Round(time.Millisecond), "error", err)
+		if !sleep(ctx, wait) {
+			return ctx.Err()
+		}
+	}
+}
+
+// inProgress tells the server that the messages are being worked on,
 // restarting their AckWait clocks. It reports whether every signal was sent.
-func inProgress(b *buffer.Batch[jetstream.Msg]) bool {
+func (c *committer) inProgress() bool {
 	ok := true
-	for _, it := range b.Items {
-		if err := it.Handle.InProgress(); err != nil {
+	if c.b != nil {
+		for _, it := range c.b.Items {
+			if err := it.Handle.InProgress(); err != nil {
+				ok = false
+			}
+		}
+	}
+	for _, m := range c.msgs {
+		if err := m.InProgress(); err != nil {
 			ok = false
 		}
 	}

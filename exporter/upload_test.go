@@ -62,24 +62,43 @@ func (m *fakeMsg) snapshot() (acks, doubleAcks, inProgress int) {
 	return m.acks, m.doubleAcks, m.inProgress
 }
 
-// flakyStore fails its first n puts with err, then stores.
+// flakyStore fails its first n puts with err, then stores, honouring
+// If-None-Match.
 type flakyStore struct {
-	mu   sync.Mutex
-	n    int
-	err  error
-	puts int
-	keys []string
+	mu      sync.Mutex
+	n       int
+	err     error
+	puts    int
+	keys    []string
+	objects map[string]map[string]string // key → metadata
 }
 
-func (s *flakyStore) Put(_ context.Context, key string, _ []byte, _ PutOptions) error {
+func (s *flakyStore) Put(_ context.Context, key string, _ []byte, o PutOptions) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.puts++
 	if s.puts <= s.n {
 		return s.err
 	}
+	if s.objects == nil {
+		s.objects = map[string]map[string]string{}
+	}
+	if _, ok := s.objects[key]; ok && o.IfNoneMatch {
+		return ErrExists
+	}
+	s.objects[key] = o.Metadata
 	s.keys = append(s.keys, key)
 	return nil
+}
+
+func (s *flakyStore) Head(_ context.Context, key string) (map[string]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	md, ok := s.objects[key]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return md, nil
 }
 
 func testExporter(t *testing.T, store ObjectStore) *Exporter {

@@ -1,0 +1,205 @@
+package exporter
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// An intent is written to the state store before a batch is uploaded and
+// deleted after its acks were confirmed. It names the object and the exact
+// set of stream sequences the object holds, so that after a crash the
+// exporter knows which redelivered messages are already stored.
+type intent struct {
+	ID            string    `json:"id"`
+	Key           string    `json:"key"` // object key
+	Stream        string    `json:"stream"`
+	StreamCreated time.Time `json:"stream_created"` // the stream's identity with its name
+	Consumer      string    `json:"consumer"`
+	Seqs          seqSet    `json:"seqs"`
+	Created       time.Time `json:"created"`
+}
+
+// seqSet is a sorted set of stream sequences, stored as runs.
+type seqSet struct {
+	runs [][2]uint64 // [first, last], sorted, disjoint, not adjacent
+}
+
+// newSeqSet returns the set of the given sequences, in any order.
+func newSeqSet(seqs []uint64) seqSet {
+	s := slices.Clone(seqs)
+	slices.Sort(s)
+	var runs [][2]uint64
+	for i, q := range s {
+		if i > 0 && q == s[i-1] {
+			continue
+		}
+		if n := len(runs); n > 0 && runs[n-1][1]+1 == q {
+			runs[n-1][1] = q
+			continue
+		}
+		runs = append(runs, [2]uint64{q, q})
+	}
+	return seqSet{runs: runs}
+}
+
+// Len is the number of sequences in the set.
+func (s seqSet) Len() int {
+	n := 0
+	for _, r := range s.runs {
+		n += int(r[1] - r[0] + 1)
+	}
+	return n
+}
+
+// Last is the highest sequence, or 0 for an empty set.
+func (s seqSet) Last() uint64 {
+	if len(s.runs) == 0 {
+		return 0
+	}
+	return s.runs[len(s.runs)-1][1]
+}
+
+// All calls fn for every sequence in order.
+func (s seqSet) All(fn func(uint64)) {
+	for _, r := range s.runs {
+		for q := r[0]; ; q++ {
+			fn(q)
+			if q == r[1] {
+				break
+			}
+		}
+	}
+}
+
+// MarshalJSON encodes the runs as base64 of unsigned varints: for each run,
+// the distance from the end of the previous run, then its length minus one.
+// A batch of one subject among ten takes about two bytes a sequence.
+func (s seqSet) MarshalJSON() ([]byte, error) {
+	buf := make([]byte, 0, len(s.runs)*3)
+	var prev uint64
+	for _, r := range s.runs {
+		buf = binary.AppendUvarint(buf, r[0]-prev)
+		buf = binary.AppendUvarint(buf, r[1]-r[0])
+		prev = r[1]
+	}
+	return json.Marshal(base64.StdEncoding.EncodeToString(buf))
+}
+
+// UnmarshalJSON decodes what MarshalJSON wrote.
+func (s *seqSet) UnmarshalJSON(data []byte) error {
+	var str string
+	if err := json.Unmarshal(data, &str); err != nil {
+		return err
+	}
+	buf, err := base64.StdEncoding.DecodeString(str)
+	if err != nil {
+		return fmt.Errorf("sequence set: %w", err)
+	}
+	s.runs = nil
+	var prev uint64
+	for len(buf) > 0 {
+		gap, n := binary.Uvarint(buf)
+		if n <= 0 {
+			return errors.New("sequence set: bad varint")
+		}
+		buf = buf[n:]
+		length, n := binary.Uvarint(buf)
+		if n <= 0 {
+			return errors.New("sequence set: bad varint")
+		}
+		buf = buf[n:]
+		first := prev + gap
+		if (len(s.runs) > 0 && gap < 2) || first == 0 || first+length < first {
+			return errors.New("sequence set: runs out of order")
+		}
+		s.runs = append(s.runs, [2]uint64{first, first + length})
+		prev = first + length
+	}
+	return nil
+}
+
+// IntentStore keeps intents. It is implemented on a JetStream key-value
+// bucket; tests use an in-memory one.
+type IntentStore interface {
+	// Create stores value under key; the key must not exist.
+	Create(ctx context.Context, key string, value []byte) error
+	// Delete removes key; a missing key is not an error.
+	Delete(ctx context.Context, key string) error
+	// List returns every key under prefix (a dotted key prefix ending in
+	// ".") with its value.
+	List(ctx context.Context, prefix string) (map[string][]byte, error)
+}
+
+// kvIntents is an IntentStore on a JetStream key-value bucket.
+type kvIntents struct {
+	kv jetstream.KeyValue
+}
+
+// openIntents opens (creating if needed) the state bucket.
+func openIntents(ctx context.Context, js jetstream.JetStream, bucket string, replicas int) (*kvIntents, error) {
+	kv, err := js.KeyValue(ctx, bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      bucket,
+			Description: "jetlake: intents of uploads in flight",
+			History:     1,
+			Replicas:    max(replicas, 1),
+			Storage:     jetstream.FileStorage,
+		})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = js.KeyValue(ctx, bucket)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state bucket %s: %w", bucket, err)
+	}
+	return &kvIntents{kv: kv}, nil
+}
+
+func (k *kvIntents) Create(ctx context.Context, key string, value []byte) error {
+	_, err := k.kv.Create(ctx, key, value)
+	return err
+}
+
+func (k *kvIntents) Delete(ctx context.Context, key string) error {
+	err := k.kv.Purge(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil
+	}
+	return err
+}
+
+func (k *kvIntents) List(ctx context.Context, prefix string) (map[string][]byte, error) {
+	lister, err := k.kv.ListKeysFiltered(ctx, prefix+">")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{}
+	for key := range lister.Keys() {
+		e, err := k.kv.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[key] = e.Value()
+	}
+	return out, nil
+}
+
+// intentPrefix is the key prefix of a connector's intents for one stream
+// and consumer. Names are base64url-encoded: KV keys allow fewer bytes than
+// stream names do.
+func intentPrefix(connector, stream, consumer string) string {
+	enc := base64.RawURLEncoding
+	return "intent." + enc.EncodeToString([]byte(connector)) + "." + enc.EncodeToString([]byte(stream)) + "." + enc.EncodeToString([]byte(consumer)) + "."
+}

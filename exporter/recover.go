@@ -1,0 +1,213 @@
+package exporter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/jetlake/jetlake/lossmarker"
+	"github.com/jetlake/jetlake/pathtemplate"
+)
+
+// StateBucket is the default JetStream key-value bucket holding intents.
+const StateBucket = "jetlake_state"
+
+func (e *Exporter) stateBucket() string {
+	return StateBucket
+}
+
+// missingGrace is how long after an intent was recorded recovery waits before
+// it concludes the object was never stored: a PUT the previous process sent
+// just before it died may still be completing.
+const missingGrace = 10 * time.Second
+
+// committed is a recovered batch: stored, acks not confirmed.
+type committed struct {
+	intentKey string
+	last      uint64 // highest sequence: the intent is forgotten once the ack floor passes it
+	remaining int    // sequences not yet acked by this process
+}
+
+// probe checks whether the store honours conditional writes, with two writes
+// of one new object under <prefix>/_jetlake/probe/. Without them
+// exactly-once still holds for a single writer, but a second writer on the
+// same prefix can overwrite objects unnoticed.
+func (e *Exporter) probe(ctx context.Context) error {
+	key := string(pathtemplate.AppendEscaped([]byte(lossmarker.Dir+"/probe/"), e.cfg.Name)) + "-" + nuid.Next()
+	if e.cfg.S3.Prefix != "" {
+		key = e.cfg.S3.Prefix + "/" + key
+	}
+	opts := PutOptions{ContentType: "text/plain", IfNoneMatch: true}
+	body := []byte("jetlake conditional-write probe\n")
+	if err := retry(ctx, e.log, "object store", func(ctx context.Context) error {
+		return e.store.Put(ctx, key, body, opts)
+	}); err != nil {
+		return err
+	}
+	var second error
+	if err := retry(ctx, e.log, "object store", func(ctx context.Context) error {
+		second = e.store.Put(ctx, key, body, opts)
+		if second == nil || errors.Is(second, ErrExists) {
+			return nil
+		}
+		return second
+	}); err != nil {
+		return err
+	}
+	e.conditional = errors.Is(second, ErrExists)
+	if e.conditional {
+		e.log.Info("object store honours conditional writes: exactly-once objects", "probe", key)
+	} else {
+		e.log.Warn("object store ignores If-None-Match: exactly-once holds only while this connector is the only writer under its prefix",
+			"probe", key)
+	}
+	return nil
+}
+
+// setupStream makes sure the consumer exists, records the stream's
+// identity, recovers the intents left by an earlier process, and resets the
+// consumer to its ack floor so unacked messages come back at once.
+func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *streamState) error {
+	cons, err := ensureConsumer(ctx, js, s.cfg)
+	if err != nil {
+		return err
+	}
+	stream, err := js.Stream(ctx, s.cfg.Stream)
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", s.cfg.Stream, err)
+	}
+	si := stream.CachedInfo()
+	s.cons = cons
+	s.created = si.Created.UTC()
+	s.intentPrefix = intentPrefix(e.cfg.Name, s.cfg.Stream, s.cfg.Consumer)
+	clear(s.committed)
+	s.recovered = 0
+	if err := e.recover(ctx, s); err != nil {
+		return err
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("stream %s, consumer %s: %w", s.cfg.Stream, s.cfg.Consumer, err)
+	}
+	s.gapCheck = coversStream(s.cfg.Subjects, si.Config.Subjects)
+	s.next = 0
+	if info.Delivered.Stream > 0 {
+		s.next = info.Delivered.Stream + 1
+	}
+	if !s.gapCheck && si.State.FirstSeq > info.Delivered.Stream+1 && info.Delivered.Stream > 0 {
+		// A filtered consumer can not tell which of the removed messages
+		// matched its filter; the marker names the whole range.
+		e.lost(ctx, &lossmarker.Marker{
+			Stream: s.cfg.Stream, Consumer: s.cfg.Consumer,
+			FirstSeq: info.Delivered.Stream + 1, LastSeq: si.State.FirstSeq - 1,
+			Count:  si.State.FirstSeq - 1 - info.Delivered.Stream,
+			Reason: lossmarker.Gap,
+			Error: fmt.Sprintf("the stream's first sequence is %d: messages after %d were removed before they were exported; "+
+				"the consumer is filtered, so the range may also hold messages of other subjects", si.State.FirstSeq, info.Delivered.Stream),
+		})
+	}
+	if info.NumAckPending > 0 {
+		// Pending messages would come back only after AckWait, interleaved
+		// with new ones; a reset replays them now and in order.
+		if _, err := js.ResetConsumer(ctx, s.cfg.Stream, s.cfg.Consumer); err != nil {
+			e.log.Info("consumer reset not available; unacked messages return after AckWait",
+				"stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "error", err)
+		}
+	}
+	return nil
+}
+
+// coversStream reports whether filters select every subject of the stream:
+// then every stream sequence is delivered, and a jump is a gap.
+func coversStream(filters, streamSubjects []string) bool {
+	if len(filters) == 0 || slices.Contains(filters, ">") {
+		return true
+	}
+	a, b := slices.Clone(filters), slices.Clone(streamSubjects)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+// recover loads the intents an earlier process left for s. An intent whose
+// object exists was committed: its sequences are acked without being
+// written again when they come back. An intent whose object is missing was
+// never stored: it is forgotten and its messages are batched anew.
+func (e *Exporter) recover(ctx context.Context, s *streamState) error {
+	entries, err := e.intents.List(ctx, s.intentPrefix)
+	if err != nil {
+		return fmt.Errorf("list intents: %w", err)
+	}
+	for ikey, value := range entries {
+		var in intent
+		if err := json.Unmarshal(value, &in); err != nil {
+			return fmt.Errorf("intent %s: %w", ikey, err)
+		}
+		if !in.StreamCreated.Equal(s.created) {
+			// The stream was re-created: these sequences are other messages.
+			e.log.Warn("forgetting an intent of an earlier stream with the same name", "intent", ikey, "key", in.Key,
+				"intent_stream_created", in.StreamCreated, "stream_created", s.created)
+			if err := e.intents.Delete(ctx, ikey); err != nil {
+				return err
+			}
+			continue
+		}
+		md, err := e.store.Head(ctx, in.Key)
+		if errors.Is(err, ErrNotFound) {
+			if wait := time.Until(in.Created.Add(missingGrace)); wait > 0 {
+				if !sleep(ctx, wait) {
+					return ctx.Err()
+				}
+				md, err = e.store.Head(ctx, in.Key)
+			}
+		}
+		switch {
+		case errors.Is(err, ErrNotFound):
+			e.log.Info("recovery: batch was never stored; its messages will be exported again", "key", in.Key, "messages", in.Seqs.Len())
+			if err := e.intents.Delete(ctx, ikey); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		case md[MetaIntent] != in.ID:
+			return &CollisionError{Key: in.Key, Intent: md[MetaIntent], Stream: md[MetaStream], StreamCreated: md[MetaStreamCreated]}
+		default:
+			e.log.Info("recovery: batch was stored; its messages are acked when they come back", "key", in.Key, "messages", in.Seqs.Len())
+			s.commit(ikey, in.Seqs)
+			s.recovered++
+		}
+	}
+	return nil
+}
+
+// commit remembers a stored batch whose acks are not confirmed.
+func (s *streamState) commit(ikey string, seqs seqSet) {
+	c := &committed{intentKey: ikey, last: seqs.Last(), remaining: seqs.Len()}
+	seqs.All(func(q uint64) { s.committed[q] = c })
+}
+
+// lost writes a loss marker, retrying until it is stored or ctx ends, and
+// logs it.
+func (e *Exporter) lost(ctx context.Context, m *lossmarker.Marker) {
+	m.DetectedAt = time.Now().UTC()
+	m.ExporterVersion = e.opts.Version
+	e.log.Warn("messages lost", "stream", m.Stream, "consumer", m.Consumer, "subject", m.Subject,
+		"first_seq", m.FirstSeq, "last_seq", m.LastSeq, "count", m.Count, "reason", string(m.Reason), "error", m.Error)
+	body, err := m.Encode()
+	if err != nil {
+		e.log.Error("loss marker not written", "error", err)
+		return
+	}
+	key := m.Key(e.cfg.S3.Prefix)
+	if err := retry(ctx, e.log, "object store", func(ctx context.Context) error {
+		return e.store.Put(ctx, key, body, PutOptions{ContentType: "application/json"})
+	}); err != nil {
+		e.log.Error("loss marker not written", "key", key, "error", err)
+	}
+}
