@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -160,6 +161,20 @@ func (e *Exporter) Run(ctx context.Context) error {
 	return err
 }
 
+// Dial connects to the connector's NATS servers once, without the retries
+// Run does; for commands that inspect rather than export.
+func Dial(cfg *config.Connector) (*nats.Conn, error) {
+	opts, err := natsOptions(cfg.NATS, cfg.Name)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := nats.Connect(cfg.NATS.URL, append(opts, nats.MaxReconnects(0))...)
+	if err != nil {
+		return nil, fmt.Errorf("nats %s: %w", cfg.NATS.URL, err)
+	}
+	return nc, nil
+}
+
 // connect dials NATS, retrying with backoff until it succeeds or ctx ends.
 func (e *Exporter) connect(ctx context.Context) (*nats.Conn, error) {
 	opts, err := natsOptions(e.cfg.NATS, e.cfg.Name)
@@ -200,6 +215,7 @@ type streamState struct {
 	held      map[uint64]struct{}   // sequences received and not yet acked or abandoned
 	sealed    int                   // of those, messages in sealed batches
 	committed map[uint64]*committed // sequences stored in an object whose acks are not confirmed
+	retired   []*committed          // intents of confirmed batches, kept until the ack floor passes them
 	recovered int                   // intents recovered at start
 
 	// Gap detection for consumers that see every message of the stream:
@@ -368,6 +384,7 @@ func (r *runner) run(ctx context.Context) error {
 			return nil
 		}
 	}
+	r.forgetAcked(context.WithoutCancel(ctx))
 	r.log.Info("stopped cleanly")
 	return nil
 }
@@ -499,9 +516,9 @@ func (r *runner) add(d delivery) {
 		return
 	}
 	seq := md.Sequence.Stream
-	if c, ok := s.committed[seq]; ok {
+	if _, ok := s.committed[seq]; ok {
 		// Stored in an object already: ack without writing it again.
-		r.ackCommitted(s, seq, c, msg)
+		r.ackCommitted(s, seq, msg)
 		return
 	}
 	if _, dup := s.held[seq]; dup {
@@ -585,17 +602,14 @@ func (r *runner) poison(s *streamState, msg jetstream.Msg, why error) {
 	}})
 }
 
-// ackCommitted acks a redelivered message that is already stored, and
-// forgets its intent once all of the intent's messages are acked.
-func (r *runner) ackCommitted(s *streamState, seq uint64, c *committed, msg jetstream.Msg) {
+// ackCommitted acks a redelivered message that is already stored. Its
+// intent is forgotten once the ack floor passes it.
+func (r *runner) ackCommitted(s *streamState, seq uint64, msg jetstream.Msg) {
 	if err := msg.Ack(); err != nil {
 		r.log.Warn("ack of a stored message failed; it will come back", "stream", s.cfg.Stream, "sequence", seq, "error", err)
 		return
 	}
 	delete(s.committed, seq)
-	if c.remaining--; c.remaining == 0 {
-		r.forget(c.intentKey)
-	}
 }
 
 // forget deletes an intent in the background; a failure leaves it for the
@@ -610,11 +624,11 @@ func (r *runner) forget(intentKey string) {
 	})
 }
 
-// forgetAcked forgets committed batches the consumer's ack floor has passed:
-// every message of them was acked, by this process or an earlier one.
+// forgetAcked forgets the intents of batches the consumer's ack floor has
+// passed: every message of them was acked and no reset can replay them.
 func (r *runner) forgetAcked(ctx context.Context) {
 	for _, s := range r.streams {
-		if len(s.committed) == 0 {
+		if len(s.committed) == 0 && len(s.retired) == 0 {
 			continue
 		}
 		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -624,16 +638,18 @@ func (r *runner) forgetAcked(ctx context.Context) {
 			continue
 		}
 		floor := info.AckFloor.Stream
-		done := map[*committed]bool{}
 		for seq, c := range s.committed {
 			if c.last <= floor {
 				delete(s.committed, seq)
-				done[c] = true
 			}
 		}
-		for c := range done {
-			r.forget(c.intentKey)
-		}
+		s.retired = slices.DeleteFunc(s.retired, func(c *committed) bool {
+			if c.last <= floor {
+				r.forget(c.intentKey)
+				return true
+			}
+			return false
+		})
 	}
 }
 
@@ -687,7 +703,8 @@ func (r *runner) finish(res *result) error {
 	for _, it := range b.Items {
 		delete(s.held, it.Seq)
 	}
-	if res.stored && !res.confirmed {
+	switch {
+	case res.stored && !res.confirmed:
 		// Stored, but the acks did not all get through: when the messages
 		// come back they are acked, not written again.
 		seqs := make([]uint64, len(b.Items))
@@ -695,6 +712,8 @@ func (r *runner) finish(res *result) error {
 			seqs[i] = it.Seq
 		}
 		s.commit(res.intentKey, newSeqSet(seqs))
+	case res.confirmed && res.intentKey != "":
+		s.retire(&committed{intentKey: res.intentKey, last: b.Last})
 	}
 	switch {
 	case res.err == nil:

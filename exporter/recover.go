@@ -27,11 +27,11 @@ func (e *Exporter) stateBucket() string {
 // just before it died may still be completing.
 const missingGrace = 10 * time.Second
 
-// committed is a recovered batch: stored, acks not confirmed.
+// committed is a stored batch whose intent is kept: its messages may come
+// back and must then be acked, not written again.
 type committed struct {
 	intentKey string
 	last      uint64 // highest sequence: the intent is forgotten once the ack floor passes it
-	remaining int    // sequences not yet acked by this process
 }
 
 // probe checks whether the store honours conditional writes, with two writes
@@ -87,6 +87,7 @@ func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *s
 	s.created = si.Created.UTC()
 	s.intentPrefix = intentPrefix(e.cfg.Name, s.cfg.Stream, s.cfg.Consumer)
 	clear(s.committed)
+	s.retired = nil
 	s.recovered = 0
 	if err := e.recover(ctx, s); err != nil {
 		return err
@@ -144,6 +145,9 @@ func (e *Exporter) recover(ctx context.Context, s *streamState) error {
 	if err != nil {
 		return fmt.Errorf("list intents: %w", err)
 	}
+	if len(entries) > 0 {
+		crashPoint("during-recovery")
+	}
 	for ikey, value := range entries {
 		var in intent
 		if err := json.Unmarshal(value, &in); err != nil {
@@ -186,10 +190,20 @@ func (e *Exporter) recover(ctx context.Context, s *streamState) error {
 	return nil
 }
 
-// commit remembers a stored batch whose acks are not confirmed.
+// commit remembers a stored batch whose acks are not confirmed: its
+// messages are acked when they come back.
 func (s *streamState) commit(ikey string, seqs seqSet) {
-	c := &committed{intentKey: ikey, last: seqs.Last(), remaining: seqs.Len()}
+	c := &committed{intentKey: ikey, last: seqs.Last()}
 	seqs.All(func(q uint64) { s.committed[q] = c })
+	s.retire(c)
+}
+
+// retire keeps a stored batch's intent until the consumer's ack floor passes
+// the batch. Deleting it sooner would be wrong: a consumer reset after a
+// crash replays acked messages above the floor, and the intent is what tells
+// recovery they are stored.
+func (s *streamState) retire(c *committed) {
+	s.retired = append(s.retired, c)
 }
 
 // lost writes a loss marker, retrying until it is stored or ctx ends, and

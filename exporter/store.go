@@ -5,8 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
+	"strings"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -186,4 +189,41 @@ func (s *S3Store) CheckBucket(ctx context.Context) error {
 		return &PermanentError{Code: "NoSuchBucket", Err: fmt.Errorf("bucket %q does not exist: create it or fix s3.bucket", s.bucket)}
 	}
 	return nil
+}
+
+// List implements ObjectReader. MinIO returns user metadata with the
+// listing; other stores leave md nil.
+func (s *S3Store) List(ctx context.Context, prefix string, fn func(key string, md map[string]string) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for obj := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true, WithMetadata: true}) {
+		if obj.Err != nil {
+			return classify(fmt.Errorf("list %s: %w", prefix, obj.Err), s.bucket)
+		}
+		var md map[string]string
+		if len(obj.UserMetadata) > 0 {
+			md = make(map[string]string, len(obj.UserMetadata))
+			for k, v := range obj.UserMetadata {
+				md[strings.TrimPrefix(http.CanonicalHeaderKey(k), "X-Amz-Meta-")] = v
+			}
+		}
+		if err := fn(obj.Key, md); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Get implements ObjectReader.
+func (s *S3Store) Get(ctx context.Context, key string) ([]byte, error) {
+	obj, err := s.client.GetObject(ctx, s.bucket, key, minio.GetObjectOptions{})
+	if err != nil {
+		return nil, classify(fmt.Errorf("get %s: %w", key, err), s.bucket)
+	}
+	defer obj.Close()
+	body, err := io.ReadAll(obj)
+	if err != nil {
+		return nil, classify(fmt.Errorf("get %s: %w", key, err), s.bucket)
+	}
+	return body, nil
 }

@@ -31,7 +31,14 @@ const (
 	MetaStreamCreated = "Jetlake-Stream-Created"
 	// MetaIntent is the id of the intent the object was written under.
 	MetaIntent = "Jetlake-Intent"
+	// MetaSeqs is the exact set of sequences in the object, in the intent's
+	// encoding, when it is short enough for object metadata; verify uses it.
+	MetaSeqs = "Jetlake-Seqs"
 )
+
+// maxMetaSeqs bounds the encoded sequence set put in metadata: S3 allows 2
+// KiB of user metadata in all.
+const maxMetaSeqs = 1024
 
 // ErrAbandoned is the result of a batch whose messages' AckWait passed before
 // it was stored and acked: JetStream has redelivered them or will, so the
@@ -150,6 +157,9 @@ func (e *Exporter) upload(ctx context.Context, j *job) *result {
 		},
 		IfNoneMatch: e.conditional,
 	}
+	if enc, err := in.Seqs.MarshalJSON(); err == nil && len(enc) <= maxMetaSeqs+2 {
+		opts.Metadata[MetaSeqs] = string(enc[1 : len(enc)-1])
+	}
 	c := &committer{e: e, b: b, ackWait: st.cfg.AckWait, progress: b.Opened, key: res.key}
 	start := time.Now()
 
@@ -170,19 +180,10 @@ func (e *Exporter) upload(ctx context.Context, j *job) *result {
 		}); res.err != nil {
 			return res
 		}
-		defer func() {
-			// Forget the intent once the acks are confirmed; if this fails,
-			// recovery forgets it when the ack floor passes it.
-			if res.err == nil && res.confirmed {
-				dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-				defer cancel()
-				if err := e.intents.Delete(dctx, ikey); err != nil {
-					e.log.Warn("could not delete a committed intent; recovery will", "key", res.key, "error", err)
-				}
-			}
-		}()
 	}
+	crashPoint("before-upload")
 	if res.err = c.do(ctx, "upload", func(ctx context.Context) error {
+		crashSoon("during-upload", time.Millisecond)
 		if !e.conditional {
 			// Without conditional writes, look before writing: the check
 			// and the write are not atomic, so two writers can still race.
@@ -207,6 +208,7 @@ func (e *Exporter) upload(ctx context.Context, j *job) *result {
 		return res
 	}
 	res.stored = true
+	crashPoint("after-upload")
 	res.duration = time.Since(start)
 	// Acking after AckWait would ack copies that may already be on their
 	// way to another exporter.
@@ -220,6 +222,7 @@ func (e *Exporter) upload(ctx context.Context, j *job) *result {
 		return res
 	}
 	res.confirmed = true
+	crashPoint("after-confirm")
 	return res
 }
 
@@ -328,6 +331,12 @@ func (e *Exporter) ack(ctx context.Context, b *buffer.Batch[jetstream.Msg]) erro
 		}
 	}
 	last := b.Items[n-1]
+	if fault.point == "after-acks" {
+		// Make sure the acks left before the crash.
+		if err := last.Handle.Ack(); err == nil {
+			crashPoint("after-acks")
+		}
+	}
 	for attempt := 0; attempt < 3; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := last.Handle.DoubleAck(actx)

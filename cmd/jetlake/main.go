@@ -5,6 +5,7 @@
 //
 //	jetlake run      -config PATH [-until-idle] [-log-format text|json] [-log-level LEVEL]
 //	jetlake validate -config PATH
+//	jetlake verify   -config PATH [-from-seq N] [-to-seq N] [-deep]
 //	jetlake version
 //
 // PATH is a connector file or a directory of *.toml connector files. Exit
@@ -58,6 +59,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return cmdRun(args[1:], stderr)
 	case "validate":
 		return cmdValidate(args[1:], stdout, stderr)
+	case "verify":
+		return cmdVerify(args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "jetlake", versionString())
 		return exitOK
@@ -75,6 +78,7 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `Usage:
   jetlake run      -config PATH [-until-idle] [-log-format text|json] [-log-level debug|info|warn|error]
   jetlake validate -config PATH
+  jetlake verify   -config PATH [-from-seq N] [-to-seq N] [-deep] [-quiet]
   jetlake version
 
 PATH is a connector file or a directory of *.toml connector files.

@@ -1,0 +1,305 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/exportertest"
+)
+
+// crashEnv is a stream, a bucket and a connector file for one crash test.
+type crashEnv struct {
+	t      *testing.T
+	name   string // stream, bucket and connector name
+	file   string
+	js     jetstream.JetStream
+	mc     *minio.Client
+	minio  *exportertest.MinIOServer
+	nats   *exportertest.NATSServer
+	extras string // more [rotation] lines
+}
+
+func newCrashEnv(t *testing.T, name string, ns *exportertest.NATSServer, ms *exportertest.MinIOServer, streamCfg jetstream.StreamConfig) *crashEnv {
+	t.Helper()
+	ctx := context.Background()
+	nc, err := nats.Connect(ns.URL, nats.MaxReconnects(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	streamCfg.Name = strings.ToUpper(name)
+	streamCfg.Subjects = []string{name + ".>"}
+	if _, err := js.CreateStream(ctx, streamCfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := ms.CreateBucket(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	mc, err := ms.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := writeFile(t, name+".toml", fmt.Sprintf(`name = %[1]q
+shutdown_timeout = "10s"
+[nats]
+url = %[2]q
+[[streams]]
+stream = %[3]q
+ack_wait = "30s"
+[s3]
+bucket = %[1]q
+endpoint = %[4]q
+prefix = "lake"
+[rotation]
+max_messages_per_file = 300
+max_file_age = "2s"
+`, name, ns.URL, strings.ToUpper(name), ms.Endpoint))
+	return &crashEnv{t: t, name: name, file: file, js: js, mc: mc, minio: ms, nats: ns}
+}
+
+// publish publishes n messages over the given number of subjects.
+func (c *crashEnv) publish(n, subjects int) {
+	c.t.Helper()
+	ctx := context.Background()
+	for i := range n {
+		subj := fmt.Sprintf("%s.s%02d", c.name, i%subjects)
+		if _, err := c.js.PublishAsync(subj, []byte(fmt.Sprintf(`{"i":%d,"pad":"%s"}`, i, strings.Repeat("x", 100)))); err != nil {
+			c.t.Fatal(err)
+		}
+		if i%1000 == 999 {
+			select {
+			case <-c.js.PublishAsyncComplete():
+			case <-time.After(10 * time.Second):
+				c.t.Fatal("publish timeout")
+			}
+		}
+	}
+	select {
+	case <-c.js.PublishAsyncComplete():
+	case <-time.After(10 * time.Second):
+		c.t.Fatal("publish timeout")
+	}
+	_ = ctx
+}
+
+// start starts `jetlake run` with extra environment.
+func (c *crashEnv) start(env ...string) (*exec.Cmd, *bytes.Buffer) {
+	c.t.Helper()
+	cmd := exec.Command(binary, "run", "-config", c.file)
+	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+c.minio.AccessKey, "AWS_SECRET_ACCESS_KEY="+c.minio.SecretKey)
+	cmd.Env = append(cmd.Env, env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &lockedWriter{w: &stderr}
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { cmd.Process.Kill() })
+	return cmd, &stderr
+}
+
+// runUntilIdle runs `jetlake run -until-idle` and requires exit 0.
+func (c *crashEnv) runUntilIdle() {
+	c.t.Helper()
+	cmd := exec.Command(binary, "run", "-until-idle", "-config", c.file)
+	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+c.minio.AccessKey, "AWS_SECRET_ACCESS_KEY="+c.minio.SecretKey)
+	out, err := runWithTimeout(cmd, 3*time.Minute)
+	if err != nil {
+		c.t.Fatalf("run -until-idle: %v\n%s", err, out)
+	}
+}
+
+// verify runs `jetlake verify -deep` and requires exit 0.
+func (c *crashEnv) verify() string {
+	c.t.Helper()
+	cmd := exec.Command(binary, "verify", "-deep", "-quiet", "-config", c.file)
+	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+c.minio.AccessKey, "AWS_SECRET_ACCESS_KEY="+c.minio.SecretKey)
+	out, err := runWithTimeout(cmd, 2*time.Minute)
+	if err != nil {
+		c.t.Fatalf("verify -deep: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+func runWithTimeout(cmd *exec.Cmd, d time.Duration) ([]byte, error) {
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	timer := time.AfterFunc(d, func() { cmd.Process.Kill() })
+	defer timer.Stop()
+	err := cmd.Wait()
+	return out.Bytes(), err
+}
+
+// exactlyOnce reads every data object independently of jetlake's own
+// verify and checks that sequences 1..n are each in exactly one of them.
+func (c *crashEnv) exactlyOnce(n uint64) {
+	c.t.Helper()
+	ctx := context.Background()
+	seen := map[uint64]string{}
+	for obj := range c.mc.ListObjects(ctx, c.name, minio.ListObjectsOptions{Prefix: "lake/", Recursive: true}) {
+		if obj.Err != nil {
+			c.t.Fatal(obj.Err)
+		}
+		if strings.HasPrefix(obj.Key, "lake/_jetlake/") {
+			continue
+		}
+		r, err := c.mc.GetObject(ctx, c.name, obj.Key, minio.GetObjectOptions{})
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		body, err := io.ReadAll(r)
+		r.Close()
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		sc := bufio.NewScanner(bytes.NewReader(body))
+		for sc.Scan() {
+			var rec struct {
+				Sequence uint64 `json:"sequence"`
+			}
+			if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+				c.t.Fatalf("%s: %v", obj.Key, err)
+			}
+			if prev, dup := seen[rec.Sequence]; dup {
+				c.t.Fatalf("sequence %d is in %s and %s", rec.Sequence, prev, obj.Key)
+			}
+			seen[rec.Sequence] = obj.Key
+		}
+	}
+	for q := uint64(1); q <= n; q++ {
+		if _, ok := seen[q]; !ok {
+			c.t.Fatalf("sequence %d is in no object (%d of %d present)", q, len(seen), n)
+		}
+	}
+	if uint64(len(seen)) != n {
+		c.t.Fatalf("%d sequences in objects, want %d", len(seen), n)
+	}
+}
+
+// intents returns how many intents of the connector the state bucket holds.
+func (c *crashEnv) intents() int {
+	c.t.Helper()
+	kv, err := c.js.KeyValue(context.Background(), exporter.StateBucket)
+	if err != nil {
+		return 0
+	}
+	lister, err := kv.ListKeysFiltered(context.Background(), "intent.>")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	n := 0
+	for range lister.Keys() {
+		n++
+	}
+	return n
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// waitKilled waits for a process that is expected to kill itself.
+func waitKilled(t *testing.T, cmd *exec.Cmd, stderr *bytes.Buffer) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		if err == nil || !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+			t.Fatalf("want a crash (SIGKILL), got %v\n%s", err, stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the fault point was never reached\n%s", stderr.String())
+	}
+}
+
+func TestCrashAtEveryCommitStepExportsExactlyOnce(t *testing.T) {
+	for _, point := range []string{"before-upload", "during-upload", "after-upload", "after-acks", "after-confirm", "during-recovery"} {
+		t.Run(point, func(t *testing.T) {
+			name := "crash-" + point
+			c := newCrashEnv(t, name, natsSrv, minioSrv, jetstream.StreamConfig{})
+			const n = 2000
+			c.publish(n, 4)
+			if point == "during-recovery" {
+				// Leave intents behind, then crash while recovering them.
+				cmd, stderr := c.start(exporter.FaultEnv + "=after-upload:3")
+				waitKilled(t, cmd, stderr)
+				if c.intents() == 0 {
+					t.Fatal("no intent was left to recover")
+				}
+			}
+			hit := ":3" // let a few batches through first
+			if point == "during-recovery" {
+				hit = ":1"
+			}
+			cmd, stderr := c.start(exporter.FaultEnv + "=" + point + hit)
+			waitKilled(t, cmd, stderr)
+			c.runUntilIdle()
+			out := c.verify()
+			if !strings.Contains(out, "OK: every sequence") {
+				t.Fatalf("verify:\n%s", out)
+			}
+			c.exactlyOnce(n)
+			if left := c.intents(); left != 0 {
+				t.Fatalf("%d intents left after a clean run", left)
+			}
+		})
+	}
+}
+
+func TestChaosKillsLoseAndDuplicateNothing(t *testing.T) {
+	c := newCrashEnv(t, "chaos", natsSrv, minioSrv, jetstream.StreamConfig{})
+	const n = 50000
+	published := make(chan struct{})
+	go func() {
+		defer close(published)
+		c.publish(n, 20)
+	}()
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	kills := 0
+	for kills < 6 {
+		cmd, _ := c.start()
+		time.Sleep(time.Duration(300+rng.IntN(1200)) * time.Millisecond)
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Wait()
+		kills++
+	}
+	<-published
+	c.runUntilIdle()
+	out := c.verify()
+	if !strings.Contains(out, "OK: every sequence") {
+		t.Fatalf("verify after %d kills:\n%s", kills, out)
+	}
+	c.exactlyOnce(n)
+	t.Logf("%d kills; verify:\n%s", kills, out)
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlake/jetlake/exporter"
+)
+
+// cmdVerify checks that every sequence in scope is in exactly one data
+// object or in a loss marker.
+func cmdVerify(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "", "connector file or directory of *.toml files")
+	from := fs.Uint64("from-seq", 0, "first stream sequence to check (default: the lowest any object or marker holds)")
+	to := fs.Uint64("to-seq", 0, "last stream sequence to check (default: the last one the consumer was delivered)")
+	deep := fs.Bool("deep", false, "read every object and check its records, not only names and metadata")
+	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "jetlake verify: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	if *to != 0 && *from > *to {
+		fmt.Fprintf(stderr, "jetlake verify: -from-seq %d is after -to-seq %d\n", *from, *to)
+		return exitUsage
+	}
+	conns, code, ok := loadConfig(*path, stderr)
+	if !ok {
+		return code
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	opts := exporter.VerifyOptions{FromSeq: *from, ToSeq: *to, Deep: *deep}
+	if !*quiet {
+		opts.Progress = stderr
+	}
+	allOK := true
+	for _, c := range conns {
+		store, err := exporter.NewS3Store(c.S3)
+		if err != nil {
+			fmt.Fprintf(stderr, "jetlake verify: connector %s: %v\n", c.Name, err)
+			return exitFailure
+		}
+		nc, err := exporter.Dial(c)
+		if err != nil {
+			fmt.Fprintf(stderr, "jetlake verify: connector %s: %v\n", c.Name, err)
+			return exitFailure
+		}
+		js, err := jetstream.New(nc)
+		if err != nil {
+			nc.Close()
+			fmt.Fprintf(stderr, "jetlake verify: %v\n", err)
+			return exitFailure
+		}
+		reports, err := exporter.Verify(ctx, c, js, store, opts)
+		nc.Close()
+		if err != nil {
+			fmt.Fprintf(stderr, "jetlake verify: connector %s: %v\n", c.Name, err)
+			return exitFailure
+		}
+		for _, r := range reports {
+			printReport(stdout, r)
+			allOK = allOK && r.OK()
+		}
+	}
+	if !allOK {
+		return exitFailure
+	}
+	return exitOK
+}
+
+func printReport(w io.Writer, r *exporter.Report) {
+	fmt.Fprintf(w, "connector %s, stream %s, consumer %s: sequences %s\n", r.Connector, r.Stream, r.Consumer, r.Scope)
+	if r.Filtered {
+		fmt.Fprintln(w, "  filtered consumer: checking the matching messages still in the stream")
+	}
+	fmt.Fprintf(w, "  %d data objects holding %d sequences in scope, %d loss markers\n", r.Objects, r.Messages, len(r.Markers))
+	for _, m := range r.Markers {
+		subject := ""
+		if m.Subject != "" {
+			subject = " subject " + m.Subject
+		}
+		fmt.Fprintf(w, "  LOST %s (%s, %d messages%s): %s\n", exporter.Range{First: m.FirstSeq, Last: m.LastSeq}, m.Reason, m.Count, subject, m.Error)
+	}
+	for _, p := range r.Problems {
+		fmt.Fprintf(w, "  PROBLEM %s\n", p)
+	}
+	for _, o := range r.Overlaps {
+		fmt.Fprintf(w, "  OVERLAP %s\n", o)
+	}
+	if len(r.Missing) > 0 {
+		parts := make([]string, 0, len(r.Missing))
+		for i, m := range r.Missing {
+			if i == 50 {
+				parts = append(parts, fmt.Sprintf("... (%d ranges in all)", len(r.Missing)))
+				break
+			}
+			parts = append(parts, m.String())
+		}
+		fmt.Fprintf(w, "  MISSING %s\n", strings.Join(parts, ", "))
+	}
+	if r.OK() {
+		fmt.Fprintln(w, "  OK: every sequence in scope is in exactly one data object or a loss marker")
+	} else {
+		fmt.Fprintln(w, "  FAILED")
+	}
+}

@@ -1,0 +1,369 @@
+package exporter
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/lossmarker"
+	"github.com/jetlake/jetlake/pathtemplate"
+)
+
+// ObjectReader lists and reads objects, for Verify.
+type ObjectReader interface {
+	// List calls fn for every object under prefix (a key prefix ending in
+	// "/"), with its key and user metadata when the store returns it.
+	List(ctx context.Context, prefix string, fn func(key string, md map[string]string) error) error
+	// Get returns the object's body.
+	Get(ctx context.Context, key string) ([]byte, error)
+	Head(ctx context.Context, key string) (map[string]string, error)
+}
+
+// VerifyOptions choose what Verify checks. The zero value checks, for each
+// stream, from the lowest sequence any object or marker names to the last
+// sequence the consumer was delivered, trusting object metadata.
+type VerifyOptions struct {
+	FromSeq, ToSeq uint64    // 0: the defaults above
+	Deep           bool      // read every object and check its records
+	Progress       io.Writer // progress lines on long runs; nil for none
+}
+
+// Range is an inclusive range of stream sequences.
+type Range struct{ First, Last uint64 }
+
+func (r Range) String() string {
+	if r.First == r.Last {
+		return strconv.FormatUint(r.First, 10)
+	}
+	return fmt.Sprintf("%d-%d", r.First, r.Last)
+}
+
+// Report is the result of verifying one stream of a connector.
+type Report struct {
+	Connector string
+	Stream    string
+	Consumer  string
+	Scope     Range // sequences checked
+	Filtered  bool  // the consumer sees only some subjects: only messages still in the stream are checked
+	Objects   int   // data objects of the stream
+	Messages  int   // sequences in data objects within scope
+	Markers   []*lossmarker.Marker
+	Missing   []Range  // in scope, in no object and no marker
+	Overlaps  []string // sequences in more than one object, with the objects
+	Problems  []string // objects whose name, metadata and records disagree
+}
+
+// OK reports whether every sequence in scope is in exactly one data object
+// or in a loss marker.
+func (r *Report) OK() bool {
+	return len(r.Missing) == 0 && len(r.Overlaps) == 0 && len(r.Problems) == 0
+}
+
+// Verify compares what a connector wrote with its streams. It lists the data
+// objects and loss markers under the connector's prefix, rebuilds the
+// sequences each object holds (from its metadata, or by reading it), and
+// checks that every sequence in scope is in exactly one object or covered by
+// a marker. For a consumer that sees the whole stream every sequence in
+// scope counts; for a filtered one, the messages still in the stream that
+// match its filter.
+func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, store ObjectReader, opts VerifyOptions) ([]*Report, error) {
+	prefix := ""
+	if cfg.S3.Prefix != "" {
+		prefix = cfg.S3.Prefix + "/"
+	}
+	progress := func(format string, args ...any) {
+		if opts.Progress != nil {
+			fmt.Fprintf(opts.Progress, format+"\n", args...)
+		}
+	}
+	// Data objects, by stream.
+	type object struct {
+		key  string
+		seqs []uint64
+	}
+	byStream := map[string][]object{}
+	var listed int
+	err := store.List(ctx, prefix, func(key string, md map[string]string) error {
+		if strings.HasPrefix(key, prefix+lossmarker.Dir+"/") {
+			return nil
+		}
+		listed++
+		if listed%1000 == 0 {
+			progress("listed %d objects", listed)
+		}
+		first, last, ok := parseObjectName(path.Base(key))
+		if !ok {
+			return nil // not ours
+		}
+		if md == nil || md[MetaStream] == "" {
+			var err error
+			if md, err = store.Head(ctx, key); err != nil {
+				return err
+			}
+		}
+		stream := md[MetaStream]
+		o := object{key: key}
+		if opts.Deep || md[MetaSeqs] == "" {
+			body, err := store.Get(ctx, key)
+			if err != nil {
+				return err
+			}
+			o.seqs, err = recordSequences(key, body)
+			if err != nil {
+				return err
+			}
+		} else {
+			var set seqSet
+			if err := set.UnmarshalJSON([]byte(strconv.Quote(md[MetaSeqs]))); err != nil {
+				return fmt.Errorf("%s: metadata %s: %w", key, MetaSeqs, err)
+			}
+			set.All(func(q uint64) { o.seqs = append(o.seqs, q) })
+		}
+		if len(o.seqs) == 0 || slices.Min(o.seqs) != first || slices.Max(o.seqs) != last ||
+			md[MetaCount] != "" && md[MetaCount] != strconv.Itoa(len(o.seqs)) {
+			o.seqs = append(o.seqs, 0) // reported below
+		}
+		byStream[stream] = append(byStream[stream], o)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list objects: %w", err)
+	}
+
+	var reports []*Report
+	for _, sc := range cfg.Streams {
+		rep := &Report{Connector: cfg.Name, Stream: sc.Stream, Consumer: sc.Consumer}
+		reports = append(reports, rep)
+		// Loss markers.
+		mprefix := prefix + lossmarker.Dir + "/lost/" + string(pathtemplate.AppendEscaped(nil, sc.Stream)) + "/"
+		if err := store.List(ctx, mprefix, func(key string, _ map[string]string) error {
+			body, err := store.Get(ctx, key)
+			if err != nil {
+				return err
+			}
+			m, err := lossmarker.Parse(body)
+			if err != nil {
+				rep.Problems = append(rep.Problems, fmt.Sprintf("%s: %v", key, err))
+				return nil
+			}
+			if m.Consumer == sc.Consumer || m.Consumer == "" {
+				rep.Markers = append(rep.Markers, m)
+			}
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("list loss markers: %w", err)
+		}
+
+		stream, err := js.Stream(ctx, sc.Stream)
+		if err != nil {
+			return nil, fmt.Errorf("stream %s: %w", sc.Stream, err)
+		}
+		si := stream.CachedInfo()
+		rep.Filtered = !coversStream(sc.Subjects, si.Config.Subjects)
+
+		// Scope.
+		from, to := opts.FromSeq, opts.ToSeq
+		if to == 0 {
+			to = si.State.LastSeq
+			if cons, err := stream.Consumer(ctx, sc.Consumer); err == nil {
+				to = cons.CachedInfo().Delivered.Stream
+			}
+		}
+		if from == 0 {
+			from = si.State.FirstSeq
+			for _, o := range byStream[sc.Stream] {
+				for _, q := range o.seqs {
+					if q != 0 && q < from {
+						from = q
+					}
+				}
+			}
+			for _, m := range rep.Markers {
+				from = min(from, m.FirstSeq)
+			}
+			from = max(from, 1)
+		}
+		rep.Scope = Range{from, to}
+
+		// Which object holds each sequence.
+		holder := map[uint64]string{}
+		for _, o := range byStream[sc.Stream] {
+			rep.Objects++
+			for _, q := range o.seqs {
+				if q == 0 {
+					rep.Problems = append(rep.Problems, fmt.Sprintf("%s: its name, metadata and records disagree on the sequences it holds", o.key))
+					continue
+				}
+				if q < from || q > to {
+					continue
+				}
+				if prev, dup := holder[q]; dup {
+					if len(rep.Overlaps) < 100 {
+						rep.Overlaps = append(rep.Overlaps, fmt.Sprintf("sequence %d is in %s and %s", q, prev, o.key))
+					}
+					continue
+				}
+				holder[q] = o.key
+				rep.Messages++
+			}
+		}
+		covered := func(q uint64) bool {
+			if _, ok := holder[q]; ok {
+				return true
+			}
+			for _, m := range rep.Markers {
+				if q >= m.FirstSeq && q <= m.LastSeq {
+					return true
+				}
+			}
+			return false
+		}
+		if to < from {
+			continue
+		}
+		// What must be covered: every sequence in scope for a consumer that
+		// sees the whole stream; the matching messages still in the stream
+		// for a filtered one.
+		var missing []uint64
+		if !rep.Filtered {
+			for q := from; q <= to; q++ {
+				if !covered(q) {
+					missing = append(missing, q)
+				}
+			}
+		} else {
+			progress("stream %s: reading the sequences of the filtered subjects", sc.Stream)
+			seqs, err := streamSequences(ctx, js, sc, from, to)
+			if err != nil {
+				return nil, err
+			}
+			for _, q := range seqs {
+				if !covered(q) {
+					missing = append(missing, q)
+				}
+			}
+		}
+		rep.Missing = toRanges(missing)
+	}
+	return reports, nil
+}
+
+// streamSequences returns the sequences in [from, to] of the messages in the
+// stream that match the consumer's filter, reading headers only.
+func streamSequences(ctx context.Context, js jetstream.JetStream, sc config.Stream, from, to uint64) ([]uint64, error) {
+	cons, err := js.OrderedConsumer(ctx, sc.Stream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: sc.Subjects,
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    from,
+		HeadersOnly:    true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: read: %w", sc.Stream, err)
+	}
+	var out []uint64
+	for {
+		batch, err := cons.Fetch(1000, jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			return nil, fmt.Errorf("stream %s: read: %w", sc.Stream, err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			md, err := m.Metadata()
+			if err != nil {
+				return nil, err
+			}
+			if md.Sequence.Stream > to {
+				return out, nil
+			}
+			out = append(out, md.Sequence.Stream)
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("stream %s: read: %w", sc.Stream, err)
+		}
+		if n == 0 {
+			return out, nil
+		}
+	}
+}
+
+// parseObjectName parses "<first:020>-<last:020>.<ext>".
+func parseObjectName(name string) (first, last uint64, ok bool) {
+	if len(name) < 42 || name[20] != '-' || name[41] != '.' {
+		return 0, 0, false
+	}
+	f, err1 := strconv.ParseUint(name[:20], 10, 64)
+	l, err2 := strconv.ParseUint(name[21:41], 10, 64)
+	if err1 != nil || err2 != nil || f == 0 || l < f {
+		return 0, 0, false
+	}
+	return f, l, true
+}
+
+// recordSequences reads the sequence of every record of a JSON object
+// written with metadata.
+func recordSequences(key string, body []byte) ([]uint64, error) {
+	var out []uint64
+	type rec struct {
+		Sequence *uint64 `json:"sequence"`
+	}
+	add := func(r rec, where string) error {
+		if r.Sequence == nil {
+			return fmt.Errorf("%s: %s has no sequence: verify needs include_metadata = true", key, where)
+		}
+		out = append(out, *r.Sequence)
+		return nil
+	}
+	switch {
+	case strings.HasSuffix(key, ".jsonl"):
+		sc := bufio.NewScanner(bytes.NewReader(body))
+		sc.Buffer(nil, 1<<30)
+		for n := 1; sc.Scan(); n++ {
+			var r rec
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				return nil, fmt.Errorf("%s: line %d: %w", key, n, err)
+			}
+			if err := add(r, fmt.Sprintf("line %d", n)); err != nil {
+				return nil, err
+			}
+		}
+		return out, sc.Err()
+	case strings.HasSuffix(key, ".json"):
+		var rs []rec
+		if err := json.Unmarshal(body, &rs); err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+		for i, r := range rs {
+			if err := add(r, fmt.Sprintf("element %d", i)); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("%s: verify can not read the records of this format; its metadata names no sequence set", key)
+}
+
+// toRanges turns sorted sequences into ranges.
+func toRanges(seqs []uint64) []Range {
+	var out []Range
+	for _, q := range seqs {
+		if n := len(out); n > 0 && out[n-1].Last+1 == q {
+			out[n-1].Last = q
+			continue
+		}
+		out = append(out, Range{q, q})
+	}
+	return out
+}
