@@ -117,7 +117,7 @@ func (s *seqSet) UnmarshalJSON(data []byte) error {
 		}
 		buf = buf[n:]
 		first := prev + gap
-		if (len(s.runs) > 0 && gap < 2) || first == 0 || first+length < first {
+		if (len(s.runs) > 0 && gap < 2) || first == 0 || first < prev || first+length < first {
 			return errors.New("sequence set: runs out of order")
 		}
 		s.runs = append(s.runs, [2]uint64{first, first + length})
