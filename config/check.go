@@ -82,13 +82,18 @@ var (
 	}
 	outputSpec = spec{
 		name: "output", where: "in [output]", header: "[output]",
-		keys: []string{"format", "path_template", "group_by", "include_metadata", "include_headers", "raw_delimiter"},
+		keys: []string{"format", "compression", "path_template", "group_by", "include_metadata", "include_headers", "raw_delimiter",
+			"row_group_size", "keep_payload", "on_type_error", "columns"},
+	}
+	columnSpec = spec{
+		name: "columns", where: "in [[output.columns]]", header: "[[output.columns]]",
+		keys: []string{"name", "source", "type", "unit", "coerce"},
 	}
 	rotationSpec = spec{
 		name: "rotation", where: "in [rotation]", header: "[rotation]",
 		keys: []string{"max_file_size", "max_messages_per_file", "max_file_age", "max_buffered_bytes"},
 	}
-	allSpecs = []*spec{&topSpec, &natsSpec, &streamSpec, &s3Spec, &outputSpec, &rotationSpec}
+	allSpecs = []*spec{&topSpec, &natsSpec, &streamSpec, &s3Spec, &outputSpec, &columnSpec, &rotationSpec}
 )
 
 // unknown reports every key of t, the table at p, that sp does not allow.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 
@@ -90,8 +91,12 @@ func checkResolved(t *testing.T, c *Connector) {
 		t.Errorf("%s: required setting left empty: %+v", c.File, c)
 	case c.ShutdownTimeout <= 0 || c.S3.UploadConcurrency < 1:
 		t.Errorf("%s: default not filled in: %+v", c.File, c)
-	case c.Output.Format == "" || c.Output.GroupBy == "" || c.Output.PathTemplate == nil:
+	case c.Output.Format == "" || c.Output.GroupBy == "" || c.Output.PathTemplate == nil || c.Output.Compression == "" || c.Output.OnTypeError == "":
 		t.Errorf("%s: output default not filled in: %+v", c.File, c.Output)
+	case (c.Output.Format == FormatParquet) != (c.Output.RowGroupSize > 0):
+		t.Errorf("%s: row group size %d for format %s", c.File, c.Output.RowGroupSize, c.Output.Format)
+	case c.Output.Format != FormatParquet && (len(c.Output.Columns) > 0 || !c.Output.KeepPayload):
+		t.Errorf("%s: parquet settings for format %s: %+v", c.File, c.Output.Format, c.Output)
 	case c.Rotation.MaxFileSize < minFileSize || c.Rotation.MaxBufferedBytes < c.Rotation.MaxFileSize || c.Rotation.MaxFileAge <= 0:
 		t.Errorf("%s: rotation not resolved: %+v", c.File, c.Rotation)
 	case len(c.Streams) == 0:
@@ -132,9 +137,12 @@ func TestLoadFillsInEveryDefault(t *testing.T) {
 		S3: S3{Bucket: "lake", Region: "us-east-1", UploadConcurrency: 4},
 		Output: Output{
 			Format:          FormatJSONLines,
+			Compression:     CompressionNone,
 			PathTemplate:    pathtemplate.MustParse("{stream}/{subject}/{date}/{hour}"),
 			GroupBy:         GroupBySubject,
 			IncludeMetadata: true,
+			KeepPayload:     true,
+			OnTypeError:     OnTypeErrorReject,
 		},
 		Rotation: Rotation{
 			MaxFileSize:        8 << 20,
@@ -199,6 +207,9 @@ func TestLoadResolvesEveryKey(t *testing.T) {
 			IncludeMetadata: false,
 			IncludeHeaders:  true,
 			RawDelimiter:    "\n",
+			Compression:     CompressionZstd,
+			KeepPayload:     true,
+			OnTypeError:     OnTypeErrorReject,
 		},
 		Rotation: Rotation{
 			MaxFileSize:        64 << 20,
@@ -209,6 +220,65 @@ func TestLoadResolvesEveryKey(t *testing.T) {
 	}
 	if len(conns) != 1 || !reflect.DeepEqual(conns[0], want) {
 		t.Errorf("Load = %+v\nwant %+v", conns[0], want)
+	}
+}
+
+func TestLoadResolvesParquetKeys(t *testing.T) {
+	tests := []struct {
+		file string
+		want Output
+	}{
+		{"testdata/parquet.good.toml", Output{
+			Format:          FormatParquet,
+			Compression:     CompressionZstd,
+			PathTemplate:    pathtemplate.MustParse("{stream}/{subject}/{date}/{hour}"),
+			GroupBy:         GroupBySubject,
+			IncludeMetadata: true,
+			IncludeHeaders:  true,
+			RowGroupSize:    128 << 20,
+			KeepPayload:     false,
+			OnTypeError:     OnTypeErrorNull,
+			Columns: []Column{
+				{Name: "user_id", Source: "user.id", Type: ColumnInt64, Coerce: true},
+				{Name: "first_sku", Source: "items.0.sku", Type: ColumnString},
+				{Name: "created_at", Source: "created_at", Type: ColumnTimestamp, Unit: "ms"},
+				{Name: "day", Source: "day", Type: ColumnDate},
+				{Name: "_extra", Source: "extra", Type: ColumnJSON},
+			},
+		}},
+		{"testdata/parquet-defaults.good.toml", Output{
+			Format:          FormatParquet,
+			Compression:     CompressionSnappy,
+			PathTemplate:    pathtemplate.MustParse("{stream}/{subject}/{date}/{hour}"),
+			GroupBy:         GroupBySubject,
+			IncludeMetadata: true,
+			RowGroupSize:    64 << 20,
+			KeepPayload:     true,
+			OnTypeError:     OnTypeErrorReject,
+			Columns: []Column{
+				{Name: "total", Source: "total", Type: ColumnDouble},
+				{Name: "paid", Source: "paid", Type: ColumnBoolean},
+				{Name: "at", Source: "at", Type: ColumnTimestamp},
+			},
+		}},
+		{"testdata/compression.good.toml", Output{
+			Format:          FormatJSONLines,
+			Compression:     CompressionGzip,
+			PathTemplate:    pathtemplate.MustParse("{stream}/{subject}/{date}/{hour}"),
+			GroupBy:         GroupBySubject,
+			IncludeMetadata: true,
+			KeepPayload:     true,
+			OnTypeError:     OnTypeErrorReject,
+		}},
+	}
+	for _, tt := range tests {
+		conns, err := Load(tt.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := conns[0].Output; !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: Output = %+v\nwant %+v", tt.file, got, tt.want)
+		}
 	}
 }
 
@@ -369,4 +439,40 @@ func loadTree(root string) (int, error) {
 		return n, err
 	}
 	return n, errors.Join(errs...)
+}
+
+// Every output a good file resolves to is one the formats package takes,
+// mapped field for field as the exporter maps it.
+func TestGoodOutputsAreValidFormatsOptions(t *testing.T) {
+	cases, err := filepath.Glob("testdata/*.good*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range cases {
+		conns, err := Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range conns {
+			o := c.Output
+			opts := formats.Options{
+				Format:       formats.Format(o.Format),
+				Compression:  formats.Compression(o.Compression),
+				Metadata:     o.IncludeMetadata,
+				Headers:      o.IncludeHeaders,
+				RawDelimiter: []byte(o.RawDelimiter),
+				RowGroupSize: o.RowGroupSize,
+				OmitPayload:  !o.KeepPayload,
+				OnTypeError:  formats.TypeErrorPolicy(o.OnTypeError),
+			}
+			for _, col := range o.Columns {
+				opts.Columns = append(opts.Columns, formats.Column{
+					Name: col.Name, Source: col.Source, Type: formats.ColumnType(col.Type), Unit: col.Unit, Coerce: col.Coerce,
+				})
+			}
+			if _, err := formats.New(opts); err != nil {
+				t.Errorf("%s: formats.New(%+v): %v", c.File, opts, err)
+			}
+		}
+	}
 }

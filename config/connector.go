@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -21,11 +22,14 @@ const (
 	defaultMaxMessagesPerFile = 10000
 	defaultMaxFileAge         = time.Minute
 	defaultMaxBufferedBytes   = 256 * mib
+	defaultRowGroupSize       = 64 * mib
 
 	minAckWait            = 10 * time.Second
 	maxUploadConcurrency  = 64
 	minFileSize           = kib
 	maxFileSize           = 5 * gib // the largest object a single S3 PutObject stores
+	minRowGroupSize       = mib
+	maxRowGroupSize       = gib
 	maxMessagesPerFile    = 10_000_000
 	minDerivedAckPending  = 1000
 	maxDerivedAckPending  = 1_000_000
@@ -245,12 +249,25 @@ func (c *checker) output(t map[string]any, p keyPath) outputCheck {
 	formatOK := false
 	if f, ok := c.str(t, p, "format", FormatJSONLines); ok {
 		switch f {
-		case FormatJSONLines, FormatJSONArray, FormatRaw:
+		case FormatJSONLines, FormatJSONArray, FormatRaw, FormatParquet:
 			o.Format, formatOK = f, true
-		case "parquet":
-			c.report(p.key("format"), "parquet is not supported yet; allowed: json_lines, json_array, raw")
 		default:
-			c.report(p.key("format"), "%q is not a format; allowed: json_lines, json_array, raw", f)
+			c.report(p.key("format"), "%q is not a format; allowed: json_lines, json_array, raw, parquet", f)
+		}
+	}
+	parquet := o.Format == FormatParquet
+
+	if formatOK {
+		allowed, def := []string{CompressionNone, CompressionGzip, CompressionZstd}, CompressionNone
+		if parquet {
+			allowed, def = []string{CompressionSnappy, CompressionZstd, CompressionGzip, CompressionNone}, CompressionSnappy
+		}
+		if z, ok := c.str(t, p, "compression", def); ok {
+			if slices.Contains(allowed, z) {
+				o.Compression = z
+			} else {
+				c.report(p.key("compression"), "%q is not a compression for %s; allowed: %s", z, o.Format, strings.Join(allowed, ", "))
+			}
 		}
 	}
 
@@ -283,8 +300,147 @@ func (c *checker) output(t map[string]any, p keyPath) outputCheck {
 		}
 		o.RawDelimiter = d
 	}
+
+	// The parquet keys: set in the file with another format, they are an
+	// error, so that nobody believes they apply.
+	parquetOnly := func(key string) bool {
+		if has(t, key) && formatOK && !parquet {
+			c.report(p.key(key), "is only for the parquet format, and format is %s; remove %s or set format = \"parquet\"", o.Format, key)
+			return false
+		}
+		return true
+	}
+	if n, ok := c.size(t, p, "row_group_size", defaultRowGroupSize); ok && parquetOnly("row_group_size") {
+		switch {
+		case n < minRowGroupSize || n > maxRowGroupSize:
+			c.report(p.key("row_group_size"), "%s is out of range; allowed: %s to %s", FormatSize(n), FormatSize(minRowGroupSize), FormatSize(maxRowGroupSize))
+		case parquet:
+			o.RowGroupSize = n
+		}
+	}
+	if keep, ok := c.boolean(t, p, "keep_payload", true); ok && parquetOnly("keep_payload") {
+		o.KeepPayload = keep
+	} else {
+		o.KeepPayload = true
+	}
+	if s, ok := c.str(t, p, "on_type_error", OnTypeErrorReject); ok && parquetOnly("on_type_error") {
+		switch s {
+		case OnTypeErrorReject, OnTypeErrorNull:
+			o.OnTypeError = s
+		default:
+			c.report(p.key("on_type_error"), "%q is not a type error policy; allowed: reject (the message goes under _jetlake/ instead of the data), null (the column is null)", s)
+		}
+	}
+	if has(t, "columns") && parquetOnly("columns") {
+		o.Columns = c.columns(t["columns"], p.key("columns"))
+	}
 	return o
 }
+
+// envelopeColumns are the parquet columns every file has, or may have,
+// whose names typed columns may not take.
+var envelopeColumns = []string{"stream", "subject", "sequence", "timestamp", "headers", "payload", "payload_base64"}
+
+// columns checks the [[output.columns]] entries.
+func (c *checker) columns(v any, p keyPath) []Column {
+	var tables []map[string]any
+	switch v := v.(type) {
+	case []map[string]any:
+		tables = v
+	case []any:
+		for i, e := range v {
+			if t, ok := e.(map[string]any); ok {
+				tables = append(tables, t)
+			} else {
+				c.report(p.index(i+1), "must be a table, not %s", typeName(e))
+				tables = append(tables, nil)
+			}
+		}
+	default:
+		c.report(p, "must be an array of tables, not %s; write a [[output.columns]] header for each column", typeName(v))
+		return nil
+	}
+	seen := make(map[string]int)
+	var out []Column
+	for i, t := range tables {
+		if t == nil {
+			continue
+		}
+		cp := p.index(i + 1)
+		col, ok := c.column(t, cp)
+		if col.Name != "" {
+			if j, dup := seen[col.Name]; dup {
+				c.report(cp.key("name"), "%q is already the name of output.columns[%d]; column names must be unique", col.Name, j)
+				ok = false
+			} else {
+				seen[col.Name] = i + 1
+			}
+		}
+		if ok {
+			out = append(out, col)
+		}
+	}
+	return out
+}
+
+// column checks one [[output.columns]] entry; it reports false when the
+// entry has a problem.
+func (c *checker) column(t map[string]any, p keyPath) (Column, bool) {
+	c.unknown(t, p, &columnSpec)
+	nprobs := len(c.probs)
+	var col Column
+
+	if !has(t, "name") {
+		c.report(p.key("name"), "missing; name the column, such as \"user_id\"")
+	} else if name, ok := c.str(t, p, "name", ""); ok {
+		switch {
+		case !columnName.MatchString(name):
+			c.report(p.key("name"), "%q is not a column name; use lower-case letters, digits and '_', not starting with a digit, such as \"user_id\"", name)
+		case slices.Contains(envelopeColumns, name):
+			c.report(p.key("name"), "%q is the name of an envelope column; the names %s are taken", name, strings.Join(envelopeColumns, ", "))
+		default:
+			col.Name = name
+		}
+	}
+
+	if !has(t, "source") {
+		c.report(p.key("source"), "missing; give the dotted path of the payload field, such as \"user.id\" or \"items.0.sku\"")
+	} else if src, ok := c.str(t, p, "source", ""); ok {
+		if src == "" || slices.Contains(strings.Split(src, "."), "") {
+			c.report(p.key("source"), "%q is not a path; give member names (or array indexes) separated by dots, such as \"user.id\" or \"items.0.sku\"", src)
+		} else {
+			col.Source = src
+		}
+	}
+
+	types := []string{ColumnString, ColumnInt64, ColumnInt32, ColumnDouble, ColumnBoolean, ColumnTimestamp, ColumnDate, ColumnJSON}
+	if !has(t, "type") {
+		c.report(p.key("type"), "missing; allowed: %s", strings.Join(types, ", "))
+	} else if typ, ok := c.str(t, p, "type", ""); ok {
+		if slices.Contains(types, typ) {
+			col.Type = typ
+		} else {
+			c.report(p.key("type"), "%q is not a column type; allowed: %s", typ, strings.Join(types, ", "))
+		}
+	}
+
+	if u, ok := c.str(t, p, "unit", ""); ok && has(t, "unit") {
+		switch {
+		case col.Type != "" && col.Type != ColumnTimestamp:
+			c.report(p.key("unit"), "is only for timestamp columns, and type is %s; remove unit", col.Type)
+		case u == "s" || u == "ms" || u == "us" || u == "ns":
+			col.Unit = u
+		default:
+			c.report(p.key("unit"), "%q is not a unit; allowed: s, ms, us, ns (of epoch numbers)", u)
+		}
+	}
+	col.Coerce, _ = c.boolean(t, p, "coerce", false)
+	return col, len(c.probs) == nprobs
+}
+
+// columnName is what a typed column may be called: a lower-case SQL
+// identifier that Athena, Trino and DuckDB take without quoting.
+var columnName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 
 // rotationCheck is Rotation with which values are usable for checks that
 // relate them to others, and which the file sets.

@@ -1,6 +1,7 @@
 package formats_test
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -49,4 +50,44 @@ func ExampleAppendJSONRecord() {
 	// Output:
 	// [1,2,3]
 	// {"payload":"/wA=","payload_encoding":"base64"}
+}
+
+func ExampleTypeError() {
+	enc, err := formats.New(formats.Options{
+		Format:      formats.Parquet,
+		Compression: formats.Zstd,
+		Columns: []formats.Column{
+			{Name: "user_id", Source: "user.id", Type: formats.TypeInt64},
+			{Name: "at", Source: "at", Type: formats.TypeTimestamp, Unit: "ms"},
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	batch := enc.NewBatch()
+	for i, data := range []string{
+		`{"user": {"id": 42}, "at": 1764399600123}`,
+		`{"user": {"id": "42"}}`,
+		`{"user": {}, "at": "2026-11-29T08:00:00+01:00"}`,
+		`not JSON: every typed column is null`,
+	} {
+		err := batch.Append(&formats.Record{Stream: "EVENTS", Subject: "events.a", Sequence: uint64(i + 1), Data: []byte(data)})
+		var te *formats.TypeError
+		if errors.As(err, &te) {
+			// The exporter records such a message under _jetlake/.
+			fmt.Printf("rejected: column %s, value %s: %s\n", te.Column, te.Value, te.Reason)
+			continue
+		}
+		if err != nil {
+			panic(err)
+		}
+	}
+	body, err := batch.Finish()
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("%s (%s): %d records, %q\n", enc.Ext(), enc.ContentType(), batch.Len(), body[:4])
+	// Output:
+	// rejected: column user_id, value "42": a string is not an int64 without coerce
+	// parquet (application/vnd.apache.parquet): 3 records, "PAR1"
 }

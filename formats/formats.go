@@ -1,10 +1,13 @@
 // Package formats encodes batches of JetStream messages into object bodies:
-// json_lines, json_array and raw.
+// json_lines, json_array, raw and parquet, the first three optionally
+// compressed with gzip or zstd.
 //
 // The package is pure: it does no I/O, starts no goroutines and reads no
-// clock. A Batch is filled one record at a time, so the encoded size is known
-// after every append and rotation can be decided on the bytes that will be
-// written.
+// clock. A Batch is filled one record at a time, so the size of the object
+// is known (or, for compressed and parquet output, estimated) after every
+// append and rotation can be decided on the bytes that will be written.
+// The same records appended to a batch always give the same object, byte
+// for byte, whatever the encoder encoded before.
 //
 // # JSON records
 //
@@ -40,11 +43,91 @@
 //
 // The raw format writes each message's data followed by
 // Options.RawDelimiter; metadata and headers are not written.
+//
+// # Compression of json_lines, json_array and raw
+//
+// With Options.Compression set to Gzip or Zstd the body is compressed, the
+// extension gets ".gz" or ".zst" ("jsonl.gz", "json.zst", "bin.gz") and the
+// content type is application/gzip or application/zstd. No Content-Encoding
+// is implied: clients download the compressed object as it is.
+//
+// A batch compresses its records in chunks of about 256 KiB as they arrive,
+// always keeping the record appended last uncompressed so that DropLast
+// works, so a batch holds about as much memory as its object will have.
+// gzip output is one gzip member (RFC 1952) with no name and a zero
+// modification time: each chunk is deflated at level 6 with the previous
+// 32 KiB as its dictionary and ends with a sync flush, as pigz does. zstd
+// output is one zstd frame per chunk (RFC 8878: a stream is any number of
+// frames, decoded as one), at the default level, with content checksums.
+//
+// Size is exact for the chunks compressed so far; the uncompressed rest is
+// estimated with the compression ratio of the batch's earlier chunks, or,
+// before its first chunk, the ratio the encoder saw last. Objects of 1 MiB
+// and more land within a few percent of the size limit.
+//
+// # Parquet
+//
+// The Parquet format writes one row per message, in these columns:
+//
+//	stream          BYTE_ARRAY STRING, required, dictionary-encoded
+//	subject         BYTE_ARRAY STRING, required, dictionary-encoded
+//	sequence        INT64, required
+//	timestamp       INT64 TIMESTAMP(MICROS, isAdjustedToUTC=true), required
+//	headers         BYTE_ARRAY STRING (JSON text), optional; only with Options.Headers
+//	typed columns   optional, in the order of Options.Columns (see Column)
+//	payload         BYTE_ARRAY STRING, optional; not with Options.OmitPayload
+//	payload_base64  BYTE_ARRAY STRING, optional; not with Options.OmitPayload
+//
+// The envelope columns stream, subject, sequence and timestamp are written
+// whatever Options.Metadata says: a query needs them to tell messages apart
+// without partitions. The timestamp has microsecond precision (Athena cannot
+// read nanoseconds); the digits below a microsecond are dropped. A sequence
+// above 2^63-1 cannot be written: Append returns an error.
+//
+// headers holds the message headers as JSON text with sorted keys, each
+// value a list, {"Nats-Msg-Id":["o-1"]}, or null when the message has none:
+// parquet-go's generic writer silently loses the values of a map of lists,
+// and json_extract reads a JSON string anyway.
+//
+// Typed columns take their values from fields of JSON payloads, converted
+// as Column describes. A value of the wrong type makes Append return a
+// *TypeError and leave the batch unchanged, or, with Options.OnTypeError
+// set to NullTypeErrors, makes the column null.
+//
+// payload holds the message data as text: the compacted JSON when the data
+// is one JSON value in valid UTF-8 (as the JSON formats write it), the data
+// itself when it is valid UTF-8 but not JSON, null otherwise.
+// payload_base64 holds the base64 (standard, padded) of data that is not
+// valid UTF-8, and is null otherwise. Empty data leaves both null. Bytes of
+// stream names, subjects and headers that are not valid UTF-8 become
+// U+FFFD.
+//
+// Files have data pages v1 (the most widely readable), PLAIN encoding for
+// every column but stream and subject, Options.Compression (Snappy by
+// default; Zstd, Gzip or None), column chunk statistics and a page index
+// (with bounds truncated to 16 bytes), and no page header statistics, which
+// would repeat each page's smallest and largest value four times. The
+// payload, payload_base64, headers and json columns have no bounds at all:
+// they mean nothing there and would copy whole payloads into the footer.
+// The file's created_by is "jetlake" and it has no key-value metadata, so
+// the same records always give the same bytes.
+//
+// A batch buffers the column values and writes the file in Finish. Row
+// groups end when their column values, PLAIN-encoded and uncompressed,
+// reach Options.RowGroupSize: counting before compression keeps the
+// boundaries, and so the bytes, the same for the same records. Size
+// estimates the file from the sizes of the values and the compression
+// ratios of samples: each batch compresses the last 256 KiB of every column
+// when its values reach 64 KiB, 512 KiB, 4 MiB and so on (eight times more
+// each time), and the encoder learns from every finished file how samples
+// compare with column chunks and how much the footer takes. A batch holds
+// its values uncompressed, so MemSize is some times Size.
 package formats
 
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"time"
 )
 
@@ -56,7 +139,37 @@ const (
 	JSONLines Format = "json_lines"
 	JSONArray Format = "json_array"
 	Raw       Format = "raw"
+	Parquet   Format = "parquet"
 )
+
+// Compression names a compression codec.
+type Compression string
+
+// The compression codecs. The empty Compression is the format's default:
+// Snappy for Parquet, None for the others. Snappy is for Parquet only.
+const (
+	None   Compression = "none"
+	Gzip   Compression = "gzip"
+	Zstd   Compression = "zstd"
+	Snappy Compression = "snappy"
+)
+
+// TypeErrorPolicy says what a parquet batch does with a value of the wrong
+// type for its typed column.
+type TypeErrorPolicy string
+
+// The type error policies. The empty policy is RejectTypeErrors.
+const (
+	// RejectTypeErrors makes Batch.Append return a *TypeError and leave the
+	// batch unchanged.
+	RejectTypeErrors TypeErrorPolicy = "reject"
+	// NullTypeErrors writes null in the column and appends the record.
+	NullTypeErrors TypeErrorPolicy = "null"
+)
+
+// DefaultRowGroupSize is the parquet row group size when
+// Options.RowGroupSize is zero.
+const DefaultRowGroupSize = 64 << 20
 
 // Record is one message to encode. The encoder does not retain the record or
 // any slice it points to after Append returns.
@@ -69,43 +182,68 @@ type Record struct {
 	Data     []byte
 }
 
-// Options configure an Encoder. The zero value writes json_lines records with
-// no metadata.
+// Options configure an Encoder. The zero value writes uncompressed
+// json_lines records with no metadata.
 type Options struct {
-	Format       Format // empty means JSONLines
-	Metadata     bool   // write stream, subject, sequence and timestamp around the payload
-	Headers      bool   // with Metadata: write headers when the message has some; ignored otherwise
-	RawDelimiter []byte // raw format only: written after every message
+	Format       Format      // empty means JSONLines
+	Compression  Compression // empty means Snappy for Parquet, None otherwise
+	Metadata     bool        // JSON formats: write stream, subject, sequence and timestamp around the payload
+	Headers      bool        // JSON formats: with Metadata, write headers when the message has some; Parquet: add the headers column
+	RawDelimiter []byte      // raw format only: written after every message
+
+	// The fields below are for Parquet only; New rejects Columns,
+	// RowGroupSize and OmitPayload for other formats.
+
+	RowGroupSize int64           // bytes of column values before encoding and compression; 0 means DefaultRowGroupSize
+	OmitPayload  bool            // leave out the payload and payload_base64 columns (keep_payload = false)
+	OnTypeError  TypeErrorPolicy // empty means RejectTypeErrors; other formats check it and ignore it
+	Columns      []Column        // typed columns extracted from JSON payloads, in this order after the envelope
 }
 
-// Encoder makes batches of one format. It is safe for concurrent use.
+// Encoder makes batches of one format. It is safe for concurrent use, and
+// its batches may be filled and finished in different goroutines.
 type Encoder interface {
-	// Ext is the object key extension without the dot: "jsonl", "json", "bin".
+	// Ext is the object key extension without the dot: "jsonl", "json",
+	// "bin", "parquet", or with compression "jsonl.gz", "json.zst", ...
 	Ext() string
-	// ContentType is the object's Content-Type.
+	// ContentType is the object's Content-Type. Compressed JSON and raw
+	// objects are application/gzip or application/zstd; they carry no
+	// Content-Encoding.
 	ContentType() string
 	// NewBatch returns an empty batch.
 	NewBatch() Batch
 }
 
-// Batch accumulates the encoded records of one object. A Batch is not safe
-// for concurrent use.
+// Batch accumulates the records of one object. A Batch is not safe for
+// concurrent use.
 type Batch interface {
-	// Append encodes r at the end of the batch. An error means the record can
-	// never be encoded in this format; the batch is unchanged. After Finish,
-	// Append returns ErrFinished until Reset.
+	// Append encodes r at the end of the batch. An error means the record
+	// cannot be encoded in this format; the batch is unchanged. The error
+	// is a *TypeError when a typed parquet column rejects a value. After
+	// Finish, Append returns ErrFinished until Reset.
 	Append(r *Record) error
 	// Len is the number of records appended.
 	Len() int
-	// Size is the size in bytes of the object Finish would return now.
+	// Size is the size in bytes of the object Finish would return now:
+	// exact for uncompressed JSON and raw output, an estimate for compressed
+	// and parquet output, exact again after Finish. It is cheap: callers
+	// may call it after every Append. It changes only in Append, DropLast,
+	// Finish and Reset.
 	Size() int
+	// MemSize is the number of bytes of memory the batch holds for its
+	// records: encoded and compressed bytes, records not yet compressed,
+	// buffered column values. For uncompressed JSON and raw output it equals
+	// Size. It changes only in Append, DropLast, Finish and Reset.
+	MemSize() int
 	// Finish returns the object body. The slice is valid until Reset; the
 	// batch must not be appended to after Finish. Calling Finish again
-	// returns the same bytes.
+	// returns the same bytes. An error means the body could not be encoded;
+	// it is returned again by later calls.
 	Finish() ([]byte, error)
 	// DropLast removes the record appended last, for a caller that finds
 	// it does not fit. It may only be called once after a successful Append
-	// and before Finish.
+	// and before Finish. Size and MemSize return what they returned before
+	// that Append, so a caller keeping totals by differences stays exact.
 	DropLast()
 	// Reset empties the batch, keeping its memory for reuse.
 	Reset()
@@ -114,26 +252,66 @@ type Batch interface {
 // ErrFinished is returned by Batch.Append after Finish and before Reset.
 var ErrFinished = errors.New("formats: append to a finished batch")
 
-// New returns an Encoder for opts.Format, or an error naming the format when
-// it is not one of JSONLines, JSONArray and Raw. An empty Format means
-// JSONLines. The encoder keeps a copy of opts.
+// New returns an Encoder for opts, or an error naming the first option that
+// is not valid: an unknown format or compression, a compression the format
+// does not take, parquet options for another format, or a typed column that
+// is not valid (see Column). The encoder keeps a copy of opts.
 func New(opts Options) (Encoder, error) {
+	switch opts.Format {
+	case "":
+		opts.Format = JSONLines
+	case JSONLines, JSONArray, Raw, Parquet:
+	default:
+		return nil, fmt.Errorf("formats: unknown format %q (want %q, %q, %q or %q)",
+			string(opts.Format), JSONLines, JSONArray, Raw, Parquet)
+	}
+	if opts.Format == Parquet {
+		return newParquetEncoder(opts)
+	}
+	switch opts.Compression {
+	case "":
+		opts.Compression = None
+	case None, Gzip, Zstd:
+	default:
+		return nil, fmt.Errorf("formats: %s cannot be compressed with %q (want %q, %q or %q)",
+			opts.Format, string(opts.Compression), None, Gzip, Zstd)
+	}
+	switch {
+	case len(opts.Columns) > 0:
+		return nil, fmt.Errorf("formats: typed columns need the %s format, not %s", Parquet, opts.Format)
+	case opts.RowGroupSize != 0:
+		return nil, fmt.Errorf("formats: a row group size needs the %s format, not %s", Parquet, opts.Format)
+	case opts.OmitPayload:
+		return nil, fmt.Errorf("formats: omitting the payload needs the %s format, not %s", Parquet, opts.Format)
+	}
+	if err := checkPolicy(opts.OnTypeError); err != nil {
+		return nil, err
+	}
 	e := &encoder{opts: opts}
 	switch opts.Format {
-	case "", JSONLines:
-		e.opts.Format = JSONLines
+	case JSONLines:
 		e.ext, e.contentType = "jsonl", "application/x-ndjson"
 	case JSONArray:
 		e.ext, e.contentType = "json", "application/json"
 	case Raw:
 		e.ext, e.contentType = "bin", "application/octet-stream"
-	default:
-		return nil, fmt.Errorf("formats: unknown format %q (want %q, %q or %q)",
-			string(opts.Format), JSONLines, JSONArray, Raw)
+	}
+	switch opts.Compression {
+	case Gzip:
+		e.ext, e.contentType = e.ext+".gz", "application/gzip"
+		e.codec = newGzipChunker()
+	case Zstd:
+		e.ext, e.contentType = e.ext+".zst", "application/zstd"
+		c, err := newZstdChunker()
+		if err != nil {
+			return nil, err
+		}
+		e.codec = c
 	}
 	// The caller may reuse its slice; the encoder must not change under
 	// batches that other goroutines fill.
 	e.opts.RawDelimiter = append([]byte(nil), opts.RawDelimiter...)
+	e.opts.Columns = nil
 	return e, nil
 }
 
@@ -141,13 +319,27 @@ type encoder struct {
 	opts        Options
 	ext         string
 	contentType string
+	codec       chunker // nil without compression
 }
 
 func (e *encoder) Ext() string         { return e.ext }
 func (e *encoder) ContentType() string { return e.contentType }
 
 func (e *encoder) NewBatch() Batch {
-	b := &batch{opts: &e.opts}
+	b := &batch{opts: &e.opts, codec: e.codec}
 	b.Reset()
 	return b
 }
+
+// checkPolicy returns an error when p is not a TypeErrorPolicy.
+func checkPolicy(p TypeErrorPolicy) error {
+	switch p {
+	case "", RejectTypeErrors, NullTypeErrors:
+		return nil
+	}
+	return fmt.Errorf("formats: unknown type error policy %q (want %q or %q)", string(p), RejectTypeErrors, NullTypeErrors)
+}
+
+// columnName is what a typed column may be called: a lower-case SQL
+// identifier that Athena, Trino and DuckDB take without quoting.
+var columnName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)

@@ -29,17 +29,30 @@ func TestNew(t *testing.T) {
 	tests := []struct {
 		name        string
 		format      Format
+		compression Compression
 		ext         string
 		contentType string
 	}{
-		{"the empty format is json_lines", "", "jsonl", "application/x-ndjson"},
-		{"json_lines", JSONLines, "jsonl", "application/x-ndjson"},
-		{"json_array", JSONArray, "json", "application/json"},
-		{"raw", Raw, "bin", "application/octet-stream"},
+		{"the empty format is json_lines", "", "", "jsonl", "application/x-ndjson"},
+		{"json_lines", JSONLines, "", "jsonl", "application/x-ndjson"},
+		{"json_array", JSONArray, "", "json", "application/json"},
+		{"raw", Raw, "", "bin", "application/octet-stream"},
+		{"json_lines uncompressed", JSONLines, None, "jsonl", "application/x-ndjson"},
+		{"json_lines with gzip", JSONLines, Gzip, "jsonl.gz", "application/gzip"},
+		{"json_lines with zstd", JSONLines, Zstd, "jsonl.zst", "application/zstd"},
+		{"json_array with gzip", JSONArray, Gzip, "json.gz", "application/gzip"},
+		{"json_array with zstd", JSONArray, Zstd, "json.zst", "application/zstd"},
+		{"raw with gzip", Raw, Gzip, "bin.gz", "application/gzip"},
+		{"raw with zstd", Raw, Zstd, "bin.zst", "application/zstd"},
+		{"parquet", Parquet, "", "parquet", "application/vnd.apache.parquet"},
+		{"parquet with snappy", Parquet, Snappy, "parquet", "application/vnd.apache.parquet"},
+		{"parquet with zstd", Parquet, Zstd, "parquet", "application/vnd.apache.parquet"},
+		{"parquet with gzip", Parquet, Gzip, "parquet", "application/vnd.apache.parquet"},
+		{"parquet uncompressed", Parquet, None, "parquet", "application/vnd.apache.parquet"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e, err := New(Options{Format: tt.format})
+			e, err := New(Options{Format: tt.format, Compression: tt.compression})
 			if err != nil {
 				t.Fatalf("New: %v", err)
 			}
@@ -54,7 +67,7 @@ func TestNew(t *testing.T) {
 }
 
 func TestNewRejectsUnknownFormats(t *testing.T) {
-	for _, f := range []Format{"parquet", "JSON_LINES", "jsonl", " json_lines"} {
+	for _, f := range []Format{"PARQUET", "JSON_LINES", "jsonl", " json_lines"} {
 		_, err := New(Options{Format: f})
 		if err == nil {
 			t.Errorf("New(%q) succeeded, want an error", f)
@@ -63,6 +76,62 @@ func TestNewRejectsUnknownFormats(t *testing.T) {
 		if want := `formats: unknown format "` + string(f) + `"`; !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("New(%q) error = %q, want it to start with %q", f, err, want)
 		}
+	}
+}
+
+func TestNewRejectsOptionsTheFormatDoesNotTake(t *testing.T) {
+	col := Column{Name: "id", Source: "id", Type: TypeInt64}
+	tests := []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"snappy for json_lines", Options{Compression: Snappy},
+			`formats: json_lines cannot be compressed with "snappy" (want "none", "gzip" or "zstd")`},
+		{"an unknown codec", Options{Format: Raw, Compression: "lz4"},
+			`formats: raw cannot be compressed with "lz4" (want "none", "gzip" or "zstd")`},
+		{"an unknown codec for parquet", Options{Format: Parquet, Compression: "brotli"},
+			`formats: parquet cannot be compressed with "brotli" (want "snappy", "zstd", "gzip" or "none")`},
+		{"typed columns for json_lines", Options{Columns: []Column{col}},
+			`formats: typed columns need the parquet format, not json_lines`},
+		{"a row group size for raw", Options{Format: Raw, RowGroupSize: 1 << 20},
+			`formats: a row group size needs the parquet format, not raw`},
+		{"omitting the payload for json_array", Options{Format: JSONArray, OmitPayload: true},
+			`formats: omitting the payload needs the parquet format, not json_array`},
+		{"an unknown type error policy for json_lines", Options{OnTypeError: "drop"},
+			`formats: unknown type error policy "drop" (want "reject" or "null")`},
+		{"an unknown type error policy", Options{Format: Parquet, OnTypeError: "skip"},
+			`formats: unknown type error policy "skip" (want "reject" or "null")`},
+		{"a negative row group size", Options{Format: Parquet, RowGroupSize: -1},
+			`formats: row group size -1 is negative`},
+		{"a column name with capitals", Options{Format: Parquet, Columns: []Column{{Name: "userId", Source: "a", Type: TypeString}}},
+			`formats: column 1 ("userId"): a name must match [a-z_][a-z0-9_]*`},
+		{"a column named like an envelope column", Options{Format: Parquet, Columns: []Column{{Name: "payload_base64", Source: "a", Type: TypeString}}},
+			`formats: column 1 ("payload_base64"): the name is taken by an envelope column`},
+		{"headers is taken even without Headers", Options{Format: Parquet, Columns: []Column{{Name: "headers", Source: "a", Type: TypeJSON}}},
+			`formats: column 1 ("headers"): the name is taken by an envelope column`},
+		{"a column name used twice", Options{Format: Parquet, Columns: []Column{col, col}},
+			`formats: column 2 ("id"): the name is used twice`},
+		{"an empty source", Options{Format: Parquet, Columns: []Column{{Name: "a", Type: TypeString}}},
+			`formats: column 1 ("a"): source "" is not a dotted path of non-empty names`},
+		{"an empty path segment", Options{Format: Parquet, Columns: []Column{{Name: "a", Source: "user..id", Type: TypeString}}},
+			`formats: column 1 ("a"): source "user..id" is not a dotted path of non-empty names`},
+		{"a trailing dot", Options{Format: Parquet, Columns: []Column{{Name: "a", Source: "user.", Type: TypeString}}},
+			`formats: column 1 ("a"): source "user." is not a dotted path of non-empty names`},
+		{"an unknown type", Options{Format: Parquet, Columns: []Column{{Name: "a", Source: "a", Type: "decimal"}}},
+			`formats: column 1 ("a"): unknown type "decimal" (want string, int64, int32, double, boolean, timestamp, date or json)`},
+		{"a unit for an int64", Options{Format: Parquet, Columns: []Column{{Name: "a", Source: "a", Type: TypeInt64, Unit: "ms"}}},
+			`formats: column 1 ("a"): a unit is only for timestamp columns, not int64`},
+		{"an unknown unit", Options{Format: Parquet, Columns: []Column{{Name: "a", Source: "a", Type: TypeTimestamp, Unit: "m"}}},
+			`formats: column 1 ("a"): unknown unit "m" (want s, ms, us or ns)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(tt.opts)
+			if err == nil || err.Error() != tt.want {
+				t.Fatalf("New error = %v, want %s", err, tt.want)
+			}
+		})
 	}
 }
 
@@ -393,31 +462,35 @@ func TestAppendTimestampMatchesTheTimePackage(t *testing.T) {
 }
 
 func TestAnEncoderIsSafeForConcurrentUse(t *testing.T) {
-	for _, opts := range []Options{
-		{Format: JSONArray, Metadata: true, Headers: true},
-		{Format: Raw, RawDelimiter: []byte("\n")},
-	} {
-		e, err := New(opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := with(rec(`{"a":1}`), func(r *Record) { r.Headers = map[string][]string{"b": {"2"}, "a": {"1"}} })
-		want := string(encode(t, opts, r, r))
-		var wg sync.WaitGroup
-		for range 4 {
-			wg.Go(func() {
-				for range 100 {
+	// Enough records for compressed batches to compress chunks, which
+	// update the encoder's ratio, while other batches read it.
+	records := benchRecords(1500)
+	for _, opts := range everyEncoding() {
+		t.Run(encodingName(opts), func(t *testing.T) {
+			e, err := New(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := string(encodeBody(t, opts, records...))
+			var wg sync.WaitGroup
+			for range 3 {
+				wg.Go(func() {
 					b := e.NewBatch()
-					_ = b.Append(r)
-					_ = b.Append(r)
-					if got, _ := b.Finish(); string(got) != want {
-						t.Errorf("body = %q, want %q", got, want)
-						return
+					for range 4 {
+						b.Reset()
+						for _, r := range records {
+							_ = b.Append(r)
+							_ = b.Size()
+						}
+						if got, _ := b.Finish(); string(got) != want {
+							t.Errorf("body differs when batches are filled concurrently")
+							return
+						}
 					}
-				}
-			})
-		}
-		wg.Wait()
+				})
+			}
+			wg.Wait()
+		})
 	}
 }
 

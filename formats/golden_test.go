@@ -3,10 +3,12 @@ package formats
 import (
 	"bytes"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -41,6 +43,12 @@ func goldenRecords() []*Record {
 }
 
 func TestGolden(t *testing.T) {
+	parquetColumns := []Column{
+		{Name: "id", Source: "id", Type: TypeInt64},
+		{Name: "first_sku", Source: "items.0.sku", Type: TypeString},
+		{Name: "total", Source: "total", Type: TypeDouble},
+		{Name: "note", Source: "note", Type: TypeJSON},
+	}
 	tests := []struct {
 		file string
 		opts Options
@@ -49,12 +57,50 @@ func TestGolden(t *testing.T) {
 		{"json_lines_payload_only.golden", Options{Format: JSONLines}},
 		{"json_array.golden", Options{Format: JSONArray, Metadata: true, Headers: true}},
 		{"raw.golden", Options{Format: Raw, RawDelimiter: []byte("\n")}},
+		{"json_lines.gz.golden", Options{Format: JSONLines, Compression: Gzip, Metadata: true, Headers: true}},
+		{"json_lines.zst.golden", Options{Format: JSONLines, Compression: Zstd, Metadata: true, Headers: true}},
+		{"json_array.gz.golden", Options{Format: JSONArray, Compression: Gzip, Metadata: true, Headers: true}},
+		{"json_array.zst.golden", Options{Format: JSONArray, Compression: Zstd, Metadata: true, Headers: true}},
+		{"raw.gz.golden", Options{Format: Raw, Compression: Gzip, RawDelimiter: []byte("\n")}},
+		{"raw.zst.golden", Options{Format: Raw, Compression: Zstd, RawDelimiter: []byte("\n")}},
+		{"parquet_snappy.golden", Options{Format: Parquet, Headers: true, Columns: parquetColumns, OnTypeError: NullTypeErrors}},
+		{"parquet_zstd.golden", Options{Format: Parquet, Compression: Zstd, Headers: true, Columns: parquetColumns, OnTypeError: NullTypeErrors}},
+		{"parquet_gzip.golden", Options{Format: Parquet, Compression: Gzip, Headers: true, Columns: parquetColumns, OnTypeError: NullTypeErrors}},
+		{"parquet_none.golden", Options{Format: Parquet, Compression: None, Headers: true, Columns: parquetColumns, OnTypeError: NullTypeErrors}},
+		{"parquet_no_payload.golden", Options{Format: Parquet, OmitPayload: true, Columns: parquetColumns, OnTypeError: NullTypeErrors}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			records := goldenRecords()
-			got := encode(t, tt.opts, records...)
-			if tt.opts.Format != Raw {
+			if tt.opts.Format == Parquet {
+				// Parquet sequences are INT64.
+				records[len(records)-1].Sequence = math.MaxInt64
+			}
+			got := encodeBody(t, tt.opts, records...)
+			switch {
+			case tt.opts.Format == Parquet:
+				pf := readParquet(t, got)
+				want := map[Compression]string{"": "SNAPPY", Snappy: "SNAPPY", Zstd: "ZSTD", Gzip: "GZIP", None: "UNCOMPRESSED"}[tt.opts.Compression]
+				for _, c := range pf.codecs {
+					if c != want {
+						t.Fatalf("column chunks are compressed with %v, want %s", pf.codecs, want)
+					}
+				}
+				if len(pf.rows) != len(records) {
+					t.Fatalf("%d rows, want %d", len(pf.rows), len(records))
+				}
+				for i, r := range records {
+					if pf.rows[i]["sequence"] != int64(r.Sequence) {
+						t.Errorf("row %d: sequence %v, want %d", i, pf.rows[i]["sequence"], r.Sequence)
+					}
+				}
+			case tt.opts.Compression != None && tt.opts.Compression != "":
+				plain := tt.opts
+				plain.Compression = None
+				if !bytes.Equal(decompress(t, tt.opts.Compression, got), encodeBody(t, plain, records...)) {
+					t.Errorf("the body does not decompress to the uncompressed body")
+				}
+			case tt.opts.Format != Raw:
 				checkRoundTrip(t, tt.opts, records, got)
 			}
 			path := filepath.Join("testdata", tt.file)
@@ -68,7 +114,11 @@ func TestGolden(t *testing.T) {
 				t.Fatalf("%v (run go test -update to create it)", err)
 			}
 			if !bytes.Equal(got, want) {
-				t.Errorf("body differs from %s (run go test -update if the change is intended):\ngot:\n%s\nwant:\n%s", path, got, want)
+				if utf8.Valid(want) {
+					t.Errorf("body differs from %s (run go test -update if the change is intended):\ngot:\n%s\nwant:\n%s", path, got, want)
+				} else {
+					t.Errorf("body (%d bytes) differs from %s (%d bytes); run go test -update if the change is intended", len(got), path, len(want))
+				}
 			}
 		})
 	}
