@@ -53,6 +53,7 @@ type Batch[H any] struct {
 	First  uint64    // lowest sequence
 	Last   uint64    // highest sequence
 	Opened time.Time // when the first record was added
+	Newest time.Time // latest record timestamp (Record.Time) in the batch
 	Reason Reason    // why the batch was sealed; empty while open
 }
 
@@ -125,6 +126,9 @@ func (s *Set[H]) Add(group, dir string, rec *formats.Record, h H, now time.Time)
 	}
 	if rec.Sequence > b.Last {
 		b.Last = rec.Sequence
+	}
+	if rec.Time.After(b.Newest) {
+		b.Newest = rec.Time
 	}
 	if s.limits.MaxMessages > 0 && len(b.Items) >= s.limits.MaxMessages ||
 		s.limits.MaxBytes > 0 && b.Body.Size() >= s.limits.MaxBytes {
@@ -289,7 +293,7 @@ func (s *Set[H]) Release(b *Batch[H]) {
 	clear(b.Items)
 	b.Items = b.Items[:0]
 	b.Key, b.Group, b.Dir, b.Reason = "", "", "", ""
-	b.First, b.Last, b.Opened = 0, 0, time.Time{}
+	b.First, b.Last, b.Opened, b.Newest = 0, 0, time.Time{}, time.Time{}
 	s.free = append(s.free, b)
 }
 

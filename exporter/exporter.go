@@ -23,6 +23,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jetlake/jetlake/buffer"
 	"github.com/jetlake/jetlake/config"
@@ -42,6 +43,11 @@ type Options struct {
 	// MaxObjectSize is the largest object the store accepts in one
 	// PutObject; a message that can not fit is poison. Zero means 5 GiB.
 	MaxObjectSize int64
+	// Metrics receives the exporter's metrics; nil keeps them unexported.
+	Metrics *Metrics
+	// ReadyUploadFailure is how long uploads may fail in a row before
+	// Ready reports the exporter unready; zero means one minute.
+	ReadyUploadFailure time.Duration
 }
 
 // Exporter runs one connector.
@@ -55,8 +61,40 @@ type Exporter struct {
 	intents     IntentStore
 	conditional bool // the store honours If-None-Match: *
 
+	m *Metrics
+
+	// Readiness, read by Ready from other goroutines.
+	nc          atomic.Pointer[nats.Conn]
+	bound       atomic.Bool  // every consumer is set up and pulling
+	failingFrom atomic.Int64 // unix nanos of the first upload failure in a row; 0 when uploads succeed
+
 	peak atomic.Int64 // most bytes buffered and in flight at once, for tests
 }
+
+// Ready reports whether the exporter is doing its job: connected to NATS,
+// every consumer bound, and uploads not failing for longer than
+// Options.ReadyUploadFailure. The error says what is wrong. Safe for
+// concurrent use.
+func (e *Exporter) Ready() error {
+	nc := e.nc.Load()
+	switch {
+	case nc == nil || !nc.IsConnected():
+		return fmt.Errorf("connector %s: not connected to NATS", e.cfg.Name)
+	case !e.bound.Load():
+		return fmt.Errorf("connector %s: consumers not bound yet", e.cfg.Name)
+	}
+	if from := e.failingFrom.Load(); from != 0 {
+		if d := time.Since(time.Unix(0, from)); d > e.opts.ReadyUploadFailure {
+			return fmt.Errorf("connector %s: uploads failing for %s", e.cfg.Name, d.Round(time.Second))
+		}
+	}
+	return nil
+}
+
+// uploadFailed and uploadSucceeded track how long uploads fail in a row.
+func (e *Exporter) uploadFailed() { e.failingFrom.CompareAndSwap(0, time.Now().UnixNano()) }
+
+func (e *Exporter) uploadSucceeded() { e.failingFrom.Store(0) }
 
 // New returns an exporter for a validated connector. It does no network I/O.
 func New(cfg *config.Connector, opts Options) (*Exporter, error) {
@@ -84,6 +122,13 @@ func New(cfg *config.Connector, opts Options) (*Exporter, error) {
 	if opts.MaxObjectSize == 0 {
 		opts.MaxObjectSize = 5 << 30
 	}
+	if opts.ReadyUploadFailure == 0 {
+		opts.ReadyUploadFailure = time.Minute
+	}
+	m := opts.Metrics
+	if m == nil {
+		m = NewMetrics(nil)
+	}
 	return &Exporter{
 		cfg:     cfg,
 		opts:    opts,
@@ -91,6 +136,7 @@ func New(cfg *config.Connector, opts Options) (*Exporter, error) {
 		store:   store,
 		enc:     enc,
 		intents: opts.Intents,
+		m:       m,
 	}, nil
 }
 
@@ -120,7 +166,9 @@ func (e *Exporter) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	e.nc.Store(nc)
 	defer nc.Close()
+	defer e.bound.Store(false)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
@@ -142,7 +190,11 @@ func (e *Exporter) Run(ctx context.Context) error {
 	}
 	streams := make([]*streamState, len(e.cfg.Streams))
 	for i, sc := range e.cfg.Streams {
-		s := &streamState{cfg: sc, held: map[uint64]struct{}{}, committed: map[uint64]*committed{}}
+		s := &streamState{cfg: sc, held: map[uint64]struct{}{}, committed: map[uint64]*committed{},
+			mReceived:    e.m.received.WithLabelValues(e.cfg.Name, sc.Stream),
+			mRedelivered: e.m.redelivered.WithLabelValues(e.cfg.Name, sc.Stream),
+			mAcked:       e.m.acked.WithLabelValues(e.cfg.Name, sc.Stream),
+		}
 		err := retry(ctx, e.log, "jetstream", func(ctx context.Context) error {
 			return e.setupStream(ctx, js, s)
 		})
@@ -153,6 +205,7 @@ func (e *Exporter) Run(ctx context.Context) error {
 		e.log.Info("consumer ready", "stream", sc.Stream, "consumer", sc.Consumer,
 			"ack_wait", sc.AckWait, "max_ack_pending", sc.MaxAckPending, "recovered_batches", s.recovered)
 	}
+	e.bound.Store(true)
 	r := newRunner(e, streams)
 	err = r.run(ctx)
 	if ferr := nc.FlushTimeout(5 * time.Second); ferr != nil && err == nil && !nc.IsClosed() {
@@ -217,6 +270,9 @@ type streamState struct {
 	committed map[uint64]*committed // sequences stored in an object whose acks are not confirmed
 	retired   []*committed          // intents of confirmed batches, kept until the ack floor passes them
 	recovered int                   // intents recovered at start
+
+	mReceived, mRedelivered, mAcked prometheus.Counter
+	newest                          time.Time // timestamp of the newest exported message
 
 	// Gap detection for consumers that see every message of the stream:
 	// the stream sequence the next first delivery should have (0: unknown).
@@ -460,6 +516,7 @@ func (r *runner) loop(ctx context.Context) error {
 				r.lastForget = now
 				r.forgetAcked(ctx)
 			}
+			r.gauges(now)
 			if r.e.opts.UntilIdle && now.Sub(r.lastMsg) >= 500*time.Millisecond && len(r.queue) == 0 {
 				idle, err := r.idle(ctx)
 				if err != nil {
@@ -516,6 +573,10 @@ func (r *runner) add(d delivery) {
 		return
 	}
 	seq := md.Sequence.Stream
+	s.mReceived.Inc()
+	if md.NumDelivered > 1 {
+		s.mRedelivered.Inc()
+	}
 	if _, ok := s.committed[seq]; ok {
 		// Stored in an object already: ack without writing it again.
 		r.ackCommitted(s, seq, msg)
@@ -609,6 +670,7 @@ func (r *runner) ackCommitted(s *streamState, seq uint64, msg jetstream.Msg) {
 		r.log.Warn("ack of a stored message failed; it will come back", "stream", s.cfg.Stream, "sequence", seq, "error", err)
 		return
 	}
+	s.mAcked.Inc()
 	delete(s.committed, seq)
 }
 
@@ -625,18 +687,18 @@ func (r *runner) forget(intentKey string) {
 }
 
 // forgetAcked forgets the intents of batches the consumer's ack floor has
-// passed: every message of them was acked and no reset can replay them.
+// passed: every message of them was acked and no reset can replay them. It
+// also refreshes the consumer gauges from the same consumer info.
 func (r *runner) forgetAcked(ctx context.Context) {
 	for _, s := range r.streams {
-		if len(s.committed) == 0 && len(s.retired) == 0 {
-			continue
-		}
 		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		info, err := s.cons.Info(ictx)
 		cancel()
 		if err != nil {
 			continue
 		}
+		r.e.m.pending.WithLabelValues(r.e.cfg.Name, s.cfg.Stream).Set(float64(info.NumPending))
+		r.e.m.ackPending.WithLabelValues(r.e.cfg.Name, s.cfg.Stream).Set(float64(info.NumAckPending))
 		floor := info.AckFloor.Stream
 		for seq, c := range s.committed {
 			if c.last <= floor {
@@ -650,6 +712,23 @@ func (r *runner) forgetAcked(ctx context.Context) {
 			}
 			return false
 		})
+	}
+}
+
+// gauges sets the gauges that describe the runner's state.
+func (r *runner) gauges(now time.Time) {
+	m, name := r.e.m, r.e.cfg.Name
+	m.bufferedBytes.WithLabelValues(name).Set(float64(r.set.Bytes() + r.inflightBytes))
+	age := 0.0
+	if exp, ok := r.set.NextExpiry(); ok {
+		age = max(now.Sub(exp.Add(-r.e.cfg.Rotation.MaxFileAge)).Seconds(), 0)
+	}
+	m.oldestBuffered.WithLabelValues(name).Set(age)
+	for _, s := range r.streams {
+		m.bufferedMessages.WithLabelValues(name, s.cfg.Stream).Set(float64(len(s.held)))
+		if !s.newest.IsZero() {
+			m.freshness.WithLabelValues(name, s.cfg.Stream).Set(now.Sub(s.newest).Seconds())
+		}
 	}
 }
 
@@ -695,6 +774,9 @@ func (r *runner) finish(res *result) error {
 			md, _ := j.term.Metadata()
 			delete(s.held, md.Sequence.Stream)
 		}
+		if res.stored {
+			r.e.m.lost.WithLabelValues(r.e.cfg.Name, s.cfg.Stream, string(j.marker.Reason)).Add(float64(j.marker.Count))
+		}
 		return nil
 	}
 	b := j.batch
@@ -714,6 +796,19 @@ func (r *runner) finish(res *result) error {
 		s.commit(res.intentKey, newSeqSet(seqs))
 	case res.confirmed && res.intentKey != "":
 		s.retire(&committed{intentKey: res.intentKey, last: b.Last})
+	}
+	if res.confirmed {
+		s.mAcked.Add(float64(b.Len()))
+	}
+	if res.stored {
+		m, name, reason := r.e.m, r.e.cfg.Name, string(b.Reason)
+		m.objects.WithLabelValues(name, s.cfg.Stream, reason).Inc()
+		m.bytes.WithLabelValues(name, s.cfg.Stream, reason).Add(float64(res.bytes))
+		m.uploadSeconds.WithLabelValues(name, s.cfg.Stream).Observe(res.duration.Seconds())
+		m.objectBytes.WithLabelValues(name, s.cfg.Stream).Observe(float64(res.bytes))
+		if b.Newest.After(s.newest) {
+			s.newest = b.Newest
+		}
 	}
 	switch {
 	case res.err == nil:

@@ -90,7 +90,7 @@ func (e *Exporter) writeMarker(ctx context.Context, j *job) *result {
 	}
 	e.log.Warn("messages lost", "stream", m.Stream, "consumer", m.Consumer, "subject", m.Subject,
 		"first_seq", m.FirstSeq, "last_seq", m.LastSeq, "count", m.Count, "reason", string(m.Reason), "error", m.Error, "marker", res.key)
-	c := &committer{e: e, key: res.key, ackWait: j.stream.cfg.AckWait, progress: time.Now()}
+	c := &committer{e: e, stream: j.stream.cfg.Stream, key: res.key, ackWait: j.stream.cfg.AckWait, progress: time.Now()}
 	if j.term != nil {
 		c.msgs = []jetstream.Msg{j.term}
 	}
@@ -160,7 +160,7 @@ func (e *Exporter) upload(ctx context.Context, j *job) *result {
 	if enc, err := in.Seqs.MarshalJSON(); err == nil && len(enc) <= maxMetaSeqs+2 {
 		opts.Metadata[MetaSeqs] = string(enc[1 : len(enc)-1])
 	}
-	c := &committer{e: e, b: b, ackWait: st.cfg.AckWait, progress: b.Opened, key: res.key}
+	c := &committer{e: e, stream: st.cfg.Stream, b: b, ackWait: st.cfg.AckWait, progress: b.Opened, key: res.key}
 	start := time.Now()
 
 	if e.intents != nil {
@@ -256,6 +256,7 @@ func (e *CollisionError) Error() string {
 // batch's messages in progress.
 type committer struct {
 	e        *Exporter
+	stream   string
 	b        *buffer.Batch[jetstream.Msg] // messages to keep in progress, or
 	msgs     []jetstream.Msg              // these
 	key      string
@@ -270,6 +271,7 @@ func (c *committer) do(ctx context.Context, what string, step func(context.Conte
 	for attempt := 0; ; attempt++ {
 		if since := time.Since(c.progress); since >= c.ackWait*2/3 {
 			if since >= c.ackWait {
+				c.e.m.uploadErrors.WithLabelValues(c.e.cfg.Name, c.stream, "abandoned").Inc()
 				return ErrAbandoned
 			}
 			if c.inProgress() {
@@ -280,8 +282,11 @@ func (c *committer) do(ctx context.Context, what string, step func(context.Conte
 		err := step(actx)
 		cancel()
 		if err == nil {
+			c.e.uploadSucceeded()
 			return nil
 		}
+		c.e.uploadFailed()
+		c.e.m.uploadErrors.WithLabelValues(c.e.cfg.Name, c.stream, errorKind(err)).Inc()
 		var ce *CollisionError
 		if IsPermanent(err) || errors.As(err, &ce) {
 			return err

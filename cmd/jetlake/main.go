@@ -220,6 +220,7 @@ func cmdRun(args []string, stderr io.Writer) int {
 	untilIdle := fs.Bool("until-idle", false, "exit once every consumer has nothing pending and everything is uploaded and acked")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	metricsAddr := fs.String("metrics-addr", "", "serve /metrics, /healthz and /readyz on this address, e.g. 127.0.0.1:9464 (off by default)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -255,12 +256,21 @@ func cmdRun(args []string, stderr io.Writer) int {
 		stop()
 	}()
 
+	reg, metrics := newRegistry()
 	exps := make([]*exporter.Exporter, len(enabled))
+	ready := make([]readiness, len(enabled))
 	for i, c := range enabled {
-		exps[i], err = exporter.New(c, exporter.Options{Logger: log, UntilIdle: *untilIdle, Version: versionString()})
+		exps[i], err = exporter.New(c, exporter.Options{Logger: log, UntilIdle: *untilIdle, Version: versionString(), Metrics: metrics})
 		if err != nil {
 			fmt.Fprintf(stderr, "jetlake run: %v\n", err)
 			return exitFailure
+		}
+		ready[i] = exps[i]
+	}
+	if *metricsAddr != "" {
+		if err := serveMetrics(ctx, *metricsAddr, reg, ready, log); err != nil {
+			fmt.Fprintf(stderr, "jetlake run: %v\n", err)
+			return exitUsage
 		}
 	}
 	log.Info("jetlake starting", "version", versionString(), "connectors", len(exps), "until_idle", *untilIdle)

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlake/jetlake/exporter/exportertest"
+)
+
+// scrape returns the samples of /metrics whose name starts with prefix, as
+// "name{labels}" → value.
+func scrape(t *testing.T, addr, prefix string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("metric line %q: %v", line, err)
+		}
+		out[line[:i]] = v
+	}
+	return out
+}
+
+// sum adds the samples whose key starts with name.
+func sum(samples map[string]float64, name string) float64 {
+	total := 0.0
+	for k, v := range samples {
+		if k == name || strings.HasPrefix(k, name+"{") {
+			total += v
+		}
+	}
+	return total
+}
+
+func httpStatus(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestMetricsCountWhatWasExportedAndReadinessFollowsTheStore(t *testing.T) {
+	ms, err := exportertest.StartMinIO(exportertest.MinIOOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Stop()
+	ctx := context.Background()
+	nc, err := nats.Connect(natsSrv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "METRICS", Subjects: []string{"metrics.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ms.CreateBucket(ctx, "metrics"); err != nil {
+		t.Fatal(err)
+	}
+	const n = 1000
+	for i := range n {
+		if _, err := js.Publish(ctx, fmt.Sprintf("metrics.s%d", i%4), []byte(fmt.Sprintf(`{"i":%d}`, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	port, err := exportertest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	path := writeFile(t, "metrics.toml", fmt.Sprintf(`name = "metrics"
+ready_upload_failure = "2s"
+[nats]
+url = %q
+[[streams]]
+stream = "METRICS"
+[s3]
+bucket = "metrics"
+endpoint = %q
+[rotation]
+max_messages_per_file = 100
+max_file_age = "1s"
+`, natsSrv.URL, ms.Endpoint))
+	cmd := exec.Command(binary, "run", "-config", path, "-metrics-addr", addr)
+	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+ms.AccessKey, "AWS_SECRET_ACCESS_KEY="+ms.SecretKey)
+	var stderr lockedWriter
+	var buf strings.Builder
+	stderr.w = &buf
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	waitUntil := func(what string, d time.Duration, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(d)
+		for !cond() {
+			if time.Now().After(deadline) {
+				stderr.mu.Lock()
+				defer stderr.mu.Unlock()
+				t.Fatalf("timed out waiting for %s\n%s", what, buf.String())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitUntil("everything acked", 30*time.Second, func() bool {
+		return sum(scrape(t, addr, "jetlake_messages_acked_total"), "jetlake_messages_acked_total") == n
+	})
+	if code := httpStatus(t, "http://"+addr+"/healthz"); code != 200 {
+		t.Fatalf("/healthz: %d", code)
+	}
+	if code := httpStatus(t, "http://"+addr+"/readyz"); code != 200 {
+		t.Fatalf("/readyz while healthy: %d", code)
+	}
+	s := scrape(t, addr, "jetlake_")
+	mc, _ := ms.Client()
+	objects, bytes := 0, int64(0)
+	for obj := range mc.ListObjects(ctx, "metrics", minio.ListObjectsOptions{Recursive: true}) {
+		if obj.Err != nil {
+			t.Fatal(obj.Err)
+		}
+		if strings.HasPrefix(obj.Key, "_jetlake/") {
+			continue
+		}
+		objects++
+		bytes += obj.Size
+	}
+	for name, want := range map[string]float64{
+		"jetlake_messages_received_total": n,
+		"jetlake_messages_acked_total":    n,
+		"jetlake_objects_written_total":   float64(objects),
+		"jetlake_bytes_written_total":     float64(bytes),
+		"jetlake_messages_lost_total":     0,
+	} {
+		if got := sum(s, name); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	if got := sum(s, "jetlake_objects_written_total"); got != 10 {
+		t.Errorf("%v objects, want 10 (1000 messages, 100 per file)", got)
+	}
+	if _, ok := s[`jetlake_objects_written_total{connector="metrics",reason="count",stream="METRICS"}`]; !ok {
+		t.Errorf("no count-rotation series labelled by connector and stream: %v", s)
+	}
+
+	// The store goes away: uploads fail, and after ready_upload_failure
+	// /readyz says so; it comes back when the store does.
+	if err := ms.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, "metrics.s0", []byte(`{"late":true}`)); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil("/readyz unready", 30*time.Second, func() bool { return httpStatus(t, "http://"+addr+"/readyz") == 503 })
+	if got := sum(scrape(t, addr, "jetlake_upload_errors_total"), "jetlake_upload_errors_total"); got == 0 {
+		t.Error("no upload errors counted while the store was down")
+	}
+	if err := ms.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil("/readyz ready again", 60*time.Second, func() bool { return httpStatus(t, "http://"+addr+"/readyz") == 200 })
+	waitUntil("the late message acked", 30*time.Second, func() bool {
+		return sum(scrape(t, addr, "jetlake_messages_acked_total"), "jetlake_messages_acked_total") == n+1
+	})
+}

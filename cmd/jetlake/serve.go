@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/jetlake/jetlake/exporter"
+)
+
+// readiness is what /readyz asks.
+type readiness interface {
+	Ready() error
+}
+
+// serveMetrics serves /metrics, /healthz and /readyz on addr until ctx ends.
+// It returns once the listener is bound, so a bad address fails the start.
+func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, exps []readiness, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("-metrics-addr %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		var problems []string
+		for _, e := range exps {
+			if err := e.Ready(); err != nil {
+				problems = append(problems, err.Error())
+			}
+		}
+		if len(problems) > 0 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, strings.Join(problems, "\n"))
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server stopped", "error", err)
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	log.Info("serving metrics", "addr", ln.Addr().String())
+	return nil
+}
+
+// newRegistry returns a registry with the process and Go collectors and the
+// exporter metrics.
+func newRegistry() (*prometheus.Registry, *exporter.Metrics) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
+	return reg, exporter.NewMetrics(reg)
+}

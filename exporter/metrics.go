@@ -1,0 +1,104 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the Prometheus metrics of every connector of a process.
+// Labels are connector and stream, never subject: subjects are unbounded.
+// The zero value is not usable; call NewMetrics.
+type Metrics struct {
+	received      *prometheus.CounterVec
+	redelivered   *prometheus.CounterVec
+	acked         *prometheus.CounterVec
+	objects       *prometheus.CounterVec
+	bytes         *prometheus.CounterVec
+	uploadSeconds *prometheus.HistogramVec
+	objectBytes   *prometheus.HistogramVec
+	uploadErrors  *prometheus.CounterVec
+	lost          *prometheus.CounterVec
+	rejected      *prometheus.CounterVec
+
+	bufferedMessages *prometheus.GaugeVec
+	bufferedBytes    *prometheus.GaugeVec
+	oldestBuffered   *prometheus.GaugeVec
+	pending          *prometheus.GaugeVec
+	ackPending       *prometheus.GaugeVec
+	freshness        *prometheus.GaugeVec
+}
+
+// NewMetrics creates the metrics and registers them with reg; a nil reg
+// keeps them unregistered.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	cs := []string{"connector", "stream"}
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "jetlake", Name: name, Help: help}, labels)
+	}
+	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "jetlake", Name: name, Help: help}, labels)
+	}
+	m := &Metrics{
+		received:    counter("messages_received_total", "Messages delivered to jetlake, redeliveries included.", cs...),
+		redelivered: counter("messages_redelivered_total", "Messages delivered more than once.", cs...),
+		acked:       counter("messages_acked_total", "Messages acked after the object holding them was stored.", cs...),
+		objects:     counter("objects_written_total", "Data objects written, by rotation reason.", "connector", "stream", "reason"),
+		bytes:       counter("bytes_written_total", "Bytes of data objects written, by rotation reason.", "connector", "stream", "reason"),
+		uploadSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "jetlake", Name: "upload_duration_seconds", Help: "Time to store an object, retries included.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 16),
+		}, cs),
+		objectBytes: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "jetlake", Name: "object_size_bytes", Help: "Size of the data objects written.",
+			Buckets: prometheus.ExponentialBuckets(1024, 4, 11),
+		}, cs),
+		uploadErrors: counter("upload_errors_total", "Failed attempts to store an object or intent, by kind.", "connector", "stream", "kind"),
+		lost:         counter("messages_lost_total", "Messages recorded in loss markers, by reason.", "connector", "stream", "reason"),
+		rejected:     counter("messages_rejected_total", "Messages written to rejected objects, by reason.", "connector", "stream", "reason"),
+
+		bufferedMessages: gauge("buffered_messages", "Messages held in buffers and uploads, not yet acked.", cs...),
+		bufferedBytes:    gauge("buffered_bytes", "Bytes held in open buffers and uploads.", "connector"),
+		oldestBuffered:   gauge("oldest_buffered_age_seconds", "Age of the oldest open buffer.", "connector"),
+		pending:          gauge("consumer_pending_messages", "Messages in the stream not yet delivered to the consumer.", cs...),
+		ackPending:       gauge("consumer_ack_pending_messages", "Messages delivered to the consumer and not yet acked.", cs...),
+		freshness:        gauge("freshness_seconds", "Now minus the timestamp of the newest exported message.", cs...),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.received, m.redelivered, m.acked, m.objects, m.bytes, m.uploadSeconds,
+			m.objectBytes, m.uploadErrors, m.lost, m.rejected, m.bufferedMessages, m.bufferedBytes, m.oldestBuffered,
+			m.pending, m.ackPending, m.freshness} {
+			reg.MustRegister(c)
+		}
+	}
+	return m
+}
+
+// errorKind classifies a failed store or state operation for the
+// upload_errors_total metric.
+func errorKind(err error) string {
+	var ce *CollisionError
+	var er minio.ErrorResponse
+	var ne net.Error
+	switch {
+	case errors.Is(err, ErrAbandoned):
+		return "abandoned"
+	case errors.As(err, &ce):
+		return "collision"
+	case IsPermanent(err):
+		return "permanent"
+	case errors.As(err, &er) && (er.Code == "SlowDown" || er.StatusCode == 503):
+		return "throttled"
+	case errors.As(err, &er) && er.StatusCode >= 500:
+		return "server"
+	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.As(err, &ne), strings.Contains(err.Error(), "connection refused"):
+		return "network"
+	}
+	return "other"
+}
