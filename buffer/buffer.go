@@ -74,6 +74,7 @@ type Set[H any] struct {
 	sealed  []*Batch[H]
 	free    []*Batch[H]
 	bytes   int64 // encoded bytes of open batches
+	mem     int64 // memory held by open batches
 	msgs    int   // messages in open batches
 }
 
@@ -100,7 +101,7 @@ func (s *Set[H]) Add(group, dir string, rec *formats.Record, h H, now time.Time)
 	if b == nil {
 		b = s.openBatch(key, group, dir, now)
 	}
-	before := b.Body.Size()
+	before, beforeMem := b.Body.Size(), b.Body.MemSize()
 	if err := b.Body.Append(rec); err != nil {
 		if b.Len() == 0 {
 			s.discard(b)
@@ -112,13 +113,14 @@ func (s *Set[H]) Add(group, dir string, rec *formats.Record, h H, now time.Time)
 		b.Body.DropLast()
 		s.seal(b, ReasonSize)
 		b = s.openBatch(key, group, dir, now)
-		before = b.Body.Size()
+		before, beforeMem = b.Body.Size(), b.Body.MemSize()
 		if err := b.Body.Append(rec); err != nil {
 			s.discard(b)
 			return fmt.Errorf("buffer: encode sequence %d: %w", rec.Sequence, err)
 		}
 	}
 	s.bytes += int64(b.Body.Size() - before)
+	s.mem += int64(b.Body.MemSize() - beforeMem)
 	s.msgs++
 	b.Items = append(b.Items, Item[H]{Seq: rec.Sequence, Handle: h})
 	if len(b.Items) == 1 || rec.Sequence < b.First {
@@ -169,12 +171,14 @@ func (s *Set[H]) openBatch(key, group, dir string, now time.Time) *Batch[H] {
 	s.open[key] = b
 	s.current[group] = key
 	s.bytes += int64(b.Body.Size())
+	s.mem += int64(b.Body.MemSize())
 	return b
 }
 
 // discard closes an empty batch without sealing it.
 func (s *Set[H]) discard(b *Batch[H]) {
 	s.bytes -= int64(b.Body.Size())
+	s.mem -= int64(b.Body.MemSize())
 	delete(s.open, b.Key)
 	delete(s.current, b.Group)
 	s.Release(b)
@@ -182,6 +186,7 @@ func (s *Set[H]) discard(b *Batch[H]) {
 
 func (s *Set[H]) seal(b *Batch[H], r Reason) {
 	s.bytes -= int64(b.Body.Size())
+	s.mem -= int64(b.Body.MemSize())
 	s.msgs -= len(b.Items)
 	delete(s.open, b.Key)
 	if s.current[b.Group] == b.Key {
@@ -217,12 +222,12 @@ func (s *Set[H]) NextExpiry() (t time.Time, ok bool) {
 	return t.Add(s.limits.MaxAge), ok
 }
 
-// SealLargest seals the open batch with the most encoded bytes, the oldest
+// SealLargest seals the open batch holding the most memory, the oldest
 // among equals, for reason r. It reports whether a batch was open.
 func (s *Set[H]) SealLargest(r Reason) bool {
 	return s.sealBest(r, func(a, b *Batch[H]) bool {
-		if a.Size() != b.Size() {
-			return a.Size() > b.Size()
+		if am, bm := a.Body.MemSize(), b.Body.MemSize(); am != bm {
+			return am > bm
 		}
 		return a.Opened.Before(b.Opened)
 	})
@@ -299,6 +304,10 @@ func (s *Set[H]) Release(b *Batch[H]) {
 
 // Bytes is the encoded size of all open batches.
 func (s *Set[H]) Bytes() int64 { return s.bytes }
+
+// Mem is the memory all open batches hold: more than Bytes for compressed
+// and columnar formats, which keep records in another form until Finish.
+func (s *Set[H]) Mem() int64 { return s.mem }
 
 // Messages is the number of messages in open batches.
 func (s *Set[H]) Messages() int { return s.msgs }

@@ -53,11 +53,12 @@ const neverSecrets = "secrets are never read from the file; "
 var (
 	topSpec = spec{
 		where: "at the top level",
-		keys:  []string{"name", "enabled", "shutdown_timeout", "nats", "streams", "s3", "output", "rotation"},
+		keys:  []string{"name", "enabled", "shutdown_timeout", "ready_upload_failure", "nats", "streams", "s3", "output", "rotation", "state"},
 	}
 	natsSpec = spec{
 		name: "nats", where: "in [nats]", header: "[nats]",
-		keys: []string{"url", "creds_file", "nkey_seed_file", "token_env", "user", "password_env", "tls_ca_file", "tls_cert_file", "tls_key_file"},
+		keys: []string{"url", "creds_file", "nkey_seed_file", "token_env", "user", "password_env", "tls_ca_file", "tls_cert_file", "tls_key_file",
+			"tls_required", "jetstream_domain", "jetstream_api_prefix", "inbox_prefix"},
 		secrets: map[string]string{
 			"password":  neverSecrets + "name an environment variable with password_env",
 			"token":     neverSecrets + "name an environment variable with token_env",
@@ -71,7 +72,8 @@ var (
 	}
 	s3Spec = spec{
 		name: "s3", where: "in [s3]", header: "[s3]",
-		keys: []string{"bucket", "endpoint", "region", "prefix", "path_style", "access_key_id_env", "secret_access_key_env", "upload_concurrency"},
+		keys: []string{"bucket", "endpoint", "region", "prefix", "path_style", "access_key_id_env", "secret_access_key_env", "upload_concurrency",
+			"allow_insecure_http", "tls_ca_file", "sse", "sse_kms_key_id", "storage_class"},
 		secrets: map[string]string{
 			"access_key_id":     neverSecrets + "name an environment variable with access_key_id_env",
 			"access_key":        neverSecrets + "name an environment variable with access_key_id_env",
@@ -89,11 +91,15 @@ var (
 		name: "columns", where: "in [[output.columns]]", header: "[[output.columns]]",
 		keys: []string{"name", "source", "type", "unit", "coerce"},
 	}
+	stateSpec = spec{
+		name: "state", where: "in [state]", header: "[state]",
+		keys: []string{"bucket", "replicas"},
+	}
 	rotationSpec = spec{
 		name: "rotation", where: "in [rotation]", header: "[rotation]",
 		keys: []string{"max_file_size", "max_messages_per_file", "max_file_age", "max_buffered_bytes"},
 	}
-	allSpecs = []*spec{&topSpec, &natsSpec, &streamSpec, &s3Spec, &outputSpec, &columnSpec, &rotationSpec}
+	allSpecs = []*spec{&topSpec, &natsSpec, &streamSpec, &s3Spec, &outputSpec, &columnSpec, &rotationSpec, &stateSpec}
 )
 
 // unknown reports every key of t, the table at p, that sp does not allow.

@@ -121,11 +121,13 @@ func TestLoadFillsInEveryDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &Connector{
-		File:            "testdata/minimal.good.toml",
-		Name:            "events",
-		Enabled:         true,
-		ShutdownTimeout: 30 * time.Second,
-		NATS:            NATS{URL: "nats://127.0.0.1:4222"},
+		File:               "testdata/minimal.good.toml",
+		Name:               "events",
+		Enabled:            true,
+		ShutdownTimeout:    30 * time.Second,
+		ReadyUploadFailure: time.Minute,
+		State:              State{Bucket: "jetlake_state", Replicas: 1},
+		NATS:               NATS{URL: "nats://127.0.0.1:4222"},
 		Streams: []Stream{{
 			Stream:        "EVENTS",
 			Consumer:      "events",
@@ -162,10 +164,12 @@ func TestLoadResolvesEveryKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &Connector{
-		File:            "testdata/full.good.toml",
-		Name:            "events",
-		Enabled:         false,
-		ShutdownTimeout: 45 * time.Second,
+		File:               "testdata/full.good.toml",
+		Name:               "events",
+		Enabled:            false,
+		ShutdownTimeout:    45 * time.Second,
+		ReadyUploadFailure: time.Minute,
+		State:              State{Bucket: "jetlake_state", Replicas: 1},
 		NATS: NATS{
 			URL:         "nats://10.0.0.1:4222, tls://10.0.0.2:4222",
 			User:        "exporter",
@@ -454,22 +458,7 @@ func TestGoodOutputsAreValidFormatsOptions(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, c := range conns {
-			o := c.Output
-			opts := formats.Options{
-				Format:       formats.Format(o.Format),
-				Compression:  formats.Compression(o.Compression),
-				Metadata:     o.IncludeMetadata,
-				Headers:      o.IncludeHeaders,
-				RawDelimiter: []byte(o.RawDelimiter),
-				RowGroupSize: o.RowGroupSize,
-				OmitPayload:  !o.KeepPayload,
-				OnTypeError:  formats.TypeErrorPolicy(o.OnTypeError),
-			}
-			for _, col := range o.Columns {
-				opts.Columns = append(opts.Columns, formats.Column{
-					Name: col.Name, Source: col.Source, Type: formats.ColumnType(col.Type), Unit: col.Unit, Coerce: col.Coerce,
-				})
-			}
+			opts := c.Output.FormatsOptions()
 			if _, err := formats.New(opts); err != nil {
 				t.Errorf("%s: formats.New(%+v): %v", c.File, opts, err)
 			}

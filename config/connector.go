@@ -2,6 +2,8 @@ package config
 
 import (
 	"errors"
+	"net"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -14,6 +16,8 @@ import (
 // Defaults and limits of connector settings.
 const (
 	defaultShutdownTimeout    = 30 * time.Second
+	defaultReadyUploadFailure = time.Minute
+	defaultStateBucket        = "jetlake_state"
 	defaultRegion             = "us-east-1"
 	defaultUploadConcurrency  = 4
 	defaultPathTemplate       = "{stream}/{subject}/{date}/{hour}"
@@ -79,8 +83,16 @@ func (c *checker) connector(top map[string]any) *Connector {
 		conn.ShutdownTimeout = d
 	}
 
+	if d, ok := c.duration(top, root, "ready_upload_failure", defaultReadyUploadFailure); ok && d <= 0 {
+		c.report(root.key("ready_upload_failure"), "must be more than 0, such as \"1m\"")
+	} else {
+		conn.ReadyUploadFailure = d
+	}
 	if t, p, ok := c.table(top, root, &natsSpec); ok {
 		conn.NATS = c.nats(t, p)
+	}
+	if t, p, ok := c.table(top, root, &stateSpec); ok {
+		conn.State = c.state(t, p)
 	}
 	s3ok := false
 	if t, p, ok := c.table(top, root, &s3Spec); ok {
@@ -125,6 +137,28 @@ func (c *checker) nats(t map[string]any, p keyPath) NATS {
 	n.TLSCAFile, _ = c.str(t, p, "tls_ca_file", "")
 	n.TLSCertFile, _ = c.str(t, p, "tls_cert_file", "")
 	n.TLSKeyFile, _ = c.str(t, p, "tls_key_file", "")
+	n.TLSRequired, _ = c.boolean(t, p, "tls_required", false)
+	if d, ok := c.str(t, p, "jetstream_domain", ""); ok && d != "" {
+		if why := checkToken(d); why != "" {
+			c.report(p.key("jetstream_domain"), "%q %s", d, why)
+		}
+		n.JetStreamDomain = d
+	}
+	if a, ok := c.str(t, p, "jetstream_api_prefix", ""); ok && a != "" {
+		if why := checkSubject(a); why != "" || strings.ContainsAny(a, "*>") {
+			c.report(p.key("jetstream_api_prefix"), "%q is not a subject prefix without wildcards, such as \"$JS.hub.API\"", a)
+		}
+		n.JetStreamAPIPrefix = a
+	}
+	if n.JetStreamDomain != "" && n.JetStreamAPIPrefix != "" {
+		c.report(p.key("jetstream_api_prefix"), "set either jetstream_domain or jetstream_api_prefix, not both")
+	}
+	if ib, ok := c.str(t, p, "inbox_prefix", ""); ok && ib != "" {
+		if why := checkSubject(ib); why != "" || strings.ContainsAny(ib, "*>") {
+			c.report(p.key("inbox_prefix"), "%q is not a subject prefix without wildcards, such as \"_INBOX_jetlake\"", ib)
+		}
+		n.InboxPrefix = ib
+	}
 	n.TokenEnv = c.envName(t, p, "token_env")
 	n.PasswordEnv = c.envName(t, p, "password_env")
 
@@ -222,6 +256,30 @@ func (c *checker) s3(t map[string]any, p keyPath) (S3, bool) {
 		c.report(p.key("access_key_id_env"), "missing; secret_access_key_env is set, and the two go together")
 	}
 
+	s.AllowInsecureHTTP, _ = c.boolean(t, p, "allow_insecure_http", false)
+	if u, err := url.Parse(s.Endpoint); err == nil && u.Scheme == "http" && !s.AllowInsecureHTTP && !isLoopback(u.Hostname()) {
+		c.report(p.key("endpoint"), "%q is plain HTTP to a host that is not a loopback address: credentials and data would cross the network unencrypted; use https://, or set allow_insecure_http = true", s.Endpoint)
+	}
+	s.TLSCAFile, _ = c.str(t, p, "tls_ca_file", "")
+	if sse, ok := c.str(t, p, "sse", ""); ok {
+		switch sse {
+		case "", SSES3, SSEKMS:
+			s.SSE = sse
+		default:
+			c.report(p.key("sse"), "%q is not a server-side encryption; allowed: \"s3\" (SSE-S3), \"kms\" (SSE-KMS, with sse_kms_key_id)", sse)
+		}
+	}
+	s.SSEKMSKeyID, _ = c.str(t, p, "sse_kms_key_id", "")
+	if s.SSEKMSKeyID != "" && s.SSE != SSEKMS {
+		c.report(p.key("sse_kms_key_id"), "is set but sse is not \"kms\"; set sse = \"kms\" or leave sse_kms_key_id out")
+	}
+	if sc, ok := c.str(t, p, "storage_class", ""); ok && sc != "" {
+		if why := checkToken(sc); why != "" {
+			c.report(p.key("storage_class"), "%q %s; such as \"STANDARD_IA\"", sc, why)
+		}
+		s.StorageClass = sc
+	}
+
 	if n, ok := c.integer(t, p, "upload_concurrency", defaultUploadConcurrency); ok {
 		if n < 1 || n > maxUploadConcurrency {
 			c.report(p.key("upload_concurrency"), "%d is out of range; allowed: 1 to %d", n, maxUploadConcurrency)
@@ -229,6 +287,46 @@ func (c *checker) s3(t map[string]any, p keyPath) (S3, bool) {
 		s.UploadConcurrency = int(n)
 	}
 	return s, len(c.probs) == nprobs
+}
+
+// state checks [state]: where the exporter keeps its intents.
+func (c *checker) state(t map[string]any, p keyPath) State {
+	c.unknown(t, p, &stateSpec)
+	st := State{Bucket: defaultStateBucket, Replicas: 1}
+	if b, ok := c.str(t, p, "bucket", defaultStateBucket); ok {
+		if why := checkToken(b); why != "" || b == "" {
+			c.report(p.key("bucket"), "%q is not a key-value bucket name; allowed: letters, digits, '_' and '-', such as %q", b, defaultStateBucket)
+		}
+		st.Bucket = b
+	}
+	if n, ok := c.integer(t, p, "replicas", 1); ok {
+		if n < 1 || n > 5 {
+			c.report(p.key("replicas"), "%d is out of range; allowed: 1 to 5 (3 on a JetStream cluster)", n)
+		}
+		st.Replicas = int(n)
+	}
+	return st
+}
+
+// checkToken checks a name made of letters, digits, '_' and '-'.
+func checkToken(s string) string {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return "may hold only letters, digits, '_' and '-'"
+		}
+	}
+	return ""
+}
+
+// isLoopback reports whether host names this machine: plain HTTP to it
+// never crosses a network.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func nonEmpty(t map[string]any, key string) bool {

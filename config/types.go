@@ -13,12 +13,24 @@ type Connector struct {
 	Name            string        // [A-Za-z0-9_-]+, unique among the loaded files; the default consumer name
 	Enabled         bool          // default true; Load returns disabled connectors too
 	ShutdownTimeout time.Duration // top-level shutdown_timeout, default 30s
+	// ReadyUploadFailure is how long uploads may fail in a row before the
+	// connector reports itself unready; top-level ready_upload_failure,
+	// default 1m.
+	ReadyUploadFailure time.Duration
 
 	NATS     NATS
 	Streams  []Stream
 	S3       S3
 	Output   Output
 	Rotation Rotation
+	State    State
+}
+
+// State holds the settings of [state]: the JetStream key-value bucket where
+// the exporter records the intents of uploads in flight.
+type State struct {
+	Bucket   string // default "jetlake_state"
+	Replicas int    // replicas when the bucket is created; default 1
 }
 
 // NATS holds the connection settings of [nats]. Secrets are never values in
@@ -33,6 +45,11 @@ type NATS struct {
 	TLSCAFile    string
 	TLSCertFile  string // set together with TLSKeyFile
 	TLSKeyFile   string
+	TLSRequired  bool // refuse a connection without TLS
+
+	JetStreamDomain    string // JetStream domain, for leaf-node setups
+	JetStreamAPIPrefix string // JetStream API prefix, e.g. for imported JetStream
+	InboxPrefix        string // custom inbox prefix, for tight permissions
 }
 
 // Delivery policies for a consumer jetlake creates.
@@ -63,7 +80,19 @@ type S3 struct {
 	AccessKeyIDEnv     string // names an environment variable; empty means the standard chain
 	SecretAccessKeyEnv string // set together with AccessKeyIDEnv
 	UploadConcurrency  int    // parallel uploads per connector, default 4
+
+	AllowInsecureHTTP bool   // allow http:// to a host that is not a loopback address
+	TLSCAFile         string // CA bundle to verify the endpoint with
+	SSE               string // "", SSES3 or SSEKMS
+	SSEKMSKeyID       string // with SSEKMS: the key id; empty means the bucket's default key
+	StorageClass      string // e.g. STANDARD_IA; empty means the bucket's default
 }
+
+// Server-side encryption.
+const (
+	SSES3  = "s3"
+	SSEKMS = "kms"
+)
 
 // Output formats.
 const (

@@ -67,6 +67,12 @@ func natsOptions(c config.NATS, name string) ([]nats.Option, error) {
 	if c.TLSCertFile != "" {
 		opts = append(opts, nats.ClientCert(c.TLSCertFile, c.TLSKeyFile))
 	}
+	if c.TLSRequired {
+		opts = append(opts, nats.Secure())
+	}
+	if c.InboxPrefix != "" {
+		opts = append(opts, nats.CustomInboxPrefix(c.InboxPrefix))
+	}
 	return opts, nil
 }
 

@@ -57,6 +57,9 @@ type Exporter struct {
 	log   *slog.Logger
 	store ObjectStore
 	enc   formats.Encoder
+	// rejEnc writes rejected messages: JSON Lines with metadata and
+	// headers, the reason among them.
+	rejEnc formats.Encoder
 
 	intents     IntentStore
 	conditional bool // the store honours If-None-Match: *
@@ -102,14 +105,13 @@ func New(cfg *config.Connector, opts Options) (*Exporter, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	enc, err := formats.New(formats.Options{
-		Format:       formats.Format(cfg.Output.Format),
-		Metadata:     cfg.Output.IncludeMetadata,
-		Headers:      cfg.Output.IncludeHeaders,
-		RawDelimiter: []byte(cfg.Output.RawDelimiter),
-	})
+	enc, err := formats.New(cfg.Output.FormatsOptions())
 	if err != nil {
 		return nil, fmt.Errorf("connector %s: %w", cfg.Name, err)
+	}
+	rejEnc, err := formats.New(formats.Options{Format: formats.JSONLines, Metadata: true, Headers: true})
+	if err != nil {
+		return nil, err
 	}
 	store := opts.Store
 	if store == nil {
@@ -121,6 +123,9 @@ func New(cfg *config.Connector, opts Options) (*Exporter, error) {
 	}
 	if opts.MaxObjectSize == 0 {
 		opts.MaxObjectSize = 5 << 30
+	}
+	if opts.ReadyUploadFailure == 0 {
+		opts.ReadyUploadFailure = cfg.ReadyUploadFailure
 	}
 	if opts.ReadyUploadFailure == 0 {
 		opts.ReadyUploadFailure = time.Minute
@@ -135,6 +140,7 @@ func New(cfg *config.Connector, opts Options) (*Exporter, error) {
 		log:     log.With("connector", cfg.Name),
 		store:   store,
 		enc:     enc,
+		rejEnc:  rejEnc,
 		intents: opts.Intents,
 		m:       m,
 	}, nil
@@ -169,15 +175,15 @@ func (e *Exporter) Run(ctx context.Context) error {
 	e.nc.Store(nc)
 	defer nc.Close()
 	defer e.bound.Store(false)
-	js, err := jetstream.New(nc)
+	js, err := NewJetStream(nc, e.cfg.NATS)
 	if err != nil {
-		return fmt.Errorf("jetstream: %w", err)
+		return err
 	}
 	if e.intents == nil {
 		var kv *kvIntents
 		err := retry(ctx, e.log, "state bucket", func(ctx context.Context) error {
 			var err error
-			kv, err = openIntents(ctx, js, e.stateBucket(), 1)
+			kv, err = openIntents(ctx, js, e.stateBucket(), e.cfg.State.Replicas)
 			return err
 		})
 		if err != nil {
@@ -226,6 +232,25 @@ func Dial(cfg *config.Connector) (*nats.Conn, error) {
 		return nil, fmt.Errorf("nats %s: %w", cfg.NATS.URL, err)
 	}
 	return nc, nil
+}
+
+// NewJetStream returns the JetStream context for the [nats] settings: the
+// default API, a domain, or an API prefix.
+func NewJetStream(nc *nats.Conn, c config.NATS) (jetstream.JetStream, error) {
+	var js jetstream.JetStream
+	var err error
+	switch {
+	case c.JetStreamDomain != "":
+		js, err = jetstream.NewWithDomain(nc, c.JetStreamDomain)
+	case c.JetStreamAPIPrefix != "":
+		js, err = jetstream.NewWithAPIPrefix(nc, c.JetStreamAPIPrefix)
+	default:
+		js, err = jetstream.New(nc)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return js, nil
 }
 
 // connect dials NATS, retrying with backoff until it succeeds or ctx ends.
@@ -286,6 +311,10 @@ type delivery struct {
 	msg    jetstream.Msg
 }
 
+// RejectReasonHeader is the header that carries, in a rejected message's
+// record, why a typed column refused it.
+const RejectReasonHeader = "Jetlake-Reject-Reason"
+
 // ErrConsumerDeleted is returned by Run when a consumer or its stream is
 // deleted while the exporter reads it.
 var ErrConsumerDeleted = errors.New("consumer or stream deleted")
@@ -295,7 +324,8 @@ type runner struct {
 	e       *Exporter
 	log     *slog.Logger
 	streams []*streamState
-	set     *buffer.Set[jetstream.Msg]
+	set     *buffer.Set[jetstream.Msg] // data
+	rej     *buffer.Set[jetstream.Msg] // rejected messages
 	budget  int64
 
 	in      chan delivery
@@ -323,6 +353,13 @@ func newRunner(e *Exporter, streams []*streamState) *runner {
 		log:     e.log,
 		streams: streams,
 		set: buffer.New[jetstream.Msg](e.enc, buffer.Limits{
+			MaxBytes:    int(rot.MaxFileSize),
+			MaxMessages: rot.MaxMessagesPerFile,
+			MaxAge:      rot.MaxFileAge,
+		}),
+		// Rejected messages wait in their own buffers, one object per stream
+		// and day, under _jetlake/rejected/.
+		rej: buffer.New[jetstream.Msg](e.rejEnc, buffer.Limits{
 			MaxBytes:    int(rot.MaxFileSize),
 			MaxMessages: rot.MaxMessagesPerFile,
 			MaxAge:      rot.MaxFileAge,
@@ -418,6 +455,7 @@ func (r *runner) run(ctx context.Context) error {
 		break
 	}
 	r.set.SealAll(buffer.ReasonShutdown)
+	r.rej.SealAll(buffer.ReasonShutdown)
 	r.takeSealed()
 	deadline := time.NewTimer(r.e.cfg.ShutdownTimeout)
 	defer deadline.Stop()
@@ -488,7 +526,7 @@ func (r *runner) loop(ctx context.Context) error {
 	defer tick.Stop()
 	for {
 		var in chan delivery
-		if r.set.Bytes()+r.inflightBytes < r.budget {
+		if r.openMem()+r.inflightBytes < r.budget {
 			in = r.in
 		}
 		var jobs chan *job
@@ -511,6 +549,7 @@ func (r *runner) loop(ctx context.Context) error {
 			}
 		case now := <-tick.C:
 			r.set.Expire(now)
+			r.rej.Expire(now)
 			r.takeSealed()
 			if now.Sub(r.lastForget) >= 5*time.Second {
 				r.lastForget = now
@@ -553,8 +592,9 @@ func (r *runner) idle(ctx context.Context) (bool, error) {
 			acked = false
 		}
 	}
-	if r.set.Open() > 0 {
+	if r.set.Open()+r.rej.Open() > 0 {
 		r.set.SealAll(buffer.ReasonShutdown)
+		r.rej.SealAll(buffer.ReasonShutdown)
 		r.takeSealed()
 		return false, nil
 	}
@@ -624,6 +664,11 @@ func (r *runner) add(d delivery) {
 		r.grpBuf = append(r.grpBuf, r.rec.Subject...)
 	}
 	if err := r.set.Add(string(r.grpBuf), string(r.dirBuf), &r.rec, msg, r.lastMsg); err != nil {
+		var te *formats.TypeError
+		if errors.As(err, &te) {
+			r.reject(d.stream, s, msg, te)
+			return
+		}
 		r.poison(s, msg, err)
 		return
 	}
@@ -639,13 +684,53 @@ func (r *runner) add(d delivery) {
 	}
 	// Memory: when open buffers hold most of the budget, seal the largest so
 	// its upload frees memory; otherwise uploads in flight free it.
-	total := r.set.Bytes() + r.inflightBytes
+	r.relieve()
+	r.takeSealed()
+}
+
+// openMem is the memory held by open buffers.
+func (r *runner) openMem() int64 { return r.set.Mem() + r.rej.Mem() }
+
+// relieve keeps memory within the budget: when open buffers hold most of it,
+// it seals the largest so its upload frees memory; otherwise the uploads in
+// flight free it, and pulling waits.
+func (r *runner) relieve() {
+	open := r.openMem()
+	total := open + r.inflightBytes
 	if total > r.e.peak.Load() {
 		r.e.peak.Store(total)
 	}
-	if total >= r.budget && r.set.Bytes() >= r.inflightBytes {
-		r.set.SealLargest(buffer.ReasonMemory)
+	if total >= r.budget && open >= r.inflightBytes {
+		if !r.set.SealLargest(buffer.ReasonMemory) {
+			r.rej.SealLargest(buffer.ReasonMemory)
+		}
 	}
+}
+
+// reject sets aside a message a typed column refuses: it goes, with the
+// reason in its headers, to a JSON Lines object under
+// <prefix>/_jetlake/rejected/<stream>/<date>/, outside the table folders, and
+// is acked once that object is stored.
+func (r *runner) reject(idx int, s *streamState, msg jetstream.Msg, te *formats.TypeError) {
+	rec := r.rec
+	r.rec = formats.Record{}
+	h := make(map[string][]string, len(rec.Headers)+1)
+	for k, v := range rec.Headers {
+		h[k] = v
+	}
+	h[RejectReasonHeader] = []string{te.Error()}
+	rec.Headers = h
+	dir := []byte(lossmarker.Dir + "/rejected/")
+	dir = pathtemplate.AppendEscaped(dir, s.cfg.Stream)
+	dir = append(dir, '/')
+	dir = rec.Time.UTC().AppendFormat(dir, "2006-01-02")
+	group := strconv.Itoa(idx) + "\x00"
+	if err := r.rej.Add(group, string(dir), &rec, msg, r.lastMsg); err != nil {
+		r.poison(s, msg, fmt.Errorf("rejected by a typed column (%v) and not writable as JSON: %w", te, err))
+		return
+	}
+	r.log.Warn("message rejected", "stream", s.cfg.Stream, "subject", rec.Subject, "sequence", rec.Sequence, "reason", te.Error())
+	r.relieve()
 	r.takeSealed()
 }
 
@@ -718,7 +803,7 @@ func (r *runner) forgetAcked(ctx context.Context) {
 // gauges sets the gauges that describe the runner's state.
 func (r *runner) gauges(now time.Time) {
 	m, name := r.e.m, r.e.cfg.Name
-	m.bufferedBytes.WithLabelValues(name).Set(float64(r.set.Bytes() + r.inflightBytes))
+	m.bufferedBytes.WithLabelValues(name).Set(float64(r.openMem() + r.inflightBytes))
 	age := 0.0
 	if exp, ok := r.set.NextExpiry(); ok {
 		age = max(now.Sub(exp.Add(-r.e.cfg.Rotation.MaxFileAge)).Seconds(), 0)
@@ -741,10 +826,16 @@ func (r *runner) enqueue(j *job) {
 
 // takeSealed queues the batches the buffer set sealed.
 func (r *runner) takeSealed() {
-	for _, b := range r.set.TakeSealed() {
-		j := &job{batch: b, size: int64(b.Size()), stream: r.streamOf(b)}
-		j.stream.sealed += b.Len()
-		r.enqueue(j)
+	for _, set := range []*buffer.Set[jetstream.Msg]{r.set, r.rej} {
+		enc, format := r.e.enc, r.e.cfg.Output.Format
+		if set == r.rej {
+			enc, format = r.e.rejEnc, config.FormatJSONLines
+		}
+		for _, b := range set.TakeSealed() {
+			j := &job{batch: b, size: int64(b.Body.MemSize()), stream: r.streamOf(b), set: set, enc: enc, format: format}
+			j.stream.sealed += b.Len()
+			r.enqueue(j)
+		}
 	}
 }
 
@@ -780,7 +871,7 @@ func (r *runner) finish(res *result) error {
 		return nil
 	}
 	b := j.batch
-	defer r.set.Release(b)
+	defer j.set.Release(b)
 	s.sealed -= b.Len()
 	for _, it := range b.Items {
 		delete(s.held, it.Seq)
@@ -809,6 +900,9 @@ func (r *runner) finish(res *result) error {
 		if b.Newest.After(s.newest) {
 			s.newest = b.Newest
 		}
+	}
+	if j.set == r.rej && res.stored {
+		r.e.m.rejected.WithLabelValues(r.e.cfg.Name, s.cfg.Stream, "type").Add(float64(b.Len()))
 	}
 	switch {
 	case res.err == nil:

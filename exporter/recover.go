@@ -15,10 +15,14 @@ import (
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 
-// StateBucket is the default JetStream key-value bucket holding intents.
+// StateBucket is the default JetStream key-value bucket holding intents
+// ([state] bucket).
 const StateBucket = "jetlake_state"
 
 func (e *Exporter) stateBucket() string {
+	if e.cfg.State.Bucket != "" {
+		return e.cfg.State.Bucket
+	}
 	return StateBucket
 }
 

@@ -3,6 +3,8 @@ package exporter
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/minio/minio-go/v7/pkg/encrypt"
 
 	"github.com/jetlake/jetlake/config"
 )
@@ -94,8 +97,10 @@ func classify(err error, bucket string) error {
 
 // S3Store writes objects to an S3-compatible store with minio-go.
 type S3Store struct {
-	client *minio.Client
-	bucket string
+	client       *minio.Client
+	bucket       string
+	sse          encrypt.ServerSide // nil: the bucket's default
+	storageClass string
 }
 
 // NewS3Store returns a store for the [s3] settings of a connector. It does no
@@ -120,7 +125,7 @@ func NewS3Store(c config.S3) (*S3Store, error) {
 	if c.PathStyle {
 		lookup = minio.BucketLookupPath
 	}
-	client, err := minio.New(host, &minio.Options{
+	opts := &minio.Options{
 		Creds:        creds,
 		Secure:       secure,
 		Region:       c.Region,
@@ -128,11 +133,38 @@ func NewS3Store(c config.S3) (*S3Store, error) {
 		// The exporter owns the retry loop, its backoff and InProgress
 		// timing; a second loop inside the client would hide outages.
 		MaxRetries: 1,
-	})
+	}
+	if c.TLSCAFile != "" {
+		pem, err := os.ReadFile(c.TLSCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("s3 tls_ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("s3 tls_ca_file %s: no PEM certificate in it", c.TLSCAFile)
+		}
+		tr, err := minio.DefaultTransport(secure)
+		if err != nil {
+			return nil, fmt.Errorf("s3 client: %w", err)
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		opts.Transport = tr
+	}
+	client, err := minio.New(host, opts)
 	if err != nil {
 		return nil, fmt.Errorf("s3 client: %w", err)
 	}
-	return &S3Store{client: client, bucket: c.Bucket}, nil
+	st := &S3Store{client: client, bucket: c.Bucket, storageClass: c.StorageClass}
+	switch c.SSE {
+	case config.SSES3:
+		st.sse = encrypt.NewSSE()
+	case config.SSEKMS:
+		st.sse, err = encrypt.NewSSEKMS(c.SSEKMSKeyID, nil)
+		if err != nil {
+			return nil, fmt.Errorf("s3 sse: %w", err)
+		}
+	}
+	return st, nil
 }
 
 func s3Credentials(c config.S3) (*credentials.Credentials, error) {
@@ -158,6 +190,10 @@ func (s *S3Store) Put(ctx context.Context, key string, body []byte, o PutOptions
 		UserMetadata:     o.Metadata,
 		DisableMultipart: true,
 		SendContentMd5:   true,
+		StorageClass:     s.storageClass,
+	}
+	if s.sse != nil {
+		opts.ServerSideEncryption = s.sse
 	}
 	if o.IfNoneMatch {
 		opts.SetMatchETagExcept("*")

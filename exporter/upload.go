@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/jetlake/jetlake/buffer"
+	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/lossmarker"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
@@ -49,7 +50,10 @@ var ErrAbandoned = errors.New("AckWait passed before the batch was committed")
 type job struct {
 	stream *streamState // uploaders read only cfg, created and intentPrefix
 	batch  *buffer.Batch[jetstream.Msg]
-	size   int64 // batch size when sealed, counted in the memory budget
+	size   int64                      // memory the batch holds, counted in the budget
+	set    *buffer.Set[jetstream.Msg] // the set the batch returns to
+	enc    formats.Encoder            // the batch's encoder
+	format string                     // and its format's name
 
 	marker *lossmarker.Marker // instead of a batch
 	term   jetstream.Msg      // poison message to terminate once the marker is stored
@@ -124,7 +128,7 @@ func (e *Exporter) upload(ctx context.Context, j *job) *result {
 		return res
 	}
 	res.bytes = len(body)
-	res.key, err = pathtemplate.Key(e.cfg.S3.Prefix, b.Dir, b.First, b.Last, e.enc.Ext())
+	res.key, err = pathtemplate.Key(e.cfg.S3.Prefix, b.Dir, b.First, b.Last, j.enc.Ext())
 	if err != nil {
 		res.err = err
 		return res
@@ -144,12 +148,12 @@ func (e *Exporter) upload(ctx context.Context, j *job) *result {
 		Created:       time.Now().UTC(),
 	}
 	opts := PutOptions{
-		ContentType: e.enc.ContentType(),
+		ContentType: j.enc.ContentType(),
 		Metadata: map[string]string{
 			MetaFirstSeq:      strconv.FormatUint(b.First, 10),
 			MetaLastSeq:       strconv.FormatUint(b.Last, 10),
 			MetaCount:         strconv.Itoa(b.Len()),
-			MetaFormat:        e.cfg.Output.Format,
+			MetaFormat:        j.format,
 			MetaStream:        st.cfg.Stream,
 			MetaStreamCreated: st.created.Format(time.RFC3339Nano),
 			MetaIntent:        in.ID,

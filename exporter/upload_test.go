@@ -112,6 +112,7 @@ func testExporter(t *testing.T, store ObjectStore) *Exporter {
 		log:   slog.New(slog.NewTextHandler(io.Discard, nil)),
 		store: store,
 		enc:   enc,
+		m:     NewMetrics(nil),
 	}
 }
 
@@ -130,7 +131,8 @@ func sealedJob(t *testing.T, e *Exporter, n int, opened time.Time, ackWait time.
 	}
 	set.SealAll(buffer.ReasonCount)
 	b := set.TakeSealed()[0]
-	return &job{batch: b, size: int64(b.Size()), stream: &streamState{cfg: config.Stream{Stream: "S", AckWait: ackWait}}}, msgs
+	return &job{batch: b, size: int64(b.Size()), enc: e.enc, format: "json_lines", set: set,
+		stream: &streamState{cfg: config.Stream{Stream: "S", AckWait: ackWait}}}, msgs
 }
 
 func TestUploadAcksEveryMessageOnceAfterTheStoreSucceeds(t *testing.T) {

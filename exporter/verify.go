@@ -3,6 +3,7 @@ package exporter
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,7 +15,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/parquet-go/parquet-go"
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/lossmarker"
@@ -58,6 +61,7 @@ type Report struct {
 	Scope     Range // sequences checked
 	Filtered  bool  // the consumer sees only some subjects: only messages still in the stream are checked
 	Objects   int   // data objects of the stream
+	Rejected  int   // objects of rejected messages
 	Messages  int   // sequences in data objects within scope
 	Markers   []*lossmarker.Marker
 	Missing   []Range  // in scope, in no object and no marker
@@ -166,6 +170,26 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 			return nil, fmt.Errorf("list loss markers: %w", err)
 		}
 
+		// Rejected messages are exported too, to their own objects.
+		var rejected []object
+		rprefix := prefix + lossmarker.Dir + "/rejected/" + string(pathtemplate.AppendEscaped(nil, sc.Stream)) + "/"
+		if err := store.List(ctx, rprefix, func(key string, _ map[string]string) error {
+			body, err := store.Get(ctx, key)
+			if err != nil {
+				return err
+			}
+			seqs, err := recordSequences(key, body)
+			if err != nil {
+				rep.Problems = append(rep.Problems, err.Error())
+				return nil
+			}
+			rejected = append(rejected, object{key: key, seqs: seqs})
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("list rejected messages: %w", err)
+		}
+		rep.Rejected = len(rejected)
+
 		stream, err := js.Stream(ctx, sc.Stream)
 		if err != nil {
 			return nil, fmt.Errorf("stream %s: %w", sc.Stream, err)
@@ -199,8 +223,10 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 
 		// Which object holds each sequence.
 		holder := map[uint64]string{}
-		for _, o := range byStream[sc.Stream] {
-			rep.Objects++
+		for i, o := range append(byStream[sc.Stream], rejected...) {
+			if i < len(byStream[sc.Stream]) {
+				rep.Objects++
+			}
 			for _, q := range o.seqs {
 				if q == 0 {
 					rep.Problems = append(rep.Problems, fmt.Sprintf("%s: its name, metadata and records disagree on the sequences it holds", o.key))
@@ -312,9 +338,43 @@ func parseObjectName(name string) (first, last uint64, ok bool) {
 	return f, l, true
 }
 
-// recordSequences reads the sequence of every record of a JSON object
-// written with metadata.
+// recordSequences reads the sequence of every record of an object: JSON
+// written with metadata (compressed or not), or parquet.
 func recordSequences(key string, body []byte) ([]uint64, error) {
+	switch {
+	case strings.HasSuffix(key, ".gz"):
+		zr, err := gzip.NewReader(bytes.NewReader(body))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+		if body, err = io.ReadAll(zr); err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+		key = strings.TrimSuffix(key, ".gz")
+	case strings.HasSuffix(key, ".zst"):
+		zr, err := zstd.NewReader(nil)
+		if err != nil {
+			return nil, err
+		}
+		defer zr.Close()
+		if body, err = zr.DecodeAll(body, nil); err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+		key = strings.TrimSuffix(key, ".zst")
+	case strings.HasSuffix(key, ".parquet"):
+		type row struct {
+			Sequence int64 `parquet:"sequence"`
+		}
+		rows, err := parquet.Read[row](bytes.NewReader(body), int64(len(body)))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+		out := make([]uint64, len(rows))
+		for i, r := range rows {
+			out[i] = uint64(r.Sequence)
+		}
+		return out, nil
+	}
 	var out []uint64
 	type rec struct {
 		Sequence *uint64 `json:"sequence"`

@@ -374,7 +374,7 @@ func TestTypeErrorsRejectTheRecordAndLeaveTheBatchAlone(t *testing.T) {
 	}
 
 	opts.OnTypeError = NullTypeErrors
-	rows := readParquet(t, encodeBody(t, opts, good1, bad)).rows
+	rows := readParquet(t, encodeBody(t, opts, good1, bad)).Rows
 	if rows[1]["id"] != int64(3) || rows[1]["name"] != nil {
 		t.Fatalf("with on_type_error = null the row is %v, want id 3 and a null name", rows[1])
 	}

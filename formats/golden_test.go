@@ -81,17 +81,17 @@ func TestGolden(t *testing.T) {
 			case tt.opts.Format == Parquet:
 				pf := readParquet(t, got)
 				want := map[Compression]string{"": "SNAPPY", Snappy: "SNAPPY", Zstd: "ZSTD", Gzip: "GZIP", None: "UNCOMPRESSED"}[tt.opts.Compression]
-				for _, c := range pf.codecs {
+				for _, c := range pf.Codecs {
 					if c != want {
-						t.Fatalf("column chunks are compressed with %v, want %s", pf.codecs, want)
+						t.Fatalf("column chunks are compressed with %v, want %s", pf.Codecs, want)
 					}
 				}
-				if len(pf.rows) != len(records) {
-					t.Fatalf("%d rows, want %d", len(pf.rows), len(records))
+				if len(pf.Rows) != len(records) {
+					t.Fatalf("%d rows, want %d", len(pf.Rows), len(records))
 				}
 				for i, r := range records {
-					if pf.rows[i]["sequence"] != int64(r.Sequence) {
-						t.Errorf("row %d: sequence %v, want %d", i, pf.rows[i]["sequence"], r.Sequence)
+					if pf.Rows[i]["sequence"] != int64(r.Sequence) {
+						t.Errorf("row %d: sequence %v, want %d", i, pf.Rows[i]["sequence"], r.Sequence)
 					}
 				}
 			case tt.opts.Compression != None && tt.opts.Compression != "":

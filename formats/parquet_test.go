@@ -1,8 +1,6 @@
 package formats
 
 import (
-	"bytes"
-	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -13,119 +11,15 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	pq "github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
-	"github.com/apache/arrow-go/v18/parquet/schema"
+	"github.com/jetlake/jetlake/formats/formatstest"
 )
 
 // parquetFile is a parquet body as Apache Arrow's reader sees it.
-type parquetFile struct {
-	columns   []string // name and types, as parquetColumn describes them
-	arrow     []string // the Arrow type of each column
-	rows      []map[string]any
-	rowGroups int
-	createdBy string
-	kv        int      // key-value metadata entries
-	codecs    []string // of every column chunk
-}
+type parquetFile = formatstest.ParquetFile
 
-// readParquet reads body with Apache Arrow's parquet reader. Values are
-// string, int64 (every integer type, timestamps in microseconds, dates in
-// days), float64, bool or nil.
 func readParquet(t testing.TB, body []byte) *parquetFile {
 	t.Helper()
-	rdr, err := file.NewParquetReader(bytes.NewReader(body))
-	if err != nil {
-		t.Fatalf("arrow: open parquet: %v", err)
-	}
-	defer rdr.Close()
-	md := rdr.MetaData()
-	pf := &parquetFile{rowGroups: md.NumRowGroups(), createdBy: md.GetCreatedBy(), kv: len(md.KeyValueMetadata())}
-	for i := range md.Schema.NumColumns() {
-		pf.columns = append(pf.columns, parquetColumn(md.Schema.Column(i)))
-	}
-	for g := range md.NumRowGroups() {
-		rg := md.RowGroup(g)
-		for i := range rg.NumColumns() {
-			cc, err := rg.ColumnChunk(i)
-			if err != nil {
-				t.Fatalf("arrow: %v", err)
-			}
-			pf.codecs = append(pf.codecs, cc.Compression().String())
-		}
-	}
-	fr, err := pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
-	if err != nil {
-		t.Fatalf("arrow: %v", err)
-	}
-	tbl, err := fr.ReadTable(context.Background())
-	if err != nil {
-		t.Fatalf("arrow: read table: %v", err)
-	}
-	defer tbl.Release()
-	pf.rows = make([]map[string]any, tbl.NumRows())
-	for i := range pf.rows {
-		pf.rows[i] = map[string]any{}
-	}
-	for ci := range int(tbl.NumCols()) {
-		c := tbl.Column(ci)
-		pf.arrow = append(pf.arrow, c.DataType().String())
-		row := 0
-		for _, chunk := range c.Data().Chunks() {
-			for i := range chunk.Len() {
-				pf.rows[row][c.Name()] = arrowValue(t, chunk, i)
-				row++
-			}
-		}
-	}
-	return pf
-}
-
-func arrowValue(t testing.TB, a arrow.Array, i int) any {
-	if a.IsNull(i) {
-		return nil
-	}
-	switch a := a.(type) {
-	case *array.String:
-		return a.Value(i)
-	case *array.Int64:
-		return a.Value(i)
-	case *array.Int32:
-		return int64(a.Value(i))
-	case *array.Float64:
-		return a.Value(i)
-	case *array.Boolean:
-		return a.Value(i)
-	case *array.Timestamp:
-		return int64(a.Value(i))
-	case *array.Date32:
-		return int64(a.Value(i))
-	}
-	t.Fatalf("arrow: unexpected array type %T", a)
-	return nil
-}
-
-// parquetColumn describes a column: "name PHYSICAL Logical CONVERTED repetition".
-func parquetColumn(c *schema.Column) string {
-	var logical string
-	switch lt := c.LogicalType().(type) {
-	case nil, schema.NoLogicalType, *schema.NoLogicalType:
-		logical = "-"
-	case schema.TimestampLogicalType:
-		unit := map[schema.TimeUnitType]string{schema.TimeUnitMillis: "millis", schema.TimeUnitMicros: "micros", schema.TimeUnitNanos: "nanos"}[lt.TimeUnit()]
-		logical = fmt.Sprintf("TIMESTAMP(%s,utc=%v)", unit, lt.IsAdjustedToUTC())
-	default:
-		logical = lt.String()
-	}
-	rep := "required"
-	if c.SchemaNode().RepetitionType() == pq.Repetitions.Optional {
-		rep = "optional"
-	}
-	return fmt.Sprintf("%s %s %s %s %s", c.Name(), c.PhysicalType(), logical, c.ConvertedType(), rep)
+	return formatstest.ReadParquet(t, body)
 }
 
 // allTypes declares one typed column of each type.
@@ -162,16 +56,16 @@ func TestParquetSchemaHasTheLogicalTypesAthenaReads(t *testing.T) {
 		"payload BYTE_ARRAY String UTF8 optional",
 		"payload_base64 BYTE_ARRAY String UTF8 optional",
 	}
-	if !reflect.DeepEqual(pf.columns, want) {
-		t.Errorf("columns =\n%s\nwant\n%s", strings.Join(pf.columns, "\n"), strings.Join(want, "\n"))
+	if !reflect.DeepEqual(pf.Columns, want) {
+		t.Errorf("columns =\n%s\nwant\n%s", strings.Join(pf.Columns, "\n"), strings.Join(want, "\n"))
 	}
 	wantArrow := []string{"utf8", "utf8", "int64", "timestamp[us, tz=UTC]", "utf8", "int64", "utf8", "int32",
 		"float64", "bool", "timestamp[us, tz=UTC]", "date32", "utf8", "utf8", "utf8", "utf8"}
-	if !reflect.DeepEqual(pf.arrow, wantArrow) {
-		t.Errorf("Arrow types = %v, want %v", pf.arrow, wantArrow)
+	if !reflect.DeepEqual(pf.Arrow, wantArrow) {
+		t.Errorf("Arrow types = %v, want %v", pf.Arrow, wantArrow)
 	}
-	if pf.createdBy != "jetlake" || pf.kv != 0 {
-		t.Errorf("created_by = %q with %d key-value entries, want \"jetlake\" and none", pf.createdBy, pf.kv)
+	if pf.CreatedBy != "jetlake" || pf.KV != 0 {
+		t.Errorf("created_by = %q with %d key-value entries, want \"jetlake\" and none", pf.CreatedBy, pf.KV)
 	}
 }
 
@@ -185,11 +79,11 @@ func TestParquetWithoutPayloadOrHeaders(t *testing.T) {
 		"timestamp INT64 TIMESTAMP(micros,utc=true) TIMESTAMP_MICROS required",
 		"user_id INT64 Int(bitWidth=64, isSigned=true) INT_64 optional",
 	}
-	if !reflect.DeepEqual(pf.columns, want) {
-		t.Errorf("columns =\n%s\nwant\n%s", strings.Join(pf.columns, "\n"), strings.Join(want, "\n"))
+	if !reflect.DeepEqual(pf.Columns, want) {
+		t.Errorf("columns =\n%s\nwant\n%s", strings.Join(pf.Columns, "\n"), strings.Join(want, "\n"))
 	}
-	if len(pf.rows) != 1 || pf.rows[0]["user_id"] != int64(7) {
-		t.Errorf("rows = %v", pf.rows)
+	if len(pf.Rows) != 1 || pf.Rows[0]["user_id"] != int64(7) {
+		t.Errorf("rows = %v", pf.Rows)
 	}
 }
 
@@ -247,22 +141,22 @@ func TestParquetValuesReadBackWithArrow(t *testing.T) {
 		"items", `[{"qty":1.5,"price":"9"}]`)
 	set(9, "stream", "ORDERS\ufffd", "payload", `"just a string"`, "headers", `{"Nats-Msg-Id":["id-1"],"b":["2","1"]}`)
 
-	if len(pf.rows) != len(want) {
-		t.Fatalf("%d rows, want %d", len(pf.rows), len(want))
+	if len(pf.Rows) != len(want) {
+		t.Fatalf("%d rows, want %d", len(pf.Rows), len(want))
 	}
 	for i := range want {
-		if !reflect.DeepEqual(pf.rows[i], want[i]) {
+		if !reflect.DeepEqual(pf.Rows[i], want[i]) {
 			for k, v := range want[i] {
-				if got := pf.rows[i][k]; !reflect.DeepEqual(got, v) {
+				if got := pf.Rows[i][k]; !reflect.DeepEqual(got, v) {
 					t.Errorf("row %d: %s = %#v, want %#v", i, k, got, v)
 				}
 			}
-			if len(pf.rows[i]) != len(want[i]) {
-				t.Errorf("row %d has columns %v", i, pf.rows[i])
+			if len(pf.Rows[i]) != len(want[i]) {
+				t.Errorf("row %d has columns %v", i, pf.Rows[i])
 			}
 		}
 	}
-	if math.Signbit(pf.rows[2]["price"].(float64)) != true {
+	if math.Signbit(pf.Rows[2]["price"].(float64)) != true {
 		t.Errorf("-0.0 lost its sign")
 	}
 }
@@ -288,15 +182,15 @@ func TestParquetRowGroupsEndAtTheirSize(t *testing.T) {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
 			pf := readParquet(t, encodeBody(t, Options{Format: Parquet, RowGroupSize: size}, records...))
 			// About 330 bytes of values per record.
-			if want := int(int64(len(records))*330/size) + 1; pf.rowGroups < want*8/10 || pf.rowGroups > want*12/10 {
-				t.Errorf("%d row groups, want about %d", pf.rowGroups, want)
+			if want := int(int64(len(records))*330/size) + 1; pf.RowGroups < want*8/10 || pf.RowGroups > want*12/10 {
+				t.Errorf("%d row groups, want about %d", pf.RowGroups, want)
 			}
-			if len(pf.rows) != len(records) {
-				t.Fatalf("%d rows, want %d", len(pf.rows), len(records))
+			if len(pf.Rows) != len(records) {
+				t.Fatalf("%d rows, want %d", len(pf.Rows), len(records))
 			}
 			for i, r := range records {
-				if pf.rows[i]["sequence"] != int64(r.Sequence) {
-					t.Fatalf("row %d has sequence %v, want %d", i, pf.rows[i]["sequence"], r.Sequence)
+				if pf.Rows[i]["sequence"] != int64(r.Sequence) {
+					t.Fatalf("row %d has sequence %v, want %d", i, pf.Rows[i]["sequence"], r.Sequence)
 				}
 			}
 		})
@@ -306,8 +200,8 @@ func TestParquetRowGroupsEndAtTheirSize(t *testing.T) {
 func TestAnEmptyParquetBatchIsAValidFile(t *testing.T) {
 	for _, c := range []Compression{Snappy, Zstd, Gzip, None} {
 		pf := readParquet(t, encodeBody(t, Options{Format: Parquet, Compression: c, Columns: allTypes}))
-		if len(pf.rows) != 0 || pf.rowGroups != 0 {
-			t.Errorf("%s: %d rows in %d row groups, want none", c, len(pf.rows), pf.rowGroups)
+		if len(pf.Rows) != 0 || pf.RowGroups != 0 {
+			t.Errorf("%s: %d rows in %d row groups, want none", c, len(pf.Rows), pf.RowGroups)
 		}
 	}
 }
@@ -362,10 +256,10 @@ func FuzzParquet(f *testing.F) {
 			t.Fatal(err)
 		}
 		pf := readParquet(t, body)
-		if len(pf.rows) != 1 {
-			t.Fatalf("%d rows", len(pf.rows))
+		if len(pf.Rows) != 1 {
+			t.Fatalf("%d rows", len(pf.Rows))
 		}
-		row := pf.rows[0]
+		row := pf.Rows[0]
 		var payload, b64 any
 		if compact, ok := appendCompactJSON(nil, data); ok {
 			payload = string(compact)
@@ -382,7 +276,7 @@ func FuzzParquet(f *testing.F) {
 
 func TestAnEmptyStringIsNotNull(t *testing.T) {
 	opts := Options{Format: Parquet, Columns: []Column{{Name: "s", Source: "s", Type: TypeString}, {Name: "n", Source: "n", Type: TypeInt64}}}
-	rows := readParquet(t, encodeBody(t, opts, rec(`{"s":"","n":1}`), rec(`{"s":"x"}`))).rows
+	rows := readParquet(t, encodeBody(t, opts, rec(`{"s":"","n":1}`), rec(`{"s":"x"}`))).Rows
 	if rows[0]["s"] != "" || rows[0]["n"] != int64(1) || rows[1]["s"] != "x" || rows[1]["n"] != nil {
 		t.Fatalf("rows = %v", rows)
 	}

@@ -224,6 +224,9 @@ max_file_age = "1m"
 		if obj.Err != nil {
 			t.Fatal(obj.Err)
 		}
+		if strings.HasPrefix(obj.Key, "_jetlake/") {
+			continue
+		}
 		objects++
 	}
 	if objects != 3 {

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/jetlake/jetlake/exporter"
 )
 
@@ -57,7 +55,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "jetlake verify: connector %s: %v\n", c.Name, err)
 			return exitFailure
 		}
-		js, err := jetstream.New(nc)
+		js, err := exporter.NewJetStream(nc, c.NATS)
 		if err != nil {
 			nc.Close()
 			fmt.Fprintf(stderr, "jetlake verify: %v\n", err)

@@ -1,0 +1,23 @@
+package config
+
+import "github.com/jetlake/jetlake/formats"
+
+// FormatsOptions returns the encoder options the [output] settings describe.
+func (o *Output) FormatsOptions() formats.Options {
+	opts := formats.Options{
+		Format:       formats.Format(o.Format),
+		Compression:  formats.Compression(o.Compression),
+		Metadata:     o.IncludeMetadata,
+		Headers:      o.IncludeHeaders,
+		RawDelimiter: []byte(o.RawDelimiter),
+		RowGroupSize: o.RowGroupSize,
+		OmitPayload:  !o.KeepPayload,
+		OnTypeError:  formats.TypeErrorPolicy(o.OnTypeError),
+	}
+	for _, col := range o.Columns {
+		opts.Columns = append(opts.Columns, formats.Column{
+			Name: col.Name, Source: col.Source, Type: formats.ColumnType(col.Type), Unit: col.Unit, Coerce: col.Coerce,
+		})
+	}
+	return opts
+}
