@@ -17,6 +17,7 @@ import (
 const (
 	defaultShutdownTimeout    = 30 * time.Second
 	defaultReadyUploadFailure = time.Minute
+	defaultPriorityTimeout    = 30 * time.Second
 	defaultStateBucket        = "jetlake_state"
 	defaultRegion             = "us-east-1"
 	defaultUploadConcurrency  = 4
@@ -713,6 +714,24 @@ func (c *checker) stream(t map[string]any, p keyPath, connector string, rot rota
 		}
 	}
 
+	if f, ok := c.str(t, p, "failover", ""); ok {
+		switch f {
+		case "", FailoverPinned:
+			s.Failover = f
+		default:
+			c.report(p.key("failover"), "%q is not a failover mode; allowed: \"pinned\" (active/standby through a priority group with the pinned_client policy), or leave it out", f)
+		}
+	}
+	if d, ok := c.duration(t, p, "priority_timeout", defaultPriorityTimeout); ok {
+		switch {
+		case has(t, "priority_timeout") && s.Failover != FailoverPinned:
+			c.report(p.key("priority_timeout"), "is set but failover is not \"pinned\"; set failover = \"pinned\" or leave priority_timeout out")
+		case d < 5*time.Second:
+			c.report(p.key("priority_timeout"), "%s is less than the minimum of 5s", d)
+		case s.Failover == FailoverPinned:
+			s.PriorityTimeout = d
+		}
+	}
 	if n, ok := c.integer(t, p, "max_ack_pending", 0); ok {
 		switch {
 		case n < 0:

@@ -52,6 +52,9 @@ type NATS struct {
 	InboxPrefix        string // custom inbox prefix, for tight permissions
 }
 
+// FailoverPinned runs instances as active and standbys on one consumer.
+const FailoverPinned = "pinned"
+
 // Delivery policies for a consumer jetlake creates.
 const (
 	DeliverAll = "all"
@@ -68,6 +71,14 @@ type Stream struct {
 	AckWait       time.Duration // default 2m, at least 10s and at least twice Rotation.MaxFileAge
 	MaxAckPending int           // resolved: derived from the rotation limits when the file says 0
 	Line          int           // line of the [[streams]] header, for messages
+
+	// Failover is "" (every instance pulls) or FailoverPinned: the
+	// consumer gets a priority group with the pinned_client policy, one
+	// instance pulls and another takes over when it stops.
+	Failover string
+	// PriorityTimeout is how long a pinned instance may send no pull
+	// requests before another is pinned; default 30s.
+	PriorityTimeout time.Duration
 }
 
 // S3 holds the object store settings of [s3].

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -76,6 +77,9 @@ func natsOptions(c config.NATS, name string) ([]nats.Option, error) {
 	return opts, nil
 }
 
+// PriorityGroup is the priority group of consumers with failover = "pinned".
+const PriorityGroup = "jetlake"
+
 // consumerConfig is the configuration jetlake wants its consumer to have.
 func consumerConfig(s config.Stream) jetstream.ConsumerConfig {
 	cc := jetstream.ConsumerConfig{
@@ -88,6 +92,11 @@ func consumerConfig(s config.Stream) jetstream.ConsumerConfig {
 	}
 	if s.DeliverPolicy == config.DeliverNew {
 		cc.DeliverPolicy = jetstream.DeliverNewPolicy
+	}
+	if s.Failover == config.FailoverPinned {
+		cc.PriorityPolicy = jetstream.PriorityPolicyPinned
+		cc.PriorityGroups = []string{PriorityGroup}
+		cc.PinnedTTL = s.PriorityTimeout
 	}
 	switch len(s.Subjects) {
 	case 0:
@@ -132,16 +141,31 @@ func ensureConsumer(ctx context.Context, js jetstream.JetStream, s config.Stream
 		return nil, &ConfigError{Stream: s.Stream, Consumer: s.Consumer, Msg: fmt.Sprintf(
 			"MaxDeliver is %d; jetlake needs -1 (unlimited) so an outage never drops messages: update the consumer's max_deliver to -1", have.MaxDeliver)}
 	}
-	if have.AckWait == want.AckWait && have.MaxAckPending == want.MaxAckPending &&
+	if have.PriorityPolicy != want.PriorityPolicy || !slices.Equal(have.PriorityGroups, want.PriorityGroups) {
+		return nil, &ConfigError{Stream: s.Stream, Consumer: s.Consumer, Msg: fmt.Sprintf(
+			"priority policy is %s with groups %v, the connector wants %s with %v (failover = %q); "+
+				"a consumer's priority policy can not be changed: delete the consumer (jetlake re-creates it) or name another consumer",
+			policyName(have.PriorityPolicy), have.PriorityGroups, policyName(want.PriorityPolicy), want.PriorityGroups, s.Failover)}
+	}
+	if have.AckWait == want.AckWait && have.MaxAckPending == want.MaxAckPending && have.PinnedTTL == want.PinnedTTL &&
 		have.FilterSubject == want.FilterSubject && slices.Equal(have.FilterSubjects, want.FilterSubjects) {
 		return cons, nil
 	}
 	upd := have
-	upd.AckWait, upd.MaxAckPending = want.AckWait, want.MaxAckPending
+	upd.AckWait, upd.MaxAckPending, upd.PinnedTTL = want.AckWait, want.MaxAckPending, want.PinnedTTL
 	upd.FilterSubject, upd.FilterSubjects = want.FilterSubject, want.FilterSubjects
 	cons, err = stream.UpdateConsumer(ctx, upd)
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: update consumer %s: %w", s.Stream, s.Consumer, err)
 	}
 	return cons, nil
+}
+
+// policyName names a priority policy as the server's API does.
+func policyName(p jetstream.PriorityPolicy) string {
+	b, err := p.MarshalJSON()
+	if err != nil || string(b) == `""` {
+		return "none"
+	}
+	return strings.Trim(string(b), `"`)
 }

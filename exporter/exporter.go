@@ -23,6 +23,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jetlake/jetlake/buffer"
@@ -197,6 +198,7 @@ func (e *Exporter) Run(ctx context.Context) error {
 	streams := make([]*streamState, len(e.cfg.Streams))
 	for i, sc := range e.cfg.Streams {
 		s := &streamState{cfg: sc, held: map[uint64]struct{}{}, committed: map[uint64]*committed{},
+			unresolved: map[string]*unresolved{}, pending: map[uint64]*unresolved{}, own: map[string]bool{},
 			mReceived:    e.m.received.WithLabelValues(e.cfg.Name, sc.Stream),
 			mRedelivered: e.m.redelivered.WithLabelValues(e.cfg.Name, sc.Stream),
 			mAcked:       e.m.acked.WithLabelValues(e.cfg.Name, sc.Stream),
@@ -290,11 +292,15 @@ type streamState struct {
 	created      time.Time // the stream's creation time: with its name, its identity
 	intentPrefix string
 
-	held      map[uint64]struct{}   // sequences received and not yet acked or abandoned
-	sealed    int                   // of those, messages in sealed batches
-	committed map[uint64]*committed // sequences stored in an object whose acks are not confirmed
-	retired   []*committed          // intents of confirmed batches, kept until the ack floor passes them
-	recovered int                   // intents recovered at start
+	held       map[uint64]struct{}    // sequences received and not yet acked or abandoned
+	sealed     int                    // of those, messages in sealed batches
+	committed  map[uint64]*committed  // sequences stored in an object whose acks are not confirmed
+	unresolved map[string]*unresolved // intents of others whose object was missing, by intent key
+	pending    map[uint64]*unresolved // their sequences
+	own        map[string]bool        // intents of this process's batches in flight
+	pin        string                 // Nats-Pin-Id of the last message on a pinned consumer
+	retired    []*committed           // intents of confirmed batches, kept until the ack floor passes them
+	recovered  int                    // intents recovered at start
 
 	mReceived, mRedelivered, mAcked prometheus.Counter
 	newest                          time.Time // timestamp of the newest exported message
@@ -314,6 +320,9 @@ type delivery struct {
 // RejectReasonHeader is the header that carries, in a rejected message's
 // record, why a typed column refused it.
 const RejectReasonHeader = "Jetlake-Reject-Reason"
+
+// pinHeader carries the pin id on messages of a pinned consumer.
+const pinHeader = "Nats-Pin-Id"
 
 // ErrConsumerDeleted is returned by Run when a consumer or its stream is
 // deleted while the exporter reads it.
@@ -339,6 +348,9 @@ type runner struct {
 	lastMsg       time.Time
 	lastForget    time.Time
 	bg            sync.WaitGroup // intent deletions
+
+	ctx      context.Context // of run; for the set-up steps the loop does itself
+	fatalErr error           // a failure found inside add, returned by the loop
 
 	rec     formats.Record
 	dirBuf  []byte
@@ -380,6 +392,7 @@ func (r *runner) pullBytes() int {
 }
 
 func (r *runner) run(ctx context.Context) error {
+	r.ctx = ctx
 	// Uploads outlive ctx: on shutdown they get the shutdown timeout.
 	uctx, cancelUploads := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelUploads()
@@ -415,9 +428,13 @@ func (r *runner) run(ctx context.Context) error {
 	}()
 
 	for i, s := range r.streams {
-		it, err := s.cons.Messages(
+		opts := []jetstream.PullMessagesOpt{
 			jetstream.PullMaxMessagesWithBytesLimit(min(max(s.cfg.MaxAckPending, 1), 1000), r.pullBytes()),
-		)
+		}
+		if s.cfg.Failover == config.FailoverPinned {
+			opts = append(opts, jetstream.PullPriorityGroup(PriorityGroup))
+		}
+		it, err := s.cons.Messages(opts...)
 		if err != nil {
 			return fmt.Errorf("stream %s: consume: %w", s.cfg.Stream, err)
 		}
@@ -541,6 +558,9 @@ func (r *runner) loop(ctx context.Context) error {
 			return err
 		case d := <-in:
 			r.add(d)
+			if r.fatalErr != nil {
+				return r.fatalErr
+			}
 		case jobs <- next:
 			r.queue = r.queue[1:]
 		case res := <-r.results:
@@ -554,6 +574,9 @@ func (r *runner) loop(ctx context.Context) error {
 			if now.Sub(r.lastForget) >= 5*time.Second {
 				r.lastForget = now
 				r.forgetAcked(ctx)
+			}
+			if err := r.resolve(ctx, now); err != nil {
+				return err
 			}
 			r.gauges(now)
 			if r.e.opts.UntilIdle && now.Sub(r.lastMsg) >= 500*time.Millisecond && len(r.queue) == 0 {
@@ -616,6 +639,22 @@ func (r *runner) add(d delivery) {
 	s.mReceived.Inc()
 	if md.NumDelivered > 1 {
 		s.mRedelivered.Inc()
+	}
+	if s.cfg.Failover == config.FailoverPinned {
+		if pin := msg.Headers().Get(pinHeader); pin != "" && pin != s.pin {
+			// This instance was just pinned: recover what the previous
+			// active one left before exporting anything.
+			s.pin = pin
+			r.log.Info("pinned: this instance is active", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer)
+			if err := r.e.recover(r.ctx, s); err != nil {
+				r.fail(err)
+				return
+			}
+		}
+	}
+	if u, ok := s.pending[seq]; ok {
+		u.waiting = append(u.waiting, d)
+		return
 	}
 	if _, ok := s.committed[seq]; ok {
 		// Stored in an object already: ack without writing it again.
@@ -686,6 +725,56 @@ func (r *runner) add(d delivery) {
 	// its upload frees memory; otherwise uploads in flight free it.
 	r.relieve()
 	r.takeSealed()
+}
+
+// fail records a failure found while handling a message; the loop returns
+// it.
+func (r *runner) fail(err error) {
+	if r.fatalErr == nil {
+		r.fatalErr = err
+	}
+}
+
+// resolve decides about unresolved intents whose time is up: the object
+// exists now (its messages are acked, not written) or it never will (the
+// intent is deleted and its messages are exported anew).
+func (r *runner) resolve(ctx context.Context, now time.Time) error {
+	for _, s := range r.streams {
+		for ikey, u := range s.unresolved {
+			if now.Before(u.deadline) {
+				continue
+			}
+			hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			md, err := r.e.store.Head(hctx, u.in.Key)
+			cancel()
+			switch {
+			case errors.Is(err, ErrNotFound):
+				dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				err := r.e.intents.Delete(dctx, ikey)
+				cancel()
+				if err != nil {
+					continue // try again on the next tick
+				}
+				r.log.Info("recovery: batch was never stored; its messages are exported again", "key", u.in.Key, "messages", u.in.Seqs.Len())
+			case err != nil:
+				continue
+			case md[MetaIntent] != u.in.ID:
+				return &CollisionError{Key: u.in.Key, Intent: md[MetaIntent], Stream: md[MetaStream], StreamCreated: md[MetaStreamCreated]}
+			default:
+				r.log.Info("recovery: batch was stored by its writer; its messages are acked", "key", u.in.Key, "messages", u.in.Seqs.Len())
+				s.commit(ikey, u.in.Seqs)
+			}
+			delete(s.unresolved, ikey)
+			u.in.Seqs.All(func(q uint64) { delete(s.pending, q) })
+			for _, d := range u.waiting {
+				r.add(d)
+			}
+			if r.fatalErr != nil {
+				return r.fatalErr
+			}
+		}
+	}
+	return nil
 }
 
 // openMem is the memory held by open buffers.
@@ -832,7 +921,8 @@ func (r *runner) takeSealed() {
 			enc, format = r.e.rejEnc, config.FormatJSONLines
 		}
 		for _, b := range set.TakeSealed() {
-			j := &job{batch: b, size: int64(b.Body.MemSize()), stream: r.streamOf(b), set: set, enc: enc, format: format}
+			j := &job{batch: b, size: int64(b.Body.MemSize()), stream: r.streamOf(b), set: set, enc: enc, format: format, intentID: nuid.Next()}
+			j.stream.own[j.stream.intentPrefix+j.intentID] = true
 			j.stream.sealed += b.Len()
 			r.enqueue(j)
 		}
@@ -872,6 +962,7 @@ func (r *runner) finish(res *result) error {
 	}
 	b := j.batch
 	defer j.set.Release(b)
+	delete(s.own, s.intentPrefix+j.intentID)
 	s.sealed -= b.Len()
 	for _, it := range b.Items {
 		delete(s.held, it.Seq)

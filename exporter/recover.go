@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
+	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/lossmarker"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
@@ -25,11 +26,6 @@ func (e *Exporter) stateBucket() string {
 	}
 	return StateBucket
 }
-
-// missingGrace is how long after an intent was recorded recovery waits before
-// it concludes the object was never stored: a PUT the previous process sent
-// just before it died may still be completing.
-const missingGrace = 10 * time.Second
 
 // committed is a stored batch whose intent is kept: its messages may come
 // back and must then be acked, not written again.
@@ -91,10 +87,16 @@ func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *s
 	s.created = si.Created.UTC()
 	s.intentPrefix = intentPrefix(e.cfg.Name, s.cfg.Stream, s.cfg.Consumer)
 	clear(s.committed)
+	clear(s.unresolved)
+	clear(s.pending)
 	s.retired = nil
 	s.recovered = 0
-	if err := e.recover(ctx, s); err != nil {
-		return err
+	if s.cfg.Failover != config.FailoverPinned {
+		// A pinned consumer recovers once this instance is pinned: a
+		// standby must not touch what the active one is doing.
+		if err := e.recover(ctx, s); err != nil {
+			return err
+		}
 	}
 	info, err := cons.Info(ctx)
 	if err != nil {
@@ -117,9 +119,10 @@ func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *s
 				"the consumer is filtered, so the range may also hold messages of other subjects", si.State.FirstSeq, info.Delivered.Stream),
 		})
 	}
-	if info.NumAckPending > 0 {
+	if info.NumAckPending > 0 && s.cfg.Failover != config.FailoverPinned {
 		// Pending messages would come back only after AckWait, interleaved
-		// with new ones; a reset replays them now and in order.
+		// with new ones; a reset replays them now and in order. Never on a
+		// pinned consumer: another instance may be pinned and working.
 		if _, err := js.ResetConsumer(ctx, s.cfg.Stream, s.cfg.Consumer); err != nil {
 			e.log.Info("consumer reset not available; unacked messages return after AckWait",
 				"stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "error", err)
@@ -140,10 +143,13 @@ func coversStream(filters, streamSubjects []string) bool {
 	return slices.Equal(a, b)
 }
 
-// recover loads the intents an earlier process left for s. An intent whose
-// object exists was committed: its sequences are acked without being
-// written again when they come back. An intent whose object is missing was
-// never stored: it is forgotten and its messages are batched anew.
+// recover loads the intents another process (an earlier run, or the
+// instance that was pinned before) left for s, skipping the ones this
+// process owns. An intent whose object exists was committed: its sequences
+// are acked without being written again when they come back. An intent whose
+// object is missing is unresolved: its owner may still be storing it, so its
+// messages wait until resolveAfter has passed and the object is looked up
+// again (see runner.resolve).
 func (e *Exporter) recover(ctx context.Context, s *streamState) error {
 	entries, err := e.intents.List(ctx, s.intentPrefix)
 	if err != nil {
@@ -152,7 +158,20 @@ func (e *Exporter) recover(ctx context.Context, s *streamState) error {
 	if len(entries) > 0 {
 		crashPoint("during-recovery")
 	}
+	known := map[string]bool{}
+	for _, c := range s.retired {
+		known[c.intentKey] = true
+	}
+	for ikey := range s.own {
+		known[ikey] = true
+	}
+	for ikey := range s.unresolved {
+		known[ikey] = true
+	}
 	for ikey, value := range entries {
+		if known[ikey] {
+			continue
+		}
 		var in intent
 		if err := json.Unmarshal(value, &in); err != nil {
 			return fmt.Errorf("intent %s: %w", ikey, err)
@@ -167,20 +186,11 @@ func (e *Exporter) recover(ctx context.Context, s *streamState) error {
 			continue
 		}
 		md, err := e.store.Head(ctx, in.Key)
-		if errors.Is(err, ErrNotFound) {
-			if wait := time.Until(in.Created.Add(missingGrace)); wait > 0 {
-				if !sleep(ctx, wait) {
-					return ctx.Err()
-				}
-				md, err = e.store.Head(ctx, in.Key)
-			}
-		}
 		switch {
 		case errors.Is(err, ErrNotFound):
-			e.log.Info("recovery: batch was never stored; its messages will be exported again", "key", in.Key, "messages", in.Seqs.Len())
-			if err := e.intents.Delete(ctx, ikey); err != nil {
-				return err
-			}
+			e.log.Info("recovery: batch not stored (yet); its messages wait until its writer must have given up",
+				"key", in.Key, "messages", in.Seqs.Len())
+			s.await(ikey, &in, time.Now().Add(resolveAfter(s.cfg.AckWait)))
 		case err != nil:
 			return err
 		case md[MetaIntent] != in.ID:
@@ -192,6 +202,29 @@ func (e *Exporter) recover(ctx context.Context, s *streamState) error {
 		}
 	}
 	return nil
+}
+
+// resolveAfter is how long an intent without its object stays unresolved: a
+// writer that stalled lets the messages' AckWait pass and then abandons the
+// batch, but a PUT it had already sent can still land within one attempt's
+// timeout.
+func resolveAfter(ackWait time.Duration) time.Duration {
+	return attemptTimeout(ackWait) + 2*time.Second
+}
+
+// unresolved is an intent whose object was missing when it was found.
+type unresolved struct {
+	key      string
+	in       *intent
+	deadline time.Time
+	waiting  []delivery // its messages, delivered meanwhile
+}
+
+// await records an unresolved intent.
+func (s *streamState) await(ikey string, in *intent, deadline time.Time) {
+	u := &unresolved{key: ikey, in: in, deadline: deadline}
+	s.unresolved[ikey] = u
+	in.Seqs.All(func(q uint64) { s.pending[q] = u })
 }
 
 // commit remembers a stored batch whose acks are not confirmed: its

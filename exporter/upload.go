@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nuid"
 
 	"github.com/jetlake/jetlake/buffer"
 	"github.com/jetlake/jetlake/formats"
@@ -48,12 +47,13 @@ var ErrAbandoned = errors.New("AckWait passed before the batch was committed")
 
 // job is a sealed batch, or a loss marker, on its way to the store.
 type job struct {
-	stream *streamState // uploaders read only cfg, created and intentPrefix
-	batch  *buffer.Batch[jetstream.Msg]
-	size   int64                      // memory the batch holds, counted in the budget
-	set    *buffer.Set[jetstream.Msg] // the set the batch returns to
-	enc    formats.Encoder            // the batch's encoder
-	format string                     // and its format's name
+	stream   *streamState // uploaders read only cfg, created and intentPrefix
+	batch    *buffer.Batch[jetstream.Msg]
+	size     int64                      // memory the batch holds, counted in the budget
+	set      *buffer.Set[jetstream.Msg] // the set the batch returns to
+	enc      formats.Encoder            // the batch's encoder
+	format   string                     // and its format's name
+	intentID string                     // id of the batch's intent
 
 	marker *lossmarker.Marker // instead of a batch
 	term   jetstream.Msg      // poison message to terminate once the marker is stored
@@ -139,7 +139,7 @@ func (e *Exporter) upload(ctx context.Context, j *job) *result {
 		seqs[i] = it.Seq
 	}
 	in := intent{
-		ID:            nuid.Next(),
+		ID:            j.intentID,
 		Key:           res.key,
 		Stream:        st.cfg.Stream,
 		StreamCreated: st.created,
