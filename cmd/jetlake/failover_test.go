@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// consumerDone waits until the consumer has everything up to last acked.
+func (c *crashEnv) consumerDone(consumer string, last uint64, timeout time.Duration, logs ...*bytes.Buffer) {
+	c.t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(timeout)
+	for {
+		cons, err := c.js.Consumer(ctx, strings.ToUpper(c.name), consumer)
+		if err == nil {
+			info, err := cons.Info(ctx)
+			if err == nil && info.NumPending == 0 && info.NumAckPending == 0 && info.AckFloor.Stream >= last {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			var all strings.Builder
+			for _, l := range logs {
+				all.WriteString(l.String())
+			}
+			c.t.Fatalf("consumer %s did not finish within %s\n%s", consumer, timeout, all.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func TestPinnedStandbyTakesOverWhenTheActiveIsKilled(t *testing.T) {
+	c := newCrashEnv(t, "failover", natsSrv, minioSrv, jetstream.StreamConfig{})
+	body, err := os.ReadFile(c.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body = bytes.Replace(body, []byte(`ack_wait = "30s"`), []byte("ack_wait = \"15s\"\nfailover = \"pinned\"\npriority_timeout = \"5s\""), 1)
+	if err := os.WriteFile(c.file, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const n = 20000
+	published := make(chan struct{})
+	go func() {
+		defer close(published)
+		c.publish(n, 10)
+	}()
+	a, aLog := c.start()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(aLog.String(), "this instance is active") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first instance never became active\n%s", aLog.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b, bLog := c.start()
+	time.Sleep(1500 * time.Millisecond)
+	if strings.Contains(bLog.String(), "this instance is active") {
+		t.Fatalf("the standby became active while the first instance was pinned\n%s", bLog.String())
+	}
+	if strings.Contains(bLog.String(), "recovery:") {
+		t.Fatalf("the standby ran recovery while another instance was pinned\n%s", bLog.String())
+	}
+	if err := a.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	a.Wait()
+	<-published
+	c.consumerDone("failover", n, 2*time.Minute, bLog)
+	if !strings.Contains(bLog.String(), "this instance is active") {
+		t.Fatalf("the standby never took over\n%s", bLog.String())
+	}
+	if err := b.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Wait(); err != nil {
+		t.Fatalf("standby exit: %v\n%s", err, bLog.String())
+	}
+	out := c.verify()
+	if !strings.Contains(out, "OK: every sequence") {
+		t.Fatalf("verify:\n%s", out)
+	}
+	c.exactlyOnce(n)
+}
+
+func TestTwoInstancesWithDisjointFiltersCoverTheStream(t *testing.T) {
+	c := newCrashEnv(t, "split", natsSrv, minioSrv, jetstream.StreamConfig{})
+	base, err := os.ReadFile(c.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 6000
+	c.publish(n, 10)
+	// Instance one takes subjects s00-s04, instance two s05-s09, each with
+	// its own consumer.
+	var files []string
+	for i, part := range [][]string{{"00", "01", "02", "03", "04"}, {"05", "06", "07", "08", "09"}} {
+		var subjects []string
+		for _, p := range part {
+			subjects = append(subjects, fmt.Sprintf("%q", "split.s"+p))
+		}
+		body := strings.Replace(string(base), `ack_wait = "30s"`,
+			fmt.Sprintf("ack_wait = \"30s\"\nconsumer = \"split-%d\"\nsubjects = [%s]", i+1, strings.Join(subjects, ", ")), 1)
+		body = strings.Replace(body, `name = "split"`, fmt.Sprintf(`name = "split-%d"`, i+1), 1)
+		files = append(files, writeFile(t, fmt.Sprintf("split-%d.toml", i+1), body))
+	}
+	type proc struct {
+		file string
+		log  *bytes.Buffer
+	}
+	var runs []proc
+	for _, f := range files {
+		c.file = f
+		cmd, log := c.start()
+		runs = append(runs, proc{f, log})
+		defer cmd.Process.Kill()
+	}
+	for i, r := range runs {
+		c.consumerDone(fmt.Sprintf("split-%d", i+1), 0, time.Minute, r.log)
+	}
+	for _, r := range runs {
+		c.file = r.file
+		if out := c.verify(); !strings.Contains(out, "OK: every sequence") || !strings.Contains(out, "filtered consumer") {
+			t.Fatalf("verify %s:\n%s", r.file, out)
+		}
+	}
+	c.exactlyOnce(n)
+}
