@@ -45,7 +45,6 @@ type Item[H any] struct {
 
 // Batch is the content of one future object.
 type Batch[H any] struct {
-	Key    string // buffer key: group and directory
 	Group  string // what the batch is grouped by (e.g. stream and subject)
 	Dir    string // rendered directory of every record in the batch
 	Body   formats.Batch
@@ -69,37 +68,40 @@ type Set[H any] struct {
 	enc    formats.Encoder
 	limits Limits
 
-	open    map[string]*Batch[H] // by Key
-	current map[string]string    // Group → Key of its open batch
-	sealed  []*Batch[H]
-	free    []*Batch[H]
-	bytes   int64 // encoded bytes of open batches
-	mem     int64 // memory held by open batches
-	msgs    int   // messages in open batches
+	open   map[string]*Batch[H] // by Group: a group has one open batch
+	sealed []*Batch[H]
+	free   []*Batch[H]
+	bytes  int64 // encoded bytes of open batches
+	mem    int64 // memory held by open batches
+	msgs   int   // messages in open batches
 }
 
 // New returns an empty Set that encodes records with enc.
 func New[H any](enc formats.Encoder, limits Limits) *Set[H] {
 	return &Set[H]{
-		enc:     enc,
-		limits:  limits,
-		open:    make(map[string]*Batch[H]),
-		current: make(map[string]string),
+		enc:    enc,
+		limits: limits,
+		open:   make(map[string]*Batch[H]),
 	}
 }
 
-// Add encodes rec into the open batch for (group, dir), opening one if
-// needed, and records h under rec.Sequence. Adding may seal batches: the
-// group's batch in another directory (ReasonPath), the target batch when rec
-// would push it past MaxBytes (ReasonSize, and rec starts a new batch), and
-// the target batch when it reaches MaxMessages (ReasonCount).
+// Add encodes rec into the open batch of group, opening one if needed, and
+// records h under rec.Sequence. A group has one open batch, in one
+// directory; adding may seal batches: the group's batch when dir differs
+// from its directory (ReasonPath), the batch when rec would push it past
+// MaxBytes (ReasonSize, and rec starts a new batch), and the batch when it
+// reaches MaxMessages (ReasonCount). group and dir are copied only when a
+// batch is opened, so adding to an open batch does not allocate.
 //
 // An error means rec can never be encoded; nothing was added or sealed then.
-func (s *Set[H]) Add(group, dir string, rec *formats.Record, h H, now time.Time) error {
-	key := s.keyFor(group, dir)
-	b := s.open[key]
+func (s *Set[H]) Add(group, dir []byte, rec *formats.Record, h H, now time.Time) error {
+	b := s.open[string(group)]
+	if b != nil && b.Dir != string(dir) {
+		s.seal(b, ReasonPath)
+		b = nil
+	}
 	if b == nil {
-		b = s.openBatch(key, group, dir, now)
+		b = s.openBatch(string(group), string(dir), now)
 	}
 	before, beforeMem := b.Body.Size(), b.Body.MemSize()
 	if err := b.Body.Append(rec); err != nil {
@@ -112,7 +114,7 @@ func (s *Set[H]) Add(group, dir string, rec *formats.Record, h H, now time.Time)
 		// The record does not fit: seal what is there and start anew with it.
 		b.Body.DropLast()
 		s.seal(b, ReasonSize)
-		b = s.openBatch(key, group, dir, now)
+		b = s.openBatch(b.Group, b.Dir, now)
 		before, beforeMem = b.Body.Size(), b.Body.MemSize()
 		if err := b.Body.Append(rec); err != nil {
 			s.discard(b)
@@ -146,20 +148,7 @@ func reasonFull[H any](b *Batch[H], l Limits) Reason {
 	return ReasonSize
 }
 
-// keyFor returns the buffer key for (group, dir) and seals the group's open
-// batch in another directory.
-func (s *Set[H]) keyFor(group, dir string) string {
-	if cur, ok := s.current[group]; ok {
-		b := s.open[cur]
-		if b.Dir == dir {
-			return cur
-		}
-		s.seal(b, ReasonPath)
-	}
-	return group + "\x00" + dir
-}
-
-func (s *Set[H]) openBatch(key, group, dir string, now time.Time) *Batch[H] {
+func (s *Set[H]) openBatch(group, dir string, now time.Time) *Batch[H] {
 	var b *Batch[H]
 	if n := len(s.free); n > 0 {
 		b = s.free[n-1]
@@ -167,9 +156,8 @@ func (s *Set[H]) openBatch(key, group, dir string, now time.Time) *Batch[H] {
 	} else {
 		b = &Batch[H]{Body: s.enc.NewBatch()}
 	}
-	b.Key, b.Group, b.Dir, b.Opened = key, group, dir, now
-	s.open[key] = b
-	s.current[group] = key
+	b.Group, b.Dir, b.Opened = group, dir, now
+	s.open[group] = b
 	s.bytes += int64(b.Body.Size())
 	s.mem += int64(b.Body.MemSize())
 	return b
@@ -179,8 +167,7 @@ func (s *Set[H]) openBatch(key, group, dir string, now time.Time) *Batch[H] {
 func (s *Set[H]) discard(b *Batch[H]) {
 	s.bytes -= int64(b.Body.Size())
 	s.mem -= int64(b.Body.MemSize())
-	delete(s.open, b.Key)
-	delete(s.current, b.Group)
+	delete(s.open, b.Group)
 	s.Release(b)
 }
 
@@ -188,10 +175,7 @@ func (s *Set[H]) seal(b *Batch[H], r Reason) {
 	s.bytes -= int64(b.Body.Size())
 	s.mem -= int64(b.Body.MemSize())
 	s.msgs -= len(b.Items)
-	delete(s.open, b.Key)
-	if s.current[b.Group] == b.Key {
-		delete(s.current, b.Group)
-	}
+	delete(s.open, b.Group)
 	b.Reason = r
 	s.sealed = append(s.sealed, b)
 }
@@ -297,7 +281,7 @@ func (s *Set[H]) Release(b *Batch[H]) {
 	b.Body.Reset()
 	clear(b.Items)
 	b.Items = b.Items[:0]
-	b.Key, b.Group, b.Dir, b.Reason = "", "", "", ""
+	b.Group, b.Dir, b.Reason = "", "", ""
 	b.First, b.Last, b.Opened, b.Newest = 0, 0, time.Time{}, time.Time{}
 	s.free = append(s.free, b)
 }

@@ -24,7 +24,7 @@ func newSet(t testing.TB, l buffer.Limits) *buffer.Set[int] {
 func add(t testing.TB, s *buffer.Set[int], group, dir string, seq uint64, data string, now time.Time) {
 	t.Helper()
 	rec := formats.Record{Stream: "S", Subject: group, Sequence: seq, Time: now, Data: []byte(data)}
-	if err := s.Add(group, dir, &rec, int(seq), now); err != nil {
+	if err := s.Add([]byte(group), []byte(dir), &rec, int(seq), now); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -202,14 +202,41 @@ func BenchmarkAdd(b *testing.B) {
 	s := newSet(b, buffer.Limits{MaxMessages: 1000, MaxBytes: 8 << 20})
 	data := []byte(`{"user":{"id":42,"name":"ada"},"items":[{"sku":"a-1","qty":2}],"total":19.99}`)
 	rec := formats.Record{Stream: "S", Subject: "events.a", Time: t0, Data: data}
+	group, dir := []byte("0\x00events.a"), []byte("S/events.a/2026-11-29/07")
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		rec.Sequence = uint64(i + 1)
-		if err := s.Add("events.a", "dir", &rec, i, t0); err != nil {
+		if err := s.Add(group, dir, &rec, i, t0); err != nil {
 			b.Fatal(err)
 		}
 		for _, sb := range s.TakeSealed() {
 			s.Release(sb)
 		}
+	}
+}
+
+func TestAddingToAnOpenBatchDoesNotAllocate(t *testing.T) {
+	s := newSet(t, buffer.Limits{MaxMessages: 1 << 20})
+	group, dir := []byte("g"), []byte("d")
+	rec := formats.Record{Stream: "S", Subject: "g", Time: t0, Data: []byte("x")}
+	// Grow the batch's slices first.
+	for i := range 2000 {
+		rec.Sequence = uint64(i + 1)
+		if err := s.Add(group, dir, &rec, i, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.SealAll(buffer.ReasonShutdown)
+	s.Release(s.TakeSealed()[0])
+	seq := uint64(10000)
+	allocs := testing.AllocsPerRun(1000, func() {
+		seq++
+		rec.Sequence = seq
+		if err := s.Add(group, dir, &rec, 0, t0); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 0.01 {
+		t.Fatalf("%.2f allocations per Add", allocs)
 	}
 }

@@ -629,15 +629,16 @@ func (r *runner) add(d delivery) {
 	s := r.streams[d.stream]
 	msg := d.msg
 	r.lastMsg = time.Now()
-	md, err := msg.Metadata()
-	if err != nil {
+	md, ok := parseAckReply(msg.Reply())
+	if !ok {
 		// Not a JetStream message: nothing to ack, nothing to export.
-		r.log.Error("message without JetStream metadata", "stream", s.cfg.Stream, "subject", msg.Subject(), "error", err)
+		r.log.Error("message without JetStream metadata", "stream", s.cfg.Stream, "subject", msg.Subject(), "reply", msg.Reply())
 		return
 	}
-	seq := md.Sequence.Stream
+	seq := md.streamSeq
+	ts := time.Unix(0, md.timestamp)
 	s.mReceived.Inc()
-	if md.NumDelivered > 1 {
+	if md.delivered > 1 {
 		s.mRedelivered.Inc()
 	}
 	if s.cfg.Failover == config.FailoverPinned {
@@ -666,7 +667,7 @@ func (r *runner) add(d delivery) {
 		// stored.
 		return
 	}
-	if s.gapCheck && md.NumDelivered == 1 {
+	if s.gapCheck && md.delivered == 1 {
 		if s.next != 0 && seq > s.next {
 			r.enqueue(&job{stream: s, marker: &lossmarker.Marker{
 				Stream: s.cfg.Stream, Consumer: s.cfg.Consumer,
@@ -680,10 +681,10 @@ func (r *runner) add(d delivery) {
 	s.held[seq] = struct{}{}
 	out := &r.e.cfg.Output
 	r.rec = formats.Record{
-		Stream:   md.Stream,
+		Stream:   s.cfg.Stream,
 		Subject:  msg.Subject(),
 		Sequence: seq,
-		Time:     md.Timestamp,
+		Time:     ts,
 		Data:     msg.Data(),
 	}
 	if out.IncludeHeaders {
@@ -693,7 +694,7 @@ func (r *runner) add(d delivery) {
 		r.poison(s, msg, fmt.Errorf("message of %d bytes can not fit in an object of at most %d bytes", len(r.rec.Data), r.e.opts.MaxObjectSize))
 		return
 	}
-	r.tplVals = pathtemplate.Values{Stream: md.Stream, Subject: r.rec.Subject, Consumer: s.cfg.Consumer, Time: md.Timestamp}
+	r.tplVals = pathtemplate.Values{Stream: s.cfg.Stream, Subject: r.rec.Subject, Consumer: s.cfg.Consumer, Time: ts}
 	r.dirBuf = out.PathTemplate.AppendDir(r.dirBuf[:0], &r.tplVals)
 	// A group starts with the stream's index, so that two [[streams]]
 	// entries never share a buffer.
@@ -702,7 +703,7 @@ func (r *runner) add(d delivery) {
 	if out.GroupBy == config.GroupBySubject {
 		r.grpBuf = append(r.grpBuf, r.rec.Subject...)
 	}
-	if err := r.set.Add(string(r.grpBuf), string(r.dirBuf), &r.rec, msg, r.lastMsg); err != nil {
+	if err := r.set.Add(r.grpBuf, r.dirBuf, &r.rec, msg, r.lastMsg); err != nil {
 		var te *formats.TypeError
 		if errors.As(err, &te) {
 			r.reject(d.stream, s, msg, te)
@@ -813,8 +814,9 @@ func (r *runner) reject(idx int, s *streamState, msg jetstream.Msg, te *formats.
 	dir = pathtemplate.AppendEscaped(dir, s.cfg.Stream)
 	dir = append(dir, '/')
 	dir = rec.Time.UTC().AppendFormat(dir, "2006-01-02")
-	group := strconv.Itoa(idx) + "\x00"
-	if err := r.rej.Add(group, string(dir), &rec, msg, r.lastMsg); err != nil {
+	group := strconv.AppendInt(nil, int64(idx), 10)
+	group = append(group, 0)
+	if err := r.rej.Add(group, dir, &rec, msg, r.lastMsg); err != nil {
 		r.poison(s, msg, fmt.Errorf("rejected by a typed column (%v) and not writable as JSON: %w", te, err))
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -27,16 +28,28 @@ type fakeMsg struct {
 	inProgress       int
 	naks             int
 	terms            int
-	refuseInProgress bool // InProgress fails, as on a broken connection
+	refuseInProgress bool   // InProgress fails, as on a broken connection
+	reply            string // built once
+	data             []byte
 }
 
 func (m *fakeMsg) Metadata() (*jetstream.MsgMetadata, error) {
 	return &jetstream.MsgMetadata{Sequence: jetstream.SequencePair{Stream: m.seq}, Stream: "S", Timestamp: time.Unix(0, 0)}, nil
 }
-func (m *fakeMsg) Data() []byte         { return []byte(`{}`) }
+func (m *fakeMsg) Data() []byte {
+	if m.data == nil {
+		return []byte(`{}`)
+	}
+	return m.data
+}
 func (m *fakeMsg) Headers() nats.Header { return nil }
 func (m *fakeMsg) Subject() string      { return "s.a" }
-func (m *fakeMsg) Reply() string        { return "" }
+func (m *fakeMsg) Reply() string {
+	if m.reply == "" {
+		m.reply = "$JS.ACK.S.c.1." + strconv.FormatUint(m.seq, 10) + "." + strconv.FormatUint(m.seq, 10) + ".1764399600123456789.0"
+	}
+	return m.reply
+}
 func (m *fakeMsg) count(p *int) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -101,7 +114,7 @@ func (s *flakyStore) Head(_ context.Context, key string) (map[string]string, err
 	return md, nil
 }
 
-func testExporter(t *testing.T, store ObjectStore) *Exporter {
+func testExporter(t testing.TB, store ObjectStore) *Exporter {
 	t.Helper()
 	enc, err := formats.New(formats.Options{Format: formats.JSONLines, Metadata: true})
 	if err != nil {
@@ -125,7 +138,7 @@ func sealedJob(t *testing.T, e *Exporter, n int, opened time.Time, ackWait time.
 		m := &fakeMsg{seq: uint64(10 + i)}
 		msgs = append(msgs, m)
 		rec := formats.Record{Stream: "S", Subject: "s.a", Sequence: m.seq, Data: m.Data()}
-		if err := set.Add("0\x00s.a", "s.a", &rec, m, opened); err != nil {
+		if err := set.Add([]byte("0\x00s.a"), []byte("s.a"), &rec, m, opened); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,0 +1,101 @@
+package exporter
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/pathtemplate"
+)
+
+// hotRunner is a runner with one stream of fake messages, for measuring the
+// path from a delivered message to the buffer append.
+func hotRunner(tb testing.TB) (*runner, *streamState) {
+	tb.Helper()
+	e := testExporter(tb, &flakyStore{})
+	var err error
+	if e.rejEnc, err = formats.New(formats.Options{Format: formats.JSONLines, Metadata: true, Headers: true}); err != nil {
+		tb.Fatal(err)
+	}
+	e.cfg.Output.GroupBy = config.GroupBySubject
+	e.cfg.Output.PathTemplate = mustTemplate(tb, "{stream}/{subject}/{date}/{hour}")
+	e.cfg.Rotation = config.Rotation{MaxFileSize: 8 << 20, MaxMessagesPerFile: 1000, MaxFileAge: time.Minute, MaxBufferedBytes: 256 << 20}
+	e.cfg.S3.UploadConcurrency = 1
+	e.opts.MaxObjectSize = 5 << 30
+	s := &streamState{
+		cfg:  config.Stream{Stream: "S", Consumer: "c", AckWait: time.Minute, MaxAckPending: 1 << 20},
+		held: map[uint64]struct{}{}, committed: map[uint64]*committed{},
+		unresolved: map[string]*unresolved{}, pending: map[uint64]*unresolved{}, own: map[string]bool{},
+		mReceived: e.m.received.WithLabelValues("c", "S"), mRedelivered: e.m.redelivered.WithLabelValues("c", "S"),
+		mAcked: e.m.acked.WithLabelValues("c", "S"),
+	}
+	r := newRunner(e, []*streamState{s})
+	r.ctx = context.Background()
+	return r, s
+}
+
+// drain completes the queued jobs as if they were uploaded and acked.
+func drain(r *runner) {
+	for _, j := range r.queue {
+		r.finish(&result{job: j, stored: true})
+	}
+	r.queue = r.queue[:0]
+}
+
+func fakeMsgs(n int) []*fakeMsg {
+	data := []byte(`{"user":{"id":42,"name":"ada"},"items":[{"sku":"a-1","qty":2}],"total":19.99,"note":"compact json payload of about two hundred and fifty six bytes, give or take a few, for the hot path"}`)
+	msgs := make([]*fakeMsg, n)
+	for i := range msgs {
+		msgs[i] = &fakeMsg{seq: uint64(i + 1), data: data}
+		msgs[i].Reply()
+	}
+	return msgs
+}
+
+func TestAddingAMessageDoesNotAllocateInSteadyState(t *testing.T) {
+	r, _ := hotRunner(t)
+	msgs := fakeMsgs(20000)
+	// Warm up: fill and flush a few batches so slices and maps have grown.
+	for _, m := range msgs[:5000] {
+		r.add(delivery{msg: m})
+		if len(r.queue) > 0 {
+			drain(r)
+		}
+	}
+	i := 5000
+	allocs := testing.AllocsPerRun(900, func() {
+		r.add(delivery{msg: msgs[i]})
+		i++
+	})
+	drain(r)
+	if allocs > 0 {
+		t.Fatalf("%.2f allocations per message", allocs)
+	}
+}
+
+func BenchmarkAdd(b *testing.B) {
+	r, _ := hotRunner(b)
+	msgs := fakeMsgs(1 << 16)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		m := msgs[i%len(msgs)]
+		m.seq = uint64(i + 1)
+		r.add(delivery{msg: m})
+		if len(r.queue) > 0 {
+			drain(r)
+		}
+		i++
+	}
+}
+
+func mustTemplate(tb testing.TB, src string) *pathtemplate.Template {
+	tb.Helper()
+	t, err := pathtemplate.Parse(src)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return t
+}
