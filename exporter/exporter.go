@@ -309,6 +309,8 @@ type streamState struct {
 	// the stream sequence the next first delivery should have (0: unknown).
 	gapCheck bool
 	next     uint64
+	suspects []Range          // skipped ranges to check against the stream
+	stream   jetstream.Stream // for those checks
 }
 
 // delivery is a message handed from a puller to the runner.
@@ -578,6 +580,7 @@ func (r *runner) loop(ctx context.Context) error {
 			if err := r.resolve(ctx, now); err != nil {
 				return err
 			}
+			r.confirmGaps(ctx)
 			r.gauges(now)
 			if r.e.opts.UntilIdle && now.Sub(r.lastMsg) >= 500*time.Millisecond && len(r.queue) == 0 {
 				idle, err := r.idle(ctx)
@@ -613,6 +616,12 @@ func (r *runner) idle(ctx context.Context) (bool, error) {
 		}
 		if info.NumAckPending > 0 {
 			acked = false
+		}
+	}
+	for _, s := range r.streams {
+		if len(s.suspects) > 0 {
+			r.confirmGaps(ctx)
+			return false, nil
 		}
 	}
 	if r.set.Open()+r.rej.Open() > 0 {
@@ -669,12 +678,11 @@ func (r *runner) add(d delivery) {
 	}
 	if s.gapCheck && md.delivered == 1 {
 		if s.next != 0 && seq > s.next {
-			r.enqueue(&job{stream: s, marker: &lossmarker.Marker{
-				Stream: s.cfg.Stream, Consumer: s.cfg.Consumer,
-				FirstSeq: s.next, LastSeq: seq - 1, Count: seq - s.next,
-				Reason: lossmarker.Gap,
-				Error:  fmt.Sprintf("the stream removed sequences %d-%d before they were exported (limits, max age, or a delete)", s.next, seq-1),
-			}})
+			// A jump in first deliveries: the stream removed the skipped
+			// sequences, or their first delivery was lost on the way (a
+			// consumer leader change) and they come back. confirmGaps asks
+			// the stream which.
+			s.suspects = append(s.suspects, Range{s.next, seq - 1})
 		}
 		s.next = max(s.next, seq+1)
 	}
@@ -726,6 +734,45 @@ func (r *runner) add(d delivery) {
 	// its upload frees memory; otherwise uploads in flight free it.
 	r.relieve()
 	r.takeSealed()
+}
+
+// confirmGaps asks each stream which of the suspected gaps it really
+// removed (below its first sequence, or deleted) and writes loss markers for
+// those; sequences still in the stream will be delivered again.
+func (r *runner) confirmGaps(ctx context.Context) {
+	for _, s := range r.streams {
+		if len(s.suspects) == 0 {
+			continue
+		}
+		ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		info, err := s.stream.Info(ictx, jetstream.WithDeletedDetails(true))
+		cancel()
+		if err != nil {
+			r.log.Warn("could not check a suspected gap; trying again", "stream", s.cfg.Stream, "error", err)
+			continue
+		}
+		deleted := make(map[uint64]bool, len(info.State.Deleted))
+		for _, q := range info.State.Deleted {
+			deleted[q] = true
+		}
+		for _, sus := range s.suspects {
+			var lost []uint64
+			for q := sus.First; q <= sus.Last; q++ {
+				if q < info.State.FirstSeq || deleted[q] {
+					lost = append(lost, q)
+				}
+			}
+			for _, run := range toRanges(lost) {
+				r.enqueue(&job{stream: s, marker: &lossmarker.Marker{
+					Stream: s.cfg.Stream, Consumer: s.cfg.Consumer,
+					FirstSeq: run.First, LastSeq: run.Last, Count: run.Last - run.First + 1,
+					Reason: lossmarker.Gap,
+					Error:  fmt.Sprintf("the stream removed sequences %s before they were exported (limits, max age, or a delete)", run),
+				}})
+			}
+		}
+		s.suspects = s.suspects[:0]
+	}
 }
 
 // fail records a failure found while handling a message; the loop returns

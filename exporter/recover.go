@@ -84,6 +84,7 @@ func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *s
 	}
 	si := stream.CachedInfo()
 	s.cons = cons
+	s.stream = stream
 	s.created = si.Created.UTC()
 	s.intentPrefix = intentPrefix(e.cfg.Name, s.cfg.Stream, s.cfg.Consumer)
 	clear(s.committed)
