@@ -6,6 +6,8 @@
 //	jetlake run      -config PATH [-until-idle] [-log-format text|json] [-log-level LEVEL]
 //	jetlake validate -config PATH
 //	jetlake verify   -config PATH [-from-seq N] [-to-seq N] [-deep]
+//	jetlake plan     -config PATH [-cleanup]
+//	jetlake ddl      -config PATH -engine athena|trino
 //	jetlake version
 //
 // PATH is a connector file or a directory of *.toml connector files. Exit
@@ -61,6 +63,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return cmdValidate(args[1:], stdout, stderr)
 	case "verify":
 		return cmdVerify(args[1:], stdout, stderr)
+	case "plan":
+		return cmdPlan(args[1:], stdout, stderr)
+	case "ddl":
+		return cmdDDL(args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "jetlake", versionString())
 		return exitOK
@@ -79,6 +85,8 @@ func usage(w io.Writer) {
   jetlake run      -config PATH [-until-idle] [-log-format text|json] [-log-level debug|info|warn|error]
   jetlake validate -config PATH
   jetlake verify   -config PATH [-from-seq N] [-to-seq N] [-deep] [-quiet]
+  jetlake plan     -config PATH [-cleanup] [-timeout D]
+  jetlake ddl      -config PATH -engine athena|trino [-table NAME] [-location URL] [-since YYYY-MM-DD]
   jetlake version
 
 PATH is a connector file or a directory of *.toml connector files.

@@ -1,0 +1,517 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/exportertest"
+)
+
+// runJetlake runs the built binary with extra environment variables.
+func runJetlake(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	default:
+		t.Fatal(err)
+	}
+	return code, o.String(), e.String()
+}
+
+func minioEnv() []string {
+	return []string{"AWS_ACCESS_KEY_ID=" + minioSrv.AccessKey, "AWS_SECRET_ACCESS_KEY=" + minioSrv.SecretKey}
+}
+
+// planFile is a connector on the package's servers reading subjects
+// <lower(stream)>.> of stream with consumer.
+func planFile(t *testing.T, natsURL, stream, consumer, bucket, extra string) string {
+	t.Helper()
+	return writeFile(t, "plan.toml", fmt.Sprintf(`name = %q
+
+[nats]
+url = %q
+%s
+[[streams]]
+stream = %q
+subjects = ["%s.>"]
+consumer = %q
+ack_wait = "30s"
+
+[s3]
+bucket = %q
+endpoint = %q
+prefix = "raw"
+
+[rotation]
+max_messages_per_file = 500
+max_file_age = "10s"
+`, strings.ToLower(consumer), natsURL, extra, stream, strings.ToLower(stream), consumer, bucket, minioSrv.Endpoint))
+}
+
+func createPlanStream(t *testing.T, name string) jetstream.Stream {
+	t.Helper()
+	nc, err := natsSrv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	st, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: name, Subjects: []string{strings.ToLower(name) + ".>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func createBucketOnce(t *testing.T, name string) {
+	t.Helper()
+	mc, err := minioSrv.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, err := mc.BucketExists(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		if err := minioSrv.CreateBucket(context.Background(), name); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The derived max_ack_pending of planFile: max(clamp(256MiB/1KiB), 2 × 500).
+const planMaxAckPending = 262144
+
+func TestPlanReportsConsumersThatDoNotFitWithTheFix(t *testing.T) {
+	createBucketOnce(t, "plan")
+	for _, tt := range []struct {
+		name     string
+		stream   string
+		consumer *jetstream.ConsumerConfig // nil: no consumer
+		noStream bool
+		bucket   string
+		code     int
+		want     []string
+	}{
+		{
+			name: "no consumer yet", stream: "PLANNEW", code: 0,
+			want: []string{"ok    stream PLANNEW, consumer plannew: does not exist yet; jetlake creates it on start: AckExplicit, AckWait 30s, MaxAckPending 262144, MaxDeliver -1, deliver all, filters plannew.>"},
+		},
+		{
+			name: "a consumer that fits", stream: "PLANFIT", code: 0,
+			consumer: &jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: planMaxAckPending, MaxDeliver: -1, FilterSubject: "planfit.>"},
+			want:     []string{"ok    stream PLANFIT, consumer planfit: exists and fits: AckExplicit, AckWait 30s, MaxAckPending 262144, MaxDeliver -1"},
+		},
+		{
+			name: "AckWait too short", stream: "PLANACKWAIT", code: 0,
+			consumer: &jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, AckWait: 5 * time.Second, MaxAckPending: planMaxAckPending, MaxDeliver: -1, FilterSubject: "planackwait.>"},
+			want:     []string{"warn  stream PLANACKWAIT, consumer planackwait: AckWait 5s is less than 2 × max_file_age (10s); jetlake sets it to 30s on start"},
+		},
+		{
+			name: "MaxAckPending too small", stream: "PLANPENDING", code: 0,
+			consumer: &jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: 100, MaxDeliver: -1, FilterSubject: "planpending.>"},
+			want:     []string{"warn  stream PLANPENDING, consumer planpending: MaxAckPending 100 is less than max_messages_per_file (500): files would be cut at 90% of it; jetlake sets it to 262144 on start"},
+		},
+		{
+			name: "AckAll", stream: "PLANACKALL", code: 1,
+			consumer: &jetstream.ConsumerConfig{AckPolicy: jetstream.AckAllPolicy, AckWait: 30 * time.Second, MaxAckPending: planMaxAckPending, MaxDeliver: -1, FilterSubject: "planackall.>"},
+			want: []string{
+				"FAIL  stream PLANACKALL, consumer planackall: AckPolicy all; jetlake needs explicit acks",
+				"delete the consumer (jetlake re-creates it, starting at deliver_policy \"all\") or set streams[1].consumer to another name",
+			},
+		},
+		{
+			name: "finite MaxDeliver", stream: "PLANMAXDELIVER", code: 1,
+			consumer: &jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: planMaxAckPending, MaxDeliver: 5, FilterSubject: "planmaxdeliver.>"},
+			want: []string{
+				"FAIL  stream PLANMAXDELIVER, consumer planmaxdeliver: MaxDeliver 5; jetlake needs -1 (unlimited)",
+				"update the consumer's max_deliver to -1",
+			},
+		},
+		{
+			name: "several misfits at once", stream: "PLANMANY", code: 1,
+			consumer: &jetstream.ConsumerConfig{AckPolicy: jetstream.AckAllPolicy, AckWait: 2 * time.Second, MaxAckPending: 10, MaxDeliver: 3, FilterSubject: "planmany.>"},
+			want: []string{
+				"FAIL  stream PLANMANY, consumer planmany: AckPolicy all",
+				"FAIL  stream PLANMANY, consumer planmany: MaxDeliver 3",
+				"warn  stream PLANMANY, consumer planmany: AckWait 2s is less than 2 × max_file_age (10s); jetlake sets it to 30s on start",
+				"warn  stream PLANMANY, consumer planmany: MaxAckPending 10 is less than max_messages_per_file (500)",
+				"plan: 2 checks failed, 2 warnings",
+			},
+		},
+		{
+			name: "missing stream", stream: "PLANNOSTREAM", code: 1, noStream: true,
+			want: []string{"FAIL  stream PLANNOSTREAM: not found: create it, or fix streams[1].stream", "plan: 1 check failed"},
+		},
+		{
+			name: "missing bucket", stream: "PLANNOBUCKET", code: 1, bucket: "plan-no-such-bucket",
+			want: []string{`FAIL  bucket plan-no-such-bucket: bucket "plan-no-such-bucket" does not exist: create it or fix s3.bucket`, "skip  probe: not written"},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			stream := tt.stream
+			consumer := strings.ToLower(stream)
+			if !tt.noStream {
+				st := createPlanStream(t, stream)
+				if tt.consumer != nil {
+					cc := *tt.consumer
+					cc.Durable = consumer
+					if _, err := st.CreateConsumer(context.Background(), cc); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			bucket := tt.bucket
+			if bucket == "" {
+				bucket = "plan"
+			}
+			path := planFile(t, natsSrv.URL, stream, consumer, bucket, "")
+			code, out, errOut := runJetlake(t, minioEnv(), "plan", "-config", path)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d\n%s%s", code, tt.code, out, errOut)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			if t.Failed() {
+				return
+			}
+			// jetlake run would accept whatever plan passed: only the
+			// failing cases are refused by the exporter too.
+			if tt.consumer != nil {
+				assertUnchanged(t, stream, consumer, *tt.consumer)
+			}
+		})
+	}
+}
+
+// assertUnchanged checks that plan changed nothing on the consumer.
+func assertUnchanged(t *testing.T, stream, consumer string, want jetstream.ConsumerConfig) {
+	t.Helper()
+	nc, err := natsSrv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	cons, err := js.Consumer(context.Background(), stream, consumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := cons.CachedInfo().Config
+	if have.AckWait != want.AckWait || have.MaxAckPending != want.MaxAckPending || have.AckPolicy != want.AckPolicy || have.MaxDeliver != want.MaxDeliver {
+		t.Fatalf("plan changed the consumer: %+v", have)
+	}
+}
+
+func TestPlanOfAGoodSetupPassesAndShowsKeysAndPermissions(t *testing.T) {
+	createBucketOnce(t, "plan")
+	createPlanStream(t, "PLANGOOD")
+	nc, err := natsSrv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	for i, subj := range []string{"plangood.b", "plangood.a", "plangood.c.1", "plangood.d", "plangood.e", "plangood.f", "plangood.a"} {
+		if _, err := js.Publish(context.Background(), subj, []byte(fmt.Sprintf(`{"i":%d}`, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := planFile(t, natsSrv.URL, "PLANGOOD", "plangood", "plan", "")
+	code, out, errOut := runJetlake(t, minioEnv(), "plan", "-config", path)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s%s", code, out, errOut)
+	}
+	t.Log(out)
+	date := time.Now().UTC().Format("2006-01-02")
+	for _, want := range []string{
+		"connector plangood (" + path + ")",
+		// effective configuration, defaults filled in, secrets by name only
+		`max_ack_pending = 262144`,
+		`path_template = "{stream}/{subject}/{date}/{hour}"`,
+		`compression = "none"  # objects end in .jsonl`,
+		`AWS_ACCESS_KEY_ID (set), AWS_SECRET_ACCESS_KEY (set), AWS_SESSION_TOKEN (not set)`,
+		`bucket = "jetlake_state"`,
+		// the subjects the stream holds, the first five in order
+		"filter plangood.>: 6 subjects in the stream, the first 5",
+		"s3://plan/raw/PLANGOOD/plangood.a/" + date + "/",
+		"s3://plan/raw/PLANGOOD/plangood.c.1/" + date + "/",
+		"ok    nats: connected to nats://127.0.0.1:",
+		"ok    stream PLANGOOD: exists (7 messages); its subjects plangood.> cover the filters plangood.>",
+		"ok    bucket plan: exists",
+		"ok    probe: wrote s3://plan/raw/_jetlake/probe/plangood-plan-",
+		"ok    conditional writes: a second PUT with If-None-Match: * was refused",
+		"note  probe left in place; -cleanup removes it (needs s3:DeleteObject)",
+		// permissions
+		`"Resource": "arn:aws:s3:::plan/raw/*"`,
+		`"s3:prefix": [`,
+		`"$JS.API.CONSUMER.MSG.NEXT.PLANGOOD.plangood"`,
+		`"$JS.ACK.PLANGOOD.plangood.>"`,
+		`"$KV.jetlake_state.>"`,
+		`"_INBOX.>"`,
+		"plan: 0 checks failed, 0 warnings",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	for _, never := range []string{minioSrv.SecretKey, "s3:DeleteObject\""} {
+		if strings.Contains(out, never) {
+			t.Errorf("output holds %q", never)
+		}
+	}
+	if n := probes(t, "plan", "raw/_jetlake/probe/plangood-plan-"); n != 1 {
+		t.Fatalf("%d probe objects, want 1", n)
+	}
+
+	// -cleanup removes the probe and asks for s3:DeleteObject on probes only.
+	code, out, errOut = runJetlake(t, minioEnv(), "plan", "-cleanup", "-config", path)
+	if code != 0 || !strings.Contains(out, "ok    probe: removed") || !strings.Contains(out, `"Resource": "arn:aws:s3:::plan/raw/_jetlake/probe/*"`) {
+		t.Fatalf("-cleanup: exit %d:\n%s%s", code, out, errOut)
+	}
+	if n := probes(t, "plan", "raw/_jetlake/probe/plangood-plan-"); n != 1 {
+		t.Fatalf("%d probe objects after -cleanup, want the first run's only", n)
+	}
+}
+
+func probes(t *testing.T, bucket, prefix string) int {
+	t.Helper()
+	mc, err := minioSrv.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for obj := range mc.ListObjects(context.Background(), bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		if obj.Err != nil {
+			t.Fatal(obj.Err)
+		}
+		n++
+	}
+	return n
+}
+
+func TestPlanWithoutNATSStillChecksTheStore(t *testing.T) {
+	createBucketOnce(t, "plan")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "nats://" + ln.Addr().String()
+	ln.Close()
+	path := planFile(t, url, "PLANDOWN", "plandown", "plan", "")
+	code, out, errOut := runJetlake(t, minioEnv(), "plan", "-cleanup", "-config", path)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1:\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"FAIL  nats: nats " + url,
+		"check [nats] url and that the server is reachable from here",
+		"skip  stream PLANDOWN: not checked: NATS not reachable",
+		"s3://plan/raw/PLANDOWN/plandown.example/", // an example key from the filter
+		"ok    probe: removed",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestPlanUsageErrorsExit2(t *testing.T) {
+	bad := writeFile(t, "bad.toml", "name = \"x\"\n")
+	good := planFile(t, natsSrv.URL, "PLANUSAGE", "planusage", "plan", "")
+	for _, args := range [][]string{
+		{"plan"},
+		{"plan", "-config"},
+		{"plan", "-config", bad},
+		{"plan", "-config", good, "extra"},
+		{"plan", "-config", good, "-timeout", "0s"},
+		{"plan", "-config", good, "-nope"},
+	} {
+		if code, _, _ := runJetlake(t, nil, args...); code != 2 {
+			t.Errorf("jetlake %q: exit %d, want 2", args, code)
+		}
+	}
+}
+
+// TestPlanPermissionsAreEnoughToRun gives a NATS user exactly the
+// permissions plan prints and runs the exporter as that user: the list
+// must hold every subject nats.go uses, the state bucket's creation
+// included.
+func TestPlanPermissionsAreEnoughToRun(t *testing.T) {
+	createBucketOnce(t, "planperm")
+	dir := t.TempDir()
+	path := writeFile(t, "perm.toml", "") // rewritten below once the URL is known
+	body := func(url string) string {
+		return fmt.Sprintf(`name = "perm"
+
+[nats]
+url = %q
+user = "jetlake"
+password_env = "PLAN_NATS_PASSWORD"
+
+[[streams]]
+stream = "PERM"
+subjects = ["perm.>"]
+
+[s3]
+bucket = "planperm"
+endpoint = %q
+prefix = "raw"
+
+[rotation]
+max_messages_per_file = 100
+max_file_age = "10s"
+`, url, minioSrv.Endpoint)
+	}
+	if err := os.WriteFile(path, []byte(body("nats://127.0.0.1:4222")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	conns, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(dir, "server.conf")
+	serverConf := fmt.Sprintf(`authorization {
+  users = [
+    {user: admin, password: admin}
+    {
+      user: jetlake
+      password: s3cr3t-pw-7421
+      %s
+    }
+  ]
+}
+no_auth_user: admin
+`, strings.ReplaceAll(natsPermissions(conns[0]), "\n", "\n      "))
+	if err := os.WriteFile(conf, []byte(serverConf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := exportertest.StartNATS(exportertest.NATSOptions{Args: []string{"-c", conf}})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, serverConf)
+	}
+	defer ns.Stop()
+	if err := os.WriteFile(path, []byte(body(ns.URL)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	nc, err := ns.Connect() // the admin, as the no_auth_user
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "PERM", Subjects: []string{"perm.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 250 {
+		if _, err := js.Publish(ctx, fmt.Sprintf("perm.s%d", i%3), []byte(fmt.Sprintf(`{"i":%d}`, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A wrong or missing password is a failed check that says what to fix.
+	for _, tt := range []struct {
+		env  []string
+		want string
+	}{
+		{append(minioEnv(), "PLAN_NATS_PASSWORD=wrong"), "Authorization Violation: check the credentials in [nats]"},
+		{minioEnv(), "FAIL  nats: cannot connect: nats.password_env names PLAN_NATS_PASSWORD, which is not set"},
+	} {
+		code, out, errOut := runJetlake(t, tt.env, "plan", "-config", path)
+		if code != 1 || !strings.Contains(out, tt.want) {
+			t.Errorf("exit %d, want 1 and %q:\n%s%s", code, tt.want, out, errOut)
+		}
+	}
+
+	env := append(minioEnv(), "PLAN_NATS_PASSWORD=s3cr3t-pw-7421")
+
+	// plan as the restricted user: everything it asks is in the list too.
+	code, out, errOut := runJetlake(t, env, "plan", "-config", path)
+	if code != 0 {
+		t.Fatalf("plan as the restricted user: exit %d:\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "state bucket jetlake_state: does not exist yet") || !strings.Contains(out, "password_env = \"PLAN_NATS_PASSWORD\"  # set") {
+		t.Fatalf("plan output:\n%s", out)
+	}
+	if strings.Contains(out, "s3cr3t-pw-7421") {
+		t.Fatalf("plan printed the password:\n%s", out)
+	}
+
+	// run as the restricted user, twice: the first creates the state
+	// bucket and the consumer, the second finds them.
+	for i := range 2 {
+		cmd := exec.Command(binary, "run", "-until-idle", "-config", path)
+		cmd.Env = append(os.Environ(), env...)
+		outb, err := runWithTimeout(cmd, 60*time.Second)
+		if err != nil {
+			t.Fatalf("run %d as the restricted user: %v\n%s\n%s", i+1, err, outb, tailFile(ns.LogFile))
+		}
+		if i == 0 {
+			if _, err := js.Publish(ctx, "perm.s9", []byte(`{"late":true}`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n := probes(t, "planperm", "raw/PERM/"); n < 4 {
+		t.Fatalf("%d data objects, want at least 4", n)
+	}
+	cons, err := js.Consumer(ctx, "PERM", "perm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := cons.Info(ctx); err != nil || info.AckFloor.Stream != 251 {
+		t.Fatalf("ack floor %+v, %v; want 251", info.AckFloor, err)
+	}
+	if v := grepLines(ns.LogFile, "Violation"); v != "" {
+		t.Fatalf("the server logged permission violations:\n%s", v)
+	}
+}
+
+func tailFile(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	if len(b) > 8000 {
+		b = b[len(b)-8000:]
+	}
+	return string(b)
+}
+
+// grepLines returns the lines of the file at path that contain sub.
+func grepLines(path, sub string) string {
+	b, _ := os.ReadFile(path)
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

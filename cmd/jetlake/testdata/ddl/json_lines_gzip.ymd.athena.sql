@@ -1,0 +1,31 @@
+CREATE EXTERNAL TABLE IF NOT EXISTS events (
+  stream string,
+  subject string,
+  sequence bigint,
+  `timestamp` string,
+  headers string,
+  payload string,
+  payload_encoding string
+)
+PARTITIONED BY (
+  year int,
+  month int,
+  day int
+)
+ROW FORMAT SERDE 'org.openx.data.jsonserde.JsonSerDe'
+STORED AS INPUTFORMAT 'org.apache.hadoop.mapred.TextInputFormat'
+OUTPUTFORMAT 'org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat'
+LOCATION 's3://lake/raw/'
+TBLPROPERTIES (
+  'projection.enabled' = 'true',
+  'projection.year.type' = 'integer',
+  'projection.year.range' = '2020,2099',
+  'projection.year.digits' = '4',
+  'projection.month.type' = 'integer',
+  'projection.month.range' = '1,12',
+  'projection.month.digits' = '2',
+  'projection.day.type' = 'integer',
+  'projection.day.range' = '1,31',
+  'projection.day.digits' = '2',
+  'storage.location.template' = 's3://lake/raw/${year}/${month}/${day}/'
+);

@@ -1,0 +1,25 @@
+CREATE TABLE IF NOT EXISTS events (
+  stream varchar,
+  subject varchar,
+  sequence bigint,
+  "timestamp" timestamp,
+  headers varchar,
+  user_id bigint,
+  qty integer,
+  amount double,
+  paid boolean,
+  created_at timestamp,
+  day date,
+  "order" varchar,
+  attrs varchar,
+  year integer WITH (partition_projection_type = 'INTEGER', partition_projection_range = ARRAY['2020', '2099'], partition_projection_digits = 4),
+  month integer WITH (partition_projection_type = 'INTEGER', partition_projection_range = ARRAY['1', '12'], partition_projection_digits = 2),
+  path_day integer WITH (partition_projection_type = 'INTEGER', partition_projection_range = ARRAY['1', '31'], partition_projection_digits = 2)
+)
+WITH (
+  format = 'PARQUET',
+  external_location = 's3://lake/raw/',
+  partitioned_by = ARRAY['year', 'month', 'path_day'],
+  partition_projection_enabled = true,
+  partition_projection_location_template = 's3://lake/raw/${year}/${month}/${path_day}/'
+);
