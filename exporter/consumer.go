@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"maps"
 	"slices"
 	"strings"
 
@@ -77,12 +78,17 @@ func natsOptions(c config.NATS, name string) ([]nats.Option, error) {
 	return opts, nil
 }
 
+// MetaConsumerConnector is the consumer metadata key naming the connector
+// that owns it; plan uses it to tell jetlake's consumers on a stream apart.
+const MetaConsumerConnector = "jetlake_connector"
+
 // PriorityGroup is the priority group of consumers with failover = "pinned".
 const PriorityGroup = "jetlake"
 
 // consumerConfig is the configuration jetlake wants its consumer to have.
-func consumerConfig(s config.Stream) jetstream.ConsumerConfig {
+func consumerConfig(connector string, s config.Stream) jetstream.ConsumerConfig {
 	cc := jetstream.ConsumerConfig{
+		Metadata:      map[string]string{MetaConsumerConnector: connector},
 		Durable:       s.Consumer,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       s.AckWait,
@@ -112,8 +118,8 @@ func consumerConfig(s config.Stream) jetstream.ConsumerConfig {
 // missing. An existing consumer must ack explicitly and redeliver without
 // limit; its AckWait, MaxAckPending and filter subjects are updated to the
 // configured values.
-func ensureConsumer(ctx context.Context, js jetstream.JetStream, s config.Stream) (jetstream.Consumer, error) {
-	want := consumerConfig(s)
+func ensureConsumer(ctx context.Context, js jetstream.JetStream, connector string, s config.Stream) (jetstream.Consumer, error) {
+	want := consumerConfig(connector, s)
 	stream, err := js.Stream(ctx, s.Stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, &ConfigError{Stream: s.Stream, Msg: "stream not found: create it, or fix streams.stream"}
@@ -148,10 +154,16 @@ func ensureConsumer(ctx context.Context, js jetstream.JetStream, s config.Stream
 			policyName(have.PriorityPolicy), have.PriorityGroups, policyName(want.PriorityPolicy), want.PriorityGroups, s.Failover)}
 	}
 	if have.AckWait == want.AckWait && have.MaxAckPending == want.MaxAckPending && have.PinnedTTL == want.PinnedTTL &&
-		have.FilterSubject == want.FilterSubject && slices.Equal(have.FilterSubjects, want.FilterSubjects) {
+		have.FilterSubject == want.FilterSubject && slices.Equal(have.FilterSubjects, want.FilterSubjects) &&
+		have.Metadata[MetaConsumerConnector] == connector {
 		return cons, nil
 	}
 	upd := have
+	upd.Metadata = maps.Clone(have.Metadata)
+	if upd.Metadata == nil {
+		upd.Metadata = map[string]string{}
+	}
+	upd.Metadata[MetaConsumerConnector] = connector
 	upd.AckWait, upd.MaxAckPending, upd.PinnedTTL = want.AckWait, want.MaxAckPending, want.PinnedTTL
 	upd.FilterSubject, upd.FilterSubjects = want.FilterSubject, want.FilterSubjects
 	cons, err = stream.UpdateConsumer(ctx, upd)

@@ -74,7 +74,7 @@ func (e *Exporter) probe(ctx context.Context) error {
 // identity, recovers the intents left by an earlier process, and resets the
 // consumer to its ack floor so unacked messages come back at once.
 func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *streamState) error {
-	cons, err := ensureConsumer(ctx, js, s.cfg)
+	cons, err := ensureConsumer(ctx, js, e.cfg.Name, s.cfg)
 	if err != nil {
 		return err
 	}

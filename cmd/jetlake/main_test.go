@@ -58,7 +58,14 @@ func runMain(m *testing.M) int {
 // jetlake runs the built binary and returns its exit code and output.
 func jetlake(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return jetlakeEnv(t, nil, args...)
+}
+
+// jetlakeEnv is jetlake with more environment variables.
+func jetlakeEnv(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), env...)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()

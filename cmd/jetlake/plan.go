@@ -245,6 +245,7 @@ func (p *planner) checkStream(ctx context.Context, nc *nats.Conn, js jetstream.J
 	}
 	p.samples = append(p.samples, p.streamSamples(ctx, nc, s))
 	p.checkConsumer(ctx, st, key, s)
+	p.checkCoverage(ctx, nc, st, s)
 }
 
 // subjectWithin reports whether every subject that matches filter also

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlake/jetlake/exporter"
+)
+
+func TestFilterOverlapAndMatching(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		want bool
+	}{
+		{"a.b", "a.b", true}, {"a.b", "a.c", false}, {"a.*", "a.c", true}, {"a.>", "a.b.c", true},
+		{"a.>", "a", false}, {"a.*", "a.b.c", false}, {">", "x.y", true}, {"*.b", "a.*", true},
+	} {
+		if _, _, got := overlap([]string{tt.a}, []string{tt.b}); got != tt.want {
+			t.Errorf("overlap(%s, %s) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		filter, subject string
+		want            bool
+	}{
+		{"a.b", "a.b", true}, {"a.*", "a.b", true}, {"a.*", "a.b.c", false}, {"a.>", "a.b.c", true},
+		{"a.>", "a", false}, {">", "a", true}, {"a.b", "a", false},
+	} {
+		if got := subjectMatches(tt.filter, tt.subject); got != tt.want {
+			t.Errorf("subjectMatches(%s, %s) = %v, want %v", tt.filter, tt.subject, got, tt.want)
+		}
+	}
+}
+
+func TestPlanWarnsAboutOverlappingAndUncoveredFilters(t *testing.T) {
+	ctx := context.Background()
+	nc, err := nats.Connect(natsSrv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "COVER", Subjects: []string{"cover.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := minioSrv.CreateBucket(ctx, "cover"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if _, err := js.Publish(ctx, fmt.Sprintf("cover.s%d", i), []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Another instance's consumer, as jetlake creates it, takes s0-s4.
+	if _, err := js.CreateConsumer(ctx, "COVER", jetstream.ConsumerConfig{
+		Durable: "cover-a", AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: -1,
+		FilterSubjects: []string{"cover.s0", "cover.s1", "cover.s2", "cover.s3", "cover.s4"},
+		Metadata:       map[string]string{exporter.MetaConsumerConnector: "cover-a"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	write := func(subjects string) string {
+		return writeFile(t, "cover.toml", fmt.Sprintf(`name = "cover-b"
+[nats]
+url = %q
+[[streams]]
+stream = "COVER"
+consumer = "cover-b"
+subjects = [%s]
+[s3]
+bucket = "cover"
+endpoint = %q
+`, natsSrv.URL, subjects, minioSrv.Endpoint))
+	}
+	env := []string{"AWS_ACCESS_KEY_ID=" + minioSrv.AccessKey, "AWS_SECRET_ACCESS_KEY=" + minioSrv.SecretKey}
+	code, out, errOut := jetlakeEnv(t, env, "plan", "-config", write(`"cover.s4", "cover.s5", "cover.s6"`))
+	if code != 0 {
+		t.Fatalf("plan: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"filter cover.s4 of consumer cover-b overlaps filter cover.s4 of consumer cover-a (connector cover-a)",
+		"3 subjects with messages match no jetlake consumer's filter (cover.s7, cover.s8, cover.s9)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, errOut = jetlakeEnv(t, env, "plan", "-config", write(`"cover.s5", "cover.s6", "cover.s7", "cover.s8", "cover.s9"`))
+	if code != 0 || !strings.Contains(out, "2 jetlake consumers; their filters are disjoint and cover every subject with messages") {
+		t.Fatalf("plan with disjoint, covering filters: exit %d\n%s%s", code, out, errOut)
+	}
+}
