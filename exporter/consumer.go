@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 

@@ -994,6 +994,7 @@ func natsPermissions(c *config.Connector) string {
 		add(api + "CONSUMER.CREATE." + sc + ".>")
 		add(api + "CONSUMER.MSG.NEXT." + sc)
 		add(api + "CONSUMER.RESET." + sc)
+		add(api + "CONSUMER.LIST." + s.Stream) // plan only: compares filters with other jetlake consumers
 		add("$JS.ACK." + sc + ".>")
 		if c.NATS.JetStreamDomain != "" {
 			add("$JS.ACK." + c.NATS.JetStreamDomain + ".*." + sc + ".>")
