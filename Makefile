@@ -52,9 +52,16 @@ fmt:
 vet:
 	go vet ./...
 
-## bench: run the benchmarks of the pure packages
-bench:
-	go test -run '^$$' -bench . -benchmem ./formats/... ./pathtemplate/... ./buffer/...
+## bench: build jetlake, run the Go micro-benchmarks, then cmd/jetlake-bench:
+## jetlake against the consume and upload limits of this machine, measured in
+## the same run (table on stdout, JSON in bin/bench.json; about 10 minutes on
+## 2 cores, never more than 15). Pass flags with BENCH_FLAGS, e.g.
+## make bench BENCH_FLAGS=-quick
+bench: export JETLAKE_NATS_SERVER := $(NATS_SERVER)
+bench: export JETLAKE_MINIO := $(MINIO)
+bench: build servers
+	go test -run '^$$' -bench . -benchmem ./formats/... ./pathtemplate/... ./buffer/... ./exporter/...
+	go run ./cmd/jetlake-bench -out bin/bench.json $(BENCH_FLAGS)
 
 ## demo: run jetlake against local servers (see cmd/jetlake-demo)
 demo: export JETLAKE_NATS_SERVER := $(NATS_SERVER)

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// buildJetlake builds the jetlake command into a temporary directory, or
+// returns $JETLAKE_BENCH_JETLAKE, a binary built before.
+func buildJetlake(t *testing.T) string {
+	t.Helper()
+	if bin := os.Getenv("JETLAKE_BENCH_JETLAKE"); bin != "" {
+		return bin
+	}
+	bin := filepath.Join(t.TempDir(), "jetlake")
+	out, err := exec.Command("go", "build", "-o", bin, "../jetlake").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build ../jetlake: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func TestQuickBenchMeasuresEveryRunAndStopsItsProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts nats-server, MinIO and jetlake")
+	}
+	bin := buildJetlake(t)
+	out := filepath.Join(t.TempDir(), "bench.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := Main(ctx, []string{"-quick", "-messages", "5000", "-small-messages", "1000", "-small-subjects", "100",
+		"-jetlake", bin, "-out", out, "-logs", t.TempDir()}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit code %d\nstdout:\n%s\nstderr:\n%s", code, &stdout, &stderr)
+	}
+	wantNoChildren(t)
+
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("-out holds no report: %v\n%s", err, b)
+	}
+	if len(rep.Workloads) != 2 {
+		t.Fatalf("%d workloads, want 2", len(rep.Workloads))
+	}
+	for i, want := range []struct{ messages, subjects int }{{5000, 10}, {1000, 100}} {
+		w := rep.Workloads[i]
+		if w.Messages != want.messages || w.Subjects != want.subjects || w.Error != "" {
+			t.Fatalf("workload %s: %d messages over %d subjects (error %q), want %d over %d",
+				w.Name, w.Messages, w.Subjects, w.Error, want.messages, want.subjects)
+		}
+		if w.ConsumeLimit == nil || w.ConsumeLimit.MessagesPerSecond <= 0 || w.UploadLimit == nil || w.UploadLimit.Bytes != w.JSONLinesBytes ||
+			w.LimitSeconds != w.ConsumeLimit.Seconds+w.UploadLimit.Seconds {
+			t.Fatalf("workload %s: limits %+v and %+v, limit time %v; want both, the upload of %d bytes",
+				w.Name, w.ConsumeLimit, w.UploadLimit, w.LimitSeconds, w.JSONLinesBytes)
+		}
+		if len(w.Runs) != len(runSpecs) {
+			t.Fatalf("workload %s: %d runs, want %d", w.Name, len(w.Runs), len(runSpecs))
+		}
+		for _, r := range w.Runs {
+			if r.Skipped {
+				if !strings.HasPrefix(r.Note, "jetlake validate rejects it: ") {
+					t.Errorf("workload %s, run %s skipped for another reason than validate: %s", w.Name, r.Name, r.Note)
+				}
+				continue
+			}
+			if r.Error != "" || r.Seconds <= 0 || r.Objects == 0 || r.Bytes == 0 || r.PeakRSSBytes == 0 || r.CPUSeconds <= 0 || r.Ratio <= 0 {
+				t.Errorf("workload %s, run %s: %+v", w.Name, r.Name, r)
+			}
+		}
+		jl := w.Runs[0]
+		if jl.Name != runJSONLines || jl.Skipped || jl.Bytes != w.JSONLinesBytes {
+			t.Errorf("workload %s: json_lines run %+v, want %d bytes written", w.Name, jl, w.JSONLinesBytes)
+		}
+	}
+	// An object per subject: the files are far below max_file_size.
+	if jl := rep.Workloads[1].Runs[0]; jl.Objects != 100 {
+		t.Errorf("json_lines over 100 subjects wrote %d objects, want 100", jl.Objects)
+	}
+	for _, want := range []string{"### w1: 5,000 messages over 10 subjects", "**limit time**", "| json_lines | ", "| parquet_typed | "} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, &stdout)
+		}
+	}
+}
+
+func TestInterruptedBenchStopsJetlakeAndTheServers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts nats-server, MinIO and jetlake")
+	}
+	bin := buildJetlake(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Interrupt once jetlake runs, as a Ctrl-C would.
+	progress := &watchWriter{match: "running jetlake", then: func() {
+		time.AfterFunc(300*time.Millisecond, cancel)
+	}}
+	done := make(chan int, 1)
+	var stdout bytes.Buffer
+	go func() {
+		done <- Main(ctx, []string{"-messages", "50000", "-small-messages", "0", "-runs", "json_lines", "-rounds", "1",
+			"-jetlake", bin, "-logs", t.TempDir()}, &stdout, progress)
+	}()
+	select {
+	case code := <-done:
+		if code != 1 {
+			t.Fatalf("exit code %d after an interrupt, want 1\n%s", code, progress)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("no exit within 2 minutes after the interrupt\n%s", progress)
+	}
+	if !progress.seen() {
+		t.Fatalf("jetlake never ran\n%s", progress)
+	}
+	wantNoChildren(t)
+}
+
+// watchWriter collects what is written to it and calls then once the first
+// time match is written.
+type watchWriter struct {
+	match string
+	then  func()
+
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	matched bool
+}
+
+func (w *watchWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if !w.matched && bytes.Contains(p, []byte(w.match)) {
+		w.matched = true
+		w.then()
+	}
+	return len(p), nil
+}
+
+func (w *watchWriter) seen() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.matched
+}
+
+func (w *watchWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// wantNoChildren checks that this process has no child processes left: every
+// server and jetlake process was stopped and reaped.
+func wantNoChildren(t *testing.T) {
+	t.Helper()
+	tasks, err := filepath.Glob("/proc/self/task/*/children")
+	if err != nil || len(tasks) == 0 {
+		t.Log("no /proc/self/task/*/children here; not checking for child processes")
+		return
+	}
+	var pids []string
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		pids = append(pids, strings.Fields(string(b))...)
+	}
+	for _, pid := range pids {
+		cmdline, _ := os.ReadFile("/proc/" + pid + "/cmdline")
+		if _, err := strconv.Atoi(pid); err == nil {
+			t.Errorf("child process %s still runs: %s", pid, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
+		}
+	}
+}

@@ -1,0 +1,464 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/jetlake/jetlake/config"
+)
+
+// runSpec is one way of running jetlake over a workload.
+type runSpec struct {
+	Name        string
+	Format      string
+	Compression string // empty: the compression key is not written
+	Typed       bool   // [[output.columns]]: typedColumns
+	Ext         string // the extension its objects should have
+}
+
+const runJSONLines = "json_lines"
+
+var runSpecs = []runSpec{
+	{Name: runJSONLines, Format: "json_lines", Ext: "jsonl"},
+	{Name: "json_lines_zstd", Format: "json_lines", Compression: "zstd", Ext: "jsonl.zst"},
+	{Name: "parquet", Format: "parquet", Ext: "parquet"},
+	{Name: "parquet_typed", Format: "parquet", Typed: true, Ext: "parquet"},
+}
+
+func runNames() []string {
+	var names []string
+	for _, s := range runSpecs {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+func runSpecByName(name string) (runSpec, bool) {
+	for _, s := range runSpecs {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return runSpec{}, false
+}
+
+// stopGrace is how long jetlake may take to shut down after SIGTERM before
+// it is killed.
+const stopGrace = 20 * time.Second
+
+// jetlakeRun runs "jetlake run -until-idle" for one output over the
+// workload's stream, from a fresh consumer into a fresh prefix, and
+// measures it. The consumer is deleted afterwards.
+func (b *bench) jetlakeRun(ctx context.Context, w *WorkloadResult, spec runSpec, round int) *RunResult {
+	r := &RunResult{Name: spec.Name, Format: spec.Format, Compression: spec.Compression, Round: round}
+	if spec.Typed {
+		r.TypedColumns = len(typedColumns)
+	}
+	what := fmt.Sprintf("%s %s (round %d)", w.Name, spec.Name, round)
+	if b.skip(what, &r.Note) {
+		r.Skipped = true
+		return r
+	}
+	consumer := fmt.Sprintf("bench-%s-%s-%d", w.Name, strings.ReplaceAll(spec.Name, "_", "-"), time.Now().UnixNano())
+	prefix := fmt.Sprintf("%s/%s/r%d", w.Name, spec.Name, round)
+	base := fmt.Sprintf("%s-%s-r%d", w.Name, spec.Name, round)
+	file := filepath.Join(b.logDir, base+".toml")
+	logFile := filepath.Join(b.logDir, base+".log")
+	if err := os.WriteFile(file, b.connector(w, spec, consumer, prefix), 0o644); err != nil {
+		r.Error = err.Error()
+		return r
+	}
+
+	if problem, err := b.validate(ctx, file); err != nil {
+		r.Error = err.Error()
+		return r
+	} else if problem != "" {
+		r.Skipped = true
+		r.Note = "jetlake validate rejects it: " + problem
+		b.progress("%s skipped: %s", what, r.Note)
+		return r
+	}
+
+	b.progress("%s: running jetlake", what)
+	defer b.deleteConsumer(ctx, w.Stream, consumer)
+	res, err := b.runJetlake(ctx, file, logFile)
+	if res != nil {
+		r.Seconds = res.wall.Seconds()
+		r.CPUSeconds = res.cpu.Seconds()
+		r.UserSeconds = res.user.Seconds()
+		r.PeakRSSBytes = res.maxRSS
+	}
+	log := parseLog(logFile)
+	r.Reasons = log.reasons
+	r.Warnings = log.warnings
+	r.SlowConsumer = log.slowConsumer
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			r.cut = true
+			err = fmt.Errorf("cut by the time budget (-timeout %s) after %s: %w", b.cfg.Budget, fmtSeconds(r.Seconds), err)
+		}
+		r.Error = err.Error()
+		if log.lastError != "" {
+			r.Error += ": " + log.lastError
+		}
+		b.progress("%s failed: %s", what, r.Error)
+		return r
+	}
+	r.MessagesPerSecond = float64(w.Messages) / r.Seconds
+
+	// Check what it did, outside the measured time.
+	var notes []string
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	if n, err := b.checkConsumer(cctx, w, consumer); err != nil {
+		r.Error = err.Error()
+	} else {
+		r.Redeliveries = n
+		if n > 0 {
+			notes = append(notes, count(n, "redelivery", "redeliveries"))
+		}
+	}
+	objs, err := b.listObjects(cctx, prefix)
+	if err != nil {
+		r.Error = join(r.Error, err.Error())
+	}
+	r.Objects, r.Bytes, r.Extensions, r.OtherObjects = objs.count, objs.bytes, objs.exts, objs.other
+	r.MBPerSecond = float64(r.Bytes) / 1e6 / r.Seconds
+	if r.Objects == 0 {
+		r.Error = join(r.Error, "no data object written")
+	}
+	if len(objs.exts) > 0 && (len(objs.exts) > 1 || objs.exts[spec.Ext] == 0) {
+		notes = append(notes, fmt.Sprintf("objects are %s, want .%s", extList(objs.exts), spec.Ext))
+	}
+	if objs.lost > 0 {
+		notes = append(notes, fmt.Sprintf("%d loss markers", objs.lost))
+	}
+	if spec.Name == runJSONLines && r.Bytes != w.JSONLinesBytes {
+		notes = append(notes, fmt.Sprintf("wrote %d bytes, the records hold %d", r.Bytes, w.JSONLinesBytes))
+	}
+	if spec.Format == "parquet" && objs.first != "" {
+		cols, rows, err := b.parquetColumns(cctx, objs.first)
+		if err != nil {
+			notes = append(notes, "first object is not readable parquet: "+err.Error())
+		} else {
+			r.Columns = cols
+			if rows == 0 {
+				notes = append(notes, "first object has no rows")
+			}
+			var missing []string
+			for _, c := range typedColumns {
+				if spec.Typed && !slices.Contains(cols, c.Name) {
+					missing = append(missing, c.Name)
+				}
+			}
+			if len(missing) > 0 {
+				notes = append(notes, "typed columns missing from the files: "+strings.Join(missing, ", "))
+			}
+		}
+	}
+	if log.slowConsumer > 0 {
+		notes = append(notes, fmt.Sprintf("%d \"nats: slow consumer, messages dropped\" on stderr", log.slowConsumer))
+	}
+	if log.warnings > 0 {
+		notes = append(notes, fmt.Sprintf("%d warnings logged (first: %s)", log.warnings, log.firstWarning))
+	}
+	r.Note = join(r.Note, strings.Join(notes, "; "))
+	b.progress("%s: %s, %s msg/s, %d objects, %s written (%.1f MB/s), peak RSS %s, CPU %s, rotation %s",
+		what, fmtSeconds(r.Seconds), fmtInt(int64(r.MessagesPerSecond)), r.Objects, fmtMB(r.Bytes), r.MBPerSecond,
+		fmtMiB(r.PeakRSSBytes), fmtSeconds(r.CPUSeconds), reasonList(r.Reasons))
+	if r.Error != "" {
+		b.progress("%s: %s", what, r.Error)
+	}
+	return r
+}
+
+// connector returns the connector file of a run.
+func (b *bench) connector(w *WorkloadResult, spec runSpec, consumer, prefix string) []byte {
+	var c bytes.Buffer
+	fmt.Fprintf(&c, "name = %q\nshutdown_timeout = \"30s\"\n\n", "bench-"+w.Name+"-"+strings.ReplaceAll(spec.Name, "_", "-"))
+	fmt.Fprintf(&c, "[nats]\nurl = %q\n\n", b.ns.URL)
+	fmt.Fprintf(&c, "[[streams]]\nstream = %q\nconsumer = %q\ndeliver_policy = \"all\"\nack_wait = %q\n\n",
+		w.Stream, consumer, b.ackWait().String())
+	fmt.Fprintf(&c, "[s3]\nbucket = %q\nendpoint = %q\nprefix = %q\nupload_concurrency = %d\n\n",
+		bucket, b.ms.Endpoint, prefix, b.cfg.UploadConcurrency)
+	fmt.Fprintf(&c, "[output]\nformat = %q\n", spec.Format)
+	if spec.Compression != "" {
+		fmt.Fprintf(&c, "compression = %q\n", spec.Compression)
+	}
+	fmt.Fprintf(&c, "path_template = \"{stream}/{subject}/{date}/{hour}\"\ngroup_by = %q\n\n", w.GroupBy)
+	if spec.Typed {
+		for _, col := range typedColumns {
+			fmt.Fprintf(&c, "[[output.columns]]\nname = %q\nsource = %q\ntype = %q\n\n", col.Name, col.Source, col.Type)
+		}
+	}
+	fmt.Fprintf(&c, "[rotation]\nmax_file_size = %q\nmax_messages_per_file = %d\nmax_file_age = %q\nmax_buffered_bytes = %q\n",
+		config.FormatSize(b.cfg.MaxFileSize), b.cfg.MaxMessages, b.cfg.MaxFileAge.String(), config.FormatSize(b.cfg.MaxBufferedBytes))
+	return c.Bytes()
+}
+
+// validate runs "jetlake validate". It returns the first problem when the
+// file is rejected (exit 2), and an error when validate fails otherwise.
+func (b *bench) validate(ctx context.Context, file string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, b.jetlake, "validate", "-config", file)
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 2 {
+		problem, _, _ := strings.Cut(strings.TrimSpace(stderr.String()), "\n")
+		// FILE:LINE: KEY: message → KEY: message
+		if parts := strings.SplitN(problem, ": ", 3); len(parts) == 3 && strings.HasPrefix(parts[0], file) {
+			problem = parts[1] + ": " + parts[2]
+		} else if strings.HasPrefix(problem, file+":") {
+			problem = strings.TrimPrefix(problem, file+":")
+		}
+		return problem, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("jetlake validate: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return "", nil
+}
+
+// childResult is what the kernel says about a finished jetlake process.
+type childResult struct {
+	wall   time.Duration
+	cpu    time.Duration // user + system
+	user   time.Duration
+	maxRSS int64 // bytes
+}
+
+// runJetlake runs jetlake until it exits. It gets SIGTERM when ctx ends and
+// SIGKILL stopGrace later; it runs in its own process group, so a Ctrl-C in
+// the terminal reaches only this process, which stops it in order, and the
+// kernel kills it should this process die first.
+func (b *bench) runJetlake(ctx context.Context, file, logFile string) (*childResult, error) {
+	log, err := os.Create(logFile)
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	cmd := exec.CommandContext(ctx, b.jetlake, "run", "-until-idle", "-log-format", "json", "-config", file)
+	cmd.Env = append(withoutAWS(os.Environ()),
+		"AWS_ACCESS_KEY_ID="+b.ms.AccessKey,
+		"AWS_SECRET_ACCESS_KEY="+b.ms.SecretKey,
+	)
+	cmd.Stdout = log
+	cmd.Stderr = log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = stopGrace
+	start := time.Now()
+	err = cmd.Run()
+	if cmd.ProcessState == nil {
+		return nil, fmt.Errorf("start jetlake: %w", err)
+	}
+	res := &childResult{wall: time.Since(start)}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		res.user = time.Duration(ru.Utime.Nano())
+		res.cpu = res.user + time.Duration(ru.Stime.Nano())
+		res.maxRSS = ru.Maxrss * 1024 // KiB on Linux
+	}
+	if err != nil {
+		return res, fmt.Errorf("jetlake run: %w", err)
+	}
+	return res, nil
+}
+
+// withoutAWS drops AWS_* variables, so a profile or session token of the
+// user's does not mix with the MinIO credentials.
+func withoutAWS(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "AWS_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// checkConsumer checks that the run acked every message of the stream and
+// returns how many deliveries were redeliveries.
+func (b *bench) checkConsumer(ctx context.Context, w *WorkloadResult, name string) (int, error) {
+	cons, err := b.js.Consumer(ctx, w.Stream, name)
+	if err != nil {
+		return 0, fmt.Errorf("consumer %s after the run: %w", name, err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("consumer %s after the run: %w", name, err)
+	}
+	last := uint64(w.Messages)
+	if info.AckFloor.Stream < last || info.NumAckPending > 0 || info.NumPending > 0 {
+		return 0, fmt.Errorf("jetlake exited idle but acked only up to sequence %d of %d (%d ack pending, %d pending)",
+			info.AckFloor.Stream, last, info.NumAckPending, info.NumPending)
+	}
+	return int(info.Delivered.Consumer - min(info.Delivered.Consumer, last)), nil
+}
+
+// objectList sums up what a run wrote under its prefix.
+type objectList struct {
+	count int            // data objects
+	bytes int64          // of data objects
+	exts  map[string]int // data objects by extension
+	first string         // key of one data object
+	other int            // objects under _jetlake/
+	lost  int            // loss markers among them
+}
+
+func (b *bench) listObjects(ctx context.Context, prefix string) (objectList, error) {
+	l := objectList{exts: map[string]int{}}
+	for obj := range b.s3.ListObjects(ctx, bucket, minio.ListObjectsOptions{Prefix: prefix + "/", Recursive: true}) {
+		if obj.Err != nil {
+			return l, fmt.Errorf("list %s: %w", prefix, obj.Err)
+		}
+		if strings.Contains(obj.Key, "/_jetlake/") {
+			l.other++
+			if strings.Contains(obj.Key, "/_jetlake/lost/") {
+				l.lost++
+			}
+			continue
+		}
+		l.count++
+		l.bytes += obj.Size
+		base := path.Base(obj.Key)
+		if i := strings.IndexByte(base, '.'); i >= 0 {
+			l.exts[base[i+1:]]++
+		} else {
+			l.exts[""]++
+		}
+		if l.first == "" {
+			l.first = obj.Key
+		}
+	}
+	return l, nil
+}
+
+// parquetColumns reads an object as a parquet file and returns its column
+// names and row count.
+func (b *bench) parquetColumns(ctx context.Context, key string) ([]string, int64, error) {
+	obj, err := b.s3.GetObject(ctx, bucket, key, minio.GetObjectOptions{})
+	if err != nil {
+		return nil, 0, err
+	}
+	defer obj.Close()
+	body, err := io.ReadAll(obj)
+	if err != nil {
+		return nil, 0, err
+	}
+	f, err := parquet.OpenFile(bytes.NewReader(body), int64(len(body)))
+	if err != nil {
+		return nil, 0, err
+	}
+	var cols []string
+	for _, field := range f.Schema().Fields() {
+		cols = append(cols, field.Name())
+	}
+	return cols, f.NumRows(), nil
+}
+
+// logSummary is what a run's JSON log says.
+type logSummary struct {
+	reasons      map[string]int // uploaded objects by rotation reason
+	warnings     int            // WARN lines
+	firstWarning string
+	lastError    string // the last ERROR line
+	slowConsumer int    // "nats: slow consumer, messages dropped" lines
+}
+
+func parseLog(file string) logSummary {
+	s := logSummary{reasons: map[string]int{}}
+	f, err := os.Open(file)
+	if err != nil {
+		return s
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 4<<20)
+	for sc.Scan() {
+		var line struct {
+			Level  string `json:"level"`
+			Msg    string `json:"msg"`
+			Reason string `json:"reason"`
+			Error  string `json:"error"`
+		}
+		if json.Unmarshal(sc.Bytes(), &line) != nil {
+			// Not a log record: the NATS client's default error handler,
+			// or what the command printed on the way out.
+			if strings.Contains(sc.Text(), "slow consumer") {
+				s.slowConsumer++
+				continue
+			}
+			if t := strings.TrimSpace(sc.Text()); t != "" {
+				s.lastError = t
+			}
+			continue
+		}
+		text := line.Msg
+		if line.Error != "" {
+			text += ": " + line.Error
+		}
+		switch {
+		case line.Msg == "object uploaded":
+			s.reasons[line.Reason]++
+		case line.Level == "WARN":
+			if s.warnings == 0 {
+				s.firstWarning = text
+			}
+			s.warnings++
+		case line.Level == "ERROR":
+			s.lastError = text
+		}
+	}
+	return s
+}
+
+func extList(exts map[string]int) string {
+	var out []string
+	for e, n := range exts {
+		out = append(out, fmt.Sprintf(".%s (%d)", e, n))
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
+func reasonList(reasons map[string]int) string {
+	var out []string
+	for r, n := range reasons {
+		out = append(out, fmt.Sprintf("%s %d", r, n))
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return "-"
+	}
+	return strings.Join(out, ", ")
+}
+
+func join(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}

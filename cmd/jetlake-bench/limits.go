@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlake/jetlake/exporter/exportertest"
+)
+
+// pullBatch is how many messages a pull request asks for, as jetlake does.
+const pullBatch = 1000
+
+// maxAckPending is what jetlake derives for a consumer from the rotation
+// settings (config: max(clamp(budget/1KiB, 1000, 1000000), 2 × max messages)).
+func (b *bench) maxAckPending() int {
+	n := min(max(b.cfg.MaxBufferedBytes/1024, 1000), 1_000_000)
+	return int(max(n, 2*int64(b.cfg.MaxMessages)))
+}
+
+// ackWait is the AckWait of every consumer: the least jetlake allows with
+// the max_file_age, so that a message lost on its way costs as little as
+// can be.
+func (b *bench) ackWait() time.Duration {
+	return max(time.Minute, 2*b.cfg.MaxFileAge)
+}
+
+// pullBytes is the byte limit jetlake gives its pull requests for one
+// stream.
+func (b *bench) pullBytes() int {
+	return int(min(max(b.cfg.MaxBufferedBytes/8, 64<<10), 16<<20))
+}
+
+// consumeLimit reads the whole stream with a plain durable pull consumer
+// that acks every message and does nothing else: the fastest jetlake could
+// consume on this machine. The consumer is created fresh and deleted after.
+// The time runs until the server has every ack.
+func (b *bench) consumeLimit(ctx context.Context, w *WorkloadResult, round int) (*Limit, error) {
+	name := fmt.Sprintf("bench-consume-%s-r%d", w.Name, round)
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	cons, err := b.js.CreateConsumer(cctx, w.Stream, jetstream.ConsumerConfig{
+		Durable:       name,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckWait:       b.ackWait(),
+		MaxDeliver:    -1,
+		MaxAckPending: b.maxAckPending(),
+	})
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("create consumer %s: %w", name, err)
+	}
+	defer b.deleteConsumer(ctx, w.Stream, name)
+
+	// Consume hands messages to a callback through the subscription's
+	// own queue. (The Messages iterator, which jetlake uses, queues them
+	// in a channel only as large as the pull batch; when the reader falls
+	// behind, the client drops what does not fit as a slow consumer and
+	// the server redelivers it only after AckWait.)
+	slow := b.slow.Load()
+	var got, redelivered atomic.Int64
+	done := make(chan struct{})
+	errs := make(chan error, 1)
+	start := time.Now()
+	cc, err := cons.Consume(func(msg jetstream.Msg) {
+		if md, err := msg.Metadata(); err == nil && md.NumDelivered > 1 {
+			redelivered.Add(1)
+		} else if got.Add(1) == int64(w.Messages) {
+			close(done)
+		}
+		if err := msg.Ack(); err != nil {
+			select {
+			case errs <- fmt.Errorf("ack: %w", err):
+			default:
+			}
+		}
+	}, jetstream.PullMaxMessagesWithBytesLimit(pullBatch, b.pullBytes()))
+	if err != nil {
+		return nil, fmt.Errorf("consume: %w", err)
+	}
+	defer cc.Stop()
+	select {
+	case <-done:
+	case err := <-errs:
+		return nil, err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("consume after %d messages: %w", got.Load(), ctx.Err())
+	}
+	cc.Stop()
+	if err := b.nc.FlushWithContext(ctx); err != nil {
+		return nil, fmt.Errorf("flush acks: %w", err)
+	}
+	if err := waitAcked(ctx, cons, uint64(w.Messages)); err != nil {
+		return nil, err
+	}
+	l := &Limit{Seconds: time.Since(start).Seconds(), Messages: w.Messages,
+		Redeliveries: int(redelivered.Load()), SlowConsumer: int(b.slow.Load() - slow)}
+	l.MessagesPerSecond = float64(w.Messages) / l.Seconds
+	b.progress("%s: consume limit %s (%s msg/s)", w.Name, fmtSeconds(l.Seconds), fmtInt(int64(l.MessagesPerSecond)))
+	return l, nil
+}
+
+// waitAcked polls the consumer until its ack floor reaches last.
+func waitAcked(ctx context.Context, cons jetstream.Consumer, last uint64) error {
+	for {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			return fmt.Errorf("consumer info: %w", err)
+		}
+		if info.AckFloor.Stream >= last && info.NumAckPending == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the acks (ack floor %d of %d): %w", info.AckFloor.Stream, last, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func (b *bench) deleteConsumer(ctx context.Context, stream, name string) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := b.js.DeleteConsumer(dctx, stream, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		b.progress("delete consumer %s of %s: %v", name, stream, err)
+	}
+}
+
+// uploadClient is a minio-go client set up as jetlake's store sets up its
+// own: path-style, one attempt per call.
+func uploadClient(ms *exportertest.MinIOServer) (*minio.Client, error) {
+	return minio.New("127.0.0.1:"+strconv.Itoa(ms.Port), &minio.Options{
+		Creds:        credentials.NewStaticV4(ms.AccessKey, ms.SecretKey, ""),
+		Region:       exportertest.MinIORegion,
+		BucketLookup: minio.BucketLookupPath,
+		MaxRetries:   1,
+	})
+}
+
+// uploadLimit stores total bytes in objects of objSize bytes (the last one
+// smaller) with the connector's upload concurrency, using the PutObject
+// options jetlake uses (single part, Content-MD5, If-None-Match: *).
+func (b *bench) uploadLimit(ctx context.Context, prefix string, total, objSize int64) (*Limit, error) {
+	if total <= 0 || objSize <= 0 {
+		return nil, fmt.Errorf("nothing to upload (%d bytes in objects of %d)", total, objSize)
+	}
+	objSize = min(objSize, total)
+	n := ceilDiv(total, objSize)
+	body := make([]byte, 0, objSize+int64(b.cfg.PayloadBytes)+1)
+	gen := newPayloadGen(b.cfg.PayloadBytes, 1)
+	now := time.Now()
+	for i := 0; int64(len(body)) < objSize; i++ {
+		body = append(body, gen.next(i, now)...)
+		body = append(body, '\n')
+	}
+	body = body[:objSize]
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	idx := make(chan int64)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var firstErr error
+	start := time.Now()
+	for range b.cfg.UploadConcurrency {
+		wg.Go(func() {
+			for i := range idx {
+				size := min(objSize, total-i*objSize)
+				opts := minio.PutObjectOptions{
+					ContentType:      "application/x-ndjson",
+					DisableMultipart: true,
+					SendContentMd5:   true,
+				}
+				opts.SetMatchETagExcept("*")
+				key := fmt.Sprintf("%s/%08d.jsonl", prefix, i)
+				if _, err := b.s3.PutObject(ctx, bucket, key, bytes.NewReader(body[:size]), size, opts); err != nil {
+					once.Do(func() { firstErr = fmt.Errorf("put %s: %w", key, err); cancel() })
+					return
+				}
+			}
+		})
+	}
+feed:
+	for i := range n {
+		select {
+		case idx <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(idx)
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	l := &Limit{Seconds: time.Since(start).Seconds(), Objects: int(n), ObjectBytes: objSize, Bytes: total}
+	l.MBPerSecond = float64(total) / 1e6 / l.Seconds
+	b.progress("%s: upload limit %s for %d objects of %s (%.1f MB/s)",
+		prefix, fmtSeconds(l.Seconds), n, fmtBytes(objSize), l.MBPerSecond)
+	return l, nil
+}

@@ -1,0 +1,225 @@
+// Command jetlake-bench measures how fast jetlake exports a stream, next to
+// the limits of the machine it runs on, measured in the same run.
+//
+// It starts nats-server and MinIO on loopback (the pinned builds of package
+// exportertest), fills a file-storage stream per workload, and measures:
+//
+//   - the consume limit: a plain jetstream pull consumer (durable, explicit
+//     acks, created fresh and deleted after) that fetches in batches and acks
+//     every message, doing nothing else;
+//   - the upload limit: minio-go PutObject at the connector's upload
+//     concurrency, in objects of max_file_size, for as many bytes as the
+//     uncompressed json_lines output of the workload holds;
+//   - the limit time, consume time + upload time: what a naive exporter that
+//     first reads everything and then uploads it would need;
+//   - jetlake itself, one "bin/jetlake run -until-idle" process per output
+//     (json_lines, json_lines with zstd, parquet, parquet with five typed
+//     columns), each from a fresh consumer and its own bucket prefix: wall
+//     time, messages/s, MB/s written, objects, peak RSS, CPU seconds and
+//     limit time / jetlake time.
+//
+// The workloads are 1,000,000 messages of about 256 bytes of JSON over 10
+// subjects, and 100,000 messages over 10,000 subjects (group_by "subject":
+// an object per subject). -quick scales both down; -messages, -subjects,
+// -small-messages and -small-subjects set them one by one.
+//
+// The machine may be noisy, so every limit and run is measured in -rounds
+// rounds (3; -quick: 1), interleaved, and the median round is reported;
+// ratios compare a run with the limits of its own round. Rounds after the
+// first run only while another fits in the -timeout budget, which keeps
+// "make bench" under 15 minutes on 2 cores. Progress goes to stderr, the
+// result table (Markdown) to stdout, and with -out the results as JSON to a
+// file.
+//
+// Run it from the repository with "make bench", which builds bin/jetlake and
+// the servers first. Every process it starts is stopped when it ends, fails
+// or is interrupted.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jetlake/jetlake/config"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Defaults of the full run and of -quick.
+var (
+	fullWorkloads  = [2]workloadSpec{{Name: "w1", Messages: 1_000_000, Subjects: 10}, {Name: "w2", Messages: 100_000, Subjects: 10_000}}
+	quickWorkloads = [2]workloadSpec{{Name: "w1", Messages: 100_000, Subjects: 10}, {Name: "w2", Messages: 10_000, Subjects: 1_000}}
+)
+
+// Main runs the benchmark with the command-line args and returns the exit
+// code: 0 when every measurement that was not skipped succeeded, 1 when one
+// failed, 2 on bad usage.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("jetlake-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: jetlake-bench [flags]\n\nMeasures jetlake against the consume and upload limits of this machine.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	quick := fs.Bool("quick", false, "scaled-down workloads: 100,000 messages over 10 subjects and 10,000 over 1,000")
+	messages := fs.Int("messages", fullWorkloads[0].Messages, "messages of the first workload")
+	subjects := fs.Int("subjects", fullWorkloads[0].Subjects, "subjects of the first workload")
+	smallMessages := fs.Int("small-messages", fullWorkloads[1].Messages, "messages of the second, high-cardinality workload; 0 skips it")
+	smallSubjects := fs.Int("small-subjects", fullWorkloads[1].Subjects, "subjects of the second workload")
+	payload := fs.Int("payload", 256, "bytes of JSON per message")
+	runs := fs.String("runs", strings.Join(runNames(), ","), "jetlake runs, comma-separated")
+	jetlake := fs.String("jetlake", "bin/jetlake", "the jetlake binary to measure")
+	out := fs.String("out", "", "write the results as JSON to this file")
+	rounds := fs.Int("rounds", 3, "measure each limit and run this many times (while the time budget allows) and report the median; -quick: 1")
+	budget := fs.Duration("timeout", 11*time.Minute, "time budget of the whole run; measurements that do not fit are skipped or cut, and say so")
+	maxFileSize := fs.String("max-file-size", "8MiB", "rotation.max_file_size, and the size of the upload limit's objects")
+	maxMessages := fs.Int("max-messages-per-file", 0, "rotation.max_messages_per_file (0: no count limit)")
+	maxAge := fs.Duration("max-file-age", 30*time.Second, "rotation.max_file_age")
+	maxBuffered := fs.String("max-buffered-bytes", "256MiB", "rotation.max_buffered_bytes")
+	concurrency := fs.Int("upload-concurrency", 4, "s3.upload_concurrency, and the concurrency of the upload limit")
+	logDir := fs.String("logs", "", "keep jetlake's logs and connector files in this directory (default: a temporary directory, removed)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "jetlake-bench: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	wl := fullWorkloads
+	if *quick {
+		wl = quickWorkloads
+	}
+	if *quick && !set["rounds"] {
+		*rounds = 1
+	}
+	if set["messages"] {
+		wl[0].Messages = *messages
+	}
+	if set["subjects"] {
+		wl[0].Subjects = *subjects
+	}
+	if set["small-messages"] {
+		wl[1].Messages = *smallMessages
+	}
+	if set["small-subjects"] {
+		wl[1].Subjects = *smallSubjects
+	}
+
+	cfg := Config{
+		Jetlake:           *jetlake,
+		PayloadBytes:      *payload,
+		MaxMessages:       *maxMessages,
+		MaxFileAge:        *maxAge,
+		UploadConcurrency: *concurrency,
+		Rounds:            *rounds,
+		Budget:            *budget,
+		LogDir:            *logDir,
+		Progress:          stderr,
+	}
+	var problems []string
+	var err error
+	if cfg.MaxFileSize, err = config.ParseSize(*maxFileSize); err != nil {
+		problems = append(problems, "-max-file-size: "+err.Error())
+	}
+	if cfg.MaxBufferedBytes, err = config.ParseSize(*maxBuffered); err != nil {
+		problems = append(problems, "-max-buffered-bytes: "+err.Error())
+	}
+	if wl[0].Messages < 1 || wl[0].Subjects < 1 {
+		problems = append(problems, "-messages and -subjects must be at least 1")
+	}
+	if wl[1].Messages < 0 || wl[1].Messages > 0 && wl[1].Subjects < 1 {
+		problems = append(problems, "-small-messages must be 0 or more, and -small-subjects at least 1")
+	}
+	if *payload < 64 || *payload > 1<<20 {
+		problems = append(problems, "-payload must be 64 to 1048576 bytes")
+	}
+	if *concurrency < 1 || *concurrency > 64 {
+		problems = append(problems, "-upload-concurrency must be 1 to 64")
+	}
+	if *maxAge <= 0 {
+		problems = append(problems, "-max-file-age must be more than 0")
+	}
+	if *rounds < 1 {
+		problems = append(problems, "-rounds must be at least 1")
+	}
+	if *budget <= 0 {
+		problems = append(problems, "-timeout must be more than 0")
+	}
+	for _, name := range strings.Split(*runs, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		spec, ok := runSpecByName(name)
+		if !ok {
+			problems = append(problems, fmt.Sprintf("-runs: unknown run %q; known: %s", name, strings.Join(runNames(), ", ")))
+			continue
+		}
+		cfg.Runs = append(cfg.Runs, spec)
+	}
+	if len(problems) > 0 {
+		for _, p := range problems {
+			fmt.Fprintln(stderr, "jetlake-bench:", p)
+		}
+		return 2
+	}
+	cfg.Workloads = append(cfg.Workloads, wl[0])
+	if wl[1].Messages > 0 {
+		cfg.Workloads = append(cfg.Workloads, wl[1])
+	}
+
+	rep, err := Run(ctx, cfg)
+	if rep != nil {
+		fmt.Fprint(stdout, rep.Markdown())
+		if *out != "" {
+			if werr := writeJSON(*out, rep); werr != nil {
+				fmt.Fprintln(stderr, "jetlake-bench:", werr)
+				if err == nil {
+					err = werr
+				}
+			} else {
+				fmt.Fprintf(stderr, "jetlake-bench: wrote %s\n", *out)
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "jetlake-bench:", err)
+		return 1
+	}
+	if n := rep.Failures(); n > 0 {
+		fmt.Fprintf(stderr, "jetlake-bench: %d measurement(s) failed; see the notes in the table\n", n)
+		return 1
+	}
+	return 0
+}
+
+func writeJSON(path string, rep *Report) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write results: %w", err)
+	}
+	return nil
+}
