@@ -269,6 +269,15 @@ func (e *Exporter) connect(ctx context.Context) (*nats.Conn, error) {
 			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("NATS reconnected", "url", nc.ConnectedUrlRedacted()) }),
+		// Client errors (a slow consumer, a permission violation) go to the
+		// log like everything else, not raw to stderr.
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subject := ""
+			if sub != nil {
+				subject = sub.Subject
+			}
+			log.Warn("NATS client error", "subject", subject, "error", err)
+		}),
 	)
 	var nc *nats.Conn
 	err = retry(ctx, e.log, "NATS", func(context.Context) error {
@@ -288,7 +297,7 @@ func (e *Exporter) connect(ctx context.Context) (*nats.Conn, error) {
 type streamState struct {
 	cfg          config.Stream
 	cons         jetstream.Consumer
-	iter         jetstream.MessagesContext
+	cc           jetstream.ConsumeContext
 	created      time.Time // the stream's creation time: with its name, its identity
 	intentPrefix string
 
@@ -407,13 +416,12 @@ func (r *runner) run(ctx context.Context) error {
 		})
 	}
 	quit := make(chan struct{})
-	var pullers sync.WaitGroup
 	pullersDone := make(chan struct{})
 	defer func() {
 		close(quit)
 		for _, s := range r.streams {
-			if s.iter != nil {
-				s.iter.Stop()
+			if s.cc != nil {
+				s.cc.Stop()
 			}
 		}
 		cancelUploads()
@@ -425,25 +433,40 @@ func (r *runner) run(ctx context.Context) error {
 		}()
 		workers.Wait()
 		close(r.results)
-		pullers.Wait()
 		r.bg.Wait()
 	}()
 
+	// A callback, not an iterator: Consume's subscription queues what the
+	// server sends while the runner applies backpressure, where the
+	// iterator's fixed channel would drop messages (slow consumer) that
+	// then come back only after AckWait.
+	var closed []<-chan struct{}
 	for i, s := range r.streams {
-		opts := []jetstream.PullMessagesOpt{
+		opts := []jetstream.PullConsumeOpt{
 			jetstream.PullMaxMessagesWithBytesLimit(min(max(s.cfg.MaxAckPending, 1), 1000), r.pullBytes()),
+			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { r.pullError(s, err) }),
 		}
 		if s.cfg.Failover == config.FailoverPinned {
 			opts = append(opts, jetstream.PullPriorityGroup(PriorityGroup))
 		}
-		it, err := s.cons.Messages(opts...)
+		cc, err := s.cons.Consume(func(msg jetstream.Msg) {
+			select {
+			case r.in <- delivery{stream: i, msg: msg}:
+			case <-quit:
+			}
+		}, opts...)
 		if err != nil {
 			return fmt.Errorf("stream %s: consume: %w", s.cfg.Stream, err)
 		}
-		s.iter = it
-		pullers.Go(func() { r.pull(i, it, quit) })
+		s.cc = cc
+		closed = append(closed, cc.Closed())
 	}
-	go func() { pullers.Wait(); close(pullersDone) }()
+	go func() {
+		for _, c := range closed {
+			<-c
+		}
+		close(pullersDone)
+	}()
 
 	err := r.loop(ctx)
 	if err != nil {
@@ -452,7 +475,7 @@ func (r *runner) run(ctx context.Context) error {
 	// Stopping: hand over what the client already buffered, then seal
 	// everything and upload it within the shutdown timeout.
 	for _, s := range r.streams {
-		s.iter.Drain()
+		s.cc.Drain()
 	}
 	for drained := false; !drained; {
 		select {
@@ -502,38 +525,19 @@ func (r *runner) run(ctx context.Context) error {
 	return nil
 }
 
-// pull feeds messages from one consumer to the runner until the iterator is
-// stopped or drained.
-func (r *runner) pull(i int, it jetstream.MessagesContext, quit <-chan struct{}) {
-	s := r.streams[i]
-	for {
-		msg, err := it.Next()
-		if err != nil {
-			switch {
-			case errors.Is(err, jetstream.ErrMsgIteratorClosed):
-				return
-			case errors.Is(err, jetstream.ErrConsumerDeleted), errors.Is(err, jetstream.ErrConsumerNotFound),
-				errors.Is(err, jetstream.ErrStreamNotFound):
-				select {
-				case r.fatal <- fmt.Errorf("stream %s, consumer %s: %w: %w", s.cfg.Stream, s.cfg.Consumer, ErrConsumerDeleted, err):
-				default:
-				}
-				return
-			default:
-				r.log.Warn("pull failed; retrying", "stream", s.cfg.Stream, "error", err)
-				select {
-				case <-quit:
-					return
-				case <-time.After(time.Second):
-				}
-				continue
-			}
-		}
+// pullError handles an error the consumer reports while pulling: a deleted
+// consumer or stream stops the exporter; anything else (missed heartbeats,
+// a reconnect) is logged, and pulling goes on.
+func (r *runner) pullError(s *streamState, err error) {
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerDeleted), errors.Is(err, jetstream.ErrConsumerNotFound),
+		errors.Is(err, jetstream.ErrStreamNotFound):
 		select {
-		case r.in <- delivery{stream: i, msg: msg}:
-		case <-quit:
-			return
+		case r.fatal <- fmt.Errorf("stream %s, consumer %s: %w: %w", s.cfg.Stream, s.cfg.Consumer, ErrConsumerDeleted, err):
+		default:
 		}
+	default:
+		r.log.Warn("pull problem; pulling goes on", "stream", s.cfg.Stream, "error", err)
 	}
 }
 
