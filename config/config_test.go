@@ -133,7 +133,7 @@ func TestLoadFillsInEveryDefault(t *testing.T) {
 			Consumer:      "events",
 			DeliverPolicy: DeliverAll,
 			AckWait:       2 * time.Minute,
-			MaxAckPending: 262144, // 256MiB / 1KiB
+			MaxAckPending: 1000000, // 256MiB / 256, at the ceiling
 			Line:          7,
 		}},
 		S3: S3{Bucket: "lake", Region: "us-east-1", UploadConcurrency: 4},
@@ -191,7 +191,7 @@ func TestLoadResolvesEveryKey(t *testing.T) {
 			Consumer:      "events",
 			DeliverPolicy: DeliverAll,
 			AckWait:       2 * time.Minute,
-			MaxAckPending: 976562, // 1GB / 1KiB
+			MaxAckPending: 1000000, // 1GB / 256, at the ceiling
 			Line:          22,
 		}},
 		S3: S3{
@@ -304,9 +304,9 @@ func TestLoadFollowsInlineTablesAndDottedKeys(t *testing.T) {
 	if want := []string{"a.>", "b.*.c"}; !reflect.DeepEqual(c.Streams[0].Subjects, want) {
 		t.Errorf("subjects = %q, want %q", c.Streams[0].Subjects, want)
 	}
-	// 2 × 100 messages is below the 1000 floor; 10 MiB / 1 KiB is 10240.
-	if c.Streams[0].MaxAckPending != 10240 {
-		t.Errorf("MaxAckPending = %d, want 10240", c.Streams[0].MaxAckPending)
+	// 2 × 100 messages is below the 1000 floor; 10 MiB / 256 is 40960.
+	if c.Streams[0].MaxAckPending != 40960 {
+		t.Errorf("MaxAckPending = %d, want 40960", c.Streams[0].MaxAckPending)
 	}
 }
 
@@ -331,11 +331,12 @@ func TestDerivedMaxAckPending(t *testing.T) {
 		count    int
 		want     int
 	}{
-		{256 << 20, 10000, 262144},
-		{512 << 10, 100, 1000},        // floor
-		{512 << 10, 0, 1000},          // floor, no count limit
+		{256 << 20, 10000, 1000000},
+		{64 << 20, 10000, 262144},
+		{128 << 10, 100, 1000},        // floor
+		{128 << 10, 0, 1000},          // floor, no count limit
 		{1 << 40, 0, 1000000},         // ceiling
-		{256 << 20, 400000, 800000},   // room for two full files
+		{64 << 20, 400000, 800000},    // room for two full files
 		{1 << 40, 10000000, 20000000}, // two full files beat the ceiling
 	}
 	for _, tt := range tests {

@@ -38,7 +38,7 @@ const (
 	maxMessagesPerFile    = 10_000_000
 	minDerivedAckPending  = 1000
 	maxDerivedAckPending  = 1_000_000
-	derivedAckPendingUnit = 1024 // bytes of max_buffered_bytes per pending message
+	derivedAckPendingUnit = 256 // bytes of max_buffered_bytes per pending message
 )
 
 // maxObjectName is the longest object name after the directory:
@@ -748,7 +748,7 @@ func (c *checker) stream(t map[string]any, p keyPath, connector string, rot rota
 }
 
 // derivedAckPending is the max_ack_pending of a consumer whose file says 0:
-// one pending message per KiB of the buffer budget, within
+// one pending message per 256 bytes of the buffer budget, within
 // [minDerivedAckPending, maxDerivedAckPending], and room for two full files
 // so that a count limit can always be reached.
 func derivedAckPending(r Rotation) int {

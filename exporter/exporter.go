@@ -355,6 +355,7 @@ type runner struct {
 	queue   []*job // sealed batches waiting for an uploader
 
 	inflightBytes int64 // bytes of sealed batches not yet done
+	heldMem       int64 // memory of the delivered messages kept for their acks
 	inflight      int   // jobs not yet done
 	lastMsg       time.Time
 	lastForget    time.Time
@@ -549,7 +550,7 @@ func (r *runner) loop(ctx context.Context) error {
 	defer tick.Stop()
 	for {
 		var in chan delivery
-		if r.openMem()+r.inflightBytes < r.budget {
+		if r.openMem()+r.inflightBytes+r.heldMem < r.budget {
 			in = r.in
 		}
 		var jobs chan *job
@@ -724,6 +725,7 @@ func (r *runner) add(d delivery) {
 		r.poison(s, msg, err)
 		return
 	}
+	r.heldMem += msgMem(msg)
 	r.rec = formats.Record{}
 	// MaxAckPending: when held messages near the limit the server stops
 	// delivering, so buffers waiting for more would wait forever. Sealing
@@ -829,6 +831,17 @@ func (r *runner) resolve(ctx context.Context, now time.Time) error {
 	return nil
 }
 
+// msgMem estimates the memory a delivered message holds until it is acked:
+// its payload, subject and reply subject, and the client's structures.
+func msgMem(m jetstream.Msg) int64 {
+	return int64(len(m.Data())+len(m.Subject())+len(m.Reply())) + msgOverhead
+}
+
+// msgOverhead is what a delivered message costs beyond its bytes: the
+// client's message and header structures and the exporter's bookkeeping
+// (measured: about 350 bytes).
+const msgOverhead = 350
+
 // openMem is the memory held by open buffers.
 func (r *runner) openMem() int64 { return r.set.Mem() + r.rej.Mem() }
 
@@ -837,7 +850,7 @@ func (r *runner) openMem() int64 { return r.set.Mem() + r.rej.Mem() }
 // flight free it, and pulling waits.
 func (r *runner) relieve() {
 	open := r.openMem()
-	total := open + r.inflightBytes
+	total := open + r.inflightBytes + r.heldMem
 	if total > r.e.peak.Load() {
 		r.e.peak.Store(total)
 	}
@@ -871,6 +884,7 @@ func (r *runner) reject(idx int, s *streamState, msg jetstream.Msg, te *formats.
 		r.poison(s, msg, fmt.Errorf("rejected by a typed column (%v) and not writable as JSON: %w", te, err))
 		return
 	}
+	r.heldMem += msgMem(msg)
 	r.log.Warn("message rejected", "stream", s.cfg.Stream, "subject", rec.Subject, "sequence", rec.Sequence, "reason", te.Error())
 	r.relieve()
 	r.takeSealed()
@@ -945,7 +959,7 @@ func (r *runner) forgetAcked(ctx context.Context) {
 // gauges sets the gauges that describe the runner's state.
 func (r *runner) gauges(now time.Time) {
 	m, name := r.e.m, r.e.cfg.Name
-	m.bufferedBytes.WithLabelValues(name).Set(float64(r.openMem() + r.inflightBytes))
+	m.bufferedBytes.WithLabelValues(name).Set(float64(r.openMem() + r.inflightBytes + r.heldMem))
 	age := 0.0
 	if exp, ok := r.set.NextExpiry(); ok {
 		age = max(now.Sub(exp.Add(-r.e.cfg.Rotation.MaxFileAge)).Seconds(), 0)
@@ -1019,6 +1033,7 @@ func (r *runner) finish(res *result) error {
 	s.sealed -= b.Len()
 	for _, it := range b.Items {
 		delete(s.held, it.Seq)
+		r.heldMem -= msgMem(it.Handle)
 	}
 	switch {
 	case res.stored && !res.confirmed:

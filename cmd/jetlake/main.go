@@ -206,6 +206,22 @@ func extension(format string) string {
 	return enc.Ext()
 }
 
+// setMemoryLimit sets the Go runtime's soft memory limit from the
+// connectors' budgets, unless GOMEMLIMIT says otherwise: the heap can grow to
+// twice its live data between collections, and the budget counts live data.
+func setMemoryLimit(conns []*config.Connector, log *slog.Logger) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	var budget int64
+	for _, c := range conns {
+		budget += c.Rotation.MaxBufferedBytes
+	}
+	limit := budget + budget/2 + 64<<20
+	debug.SetMemoryLimit(limit)
+	log.Debug("memory limit set from the buffer budgets", "limit", config.FormatSize(limit))
+}
+
 func newLogger(format, level string, stderr io.Writer) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
@@ -264,6 +280,7 @@ func cmdRun(args []string, stderr io.Writer) int {
 		stop()
 	}()
 
+	setMemoryLimit(enabled, log)
 	reg, metrics := newRegistry()
 	exps := make([]*exporter.Exporter, len(enabled))
 	ready := make([]readiness, len(enabled))
