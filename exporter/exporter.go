@@ -316,6 +316,8 @@ type streamState struct {
 
 	// Gap detection for consumers that see every message of the stream:
 	// the stream sequence the next first delivery should have (0: unknown).
+	poisoned *job // a poison marker that consecutive poison messages may still join
+
 	gapCheck bool
 	next     uint64
 	suspects []Range          // skipped ranges to check against the stream
@@ -497,6 +499,7 @@ func (r *runner) run(ctx context.Context) error {
 		}
 		break
 	}
+	r.flushPoison()
 	r.set.SealAll(buffer.ReasonShutdown)
 	r.rej.SealAll(buffer.ReasonShutdown)
 	r.takeSealed()
@@ -586,6 +589,7 @@ func (r *runner) loop(ctx context.Context) error {
 				return err
 			}
 			r.confirmGaps(ctx)
+			r.flushPoison()
 			r.gauges(now)
 			if r.e.opts.UntilIdle && now.Sub(r.lastMsg) >= 500*time.Millisecond && len(r.queue) == 0 {
 				idle, err := r.idle(ctx)
@@ -896,12 +900,31 @@ func (r *runner) poison(s *streamState, msg jetstream.Msg, why error) {
 	r.rec = formats.Record{}
 	md, _ := msg.Metadata()
 	seq := md.Sequence.Stream
-	r.enqueue(&job{stream: s, term: msg, marker: &lossmarker.Marker{
+	// Consecutive poison messages share a marker: it waits until the next
+	// message that does not continue it, or the next tick.
+	if j := s.poisoned; j != nil && j.marker.Subject == msg.Subject() && j.marker.LastSeq+1 == seq {
+		j.marker.LastSeq = seq
+		j.marker.Count++
+		j.term = append(j.term, msg)
+		return
+	}
+	r.flushPoison()
+	s.poisoned = &job{stream: s, term: []jetstream.Msg{msg}, marker: &lossmarker.Marker{
 		Stream: s.cfg.Stream, Consumer: s.cfg.Consumer, Subject: msg.Subject(),
 		FirstSeq: seq, LastSeq: seq, Count: 1,
 		Reason: lossmarker.Poison,
 		Error:  why.Error(),
-	}})
+	}}
+}
+
+// flushPoison queues the poison markers waiting for more messages.
+func (r *runner) flushPoison() {
+	for _, s := range r.streams {
+		if s.poisoned != nil {
+			r.enqueue(s.poisoned)
+			s.poisoned = nil
+		}
+	}
 }
 
 // ackCommitted acks a redelivered message that is already stored. Its
@@ -1018,8 +1041,8 @@ func (r *runner) finish(res *result) error {
 		return res.err
 	}
 	if j.marker != nil {
-		if j.term != nil {
-			md, _ := j.term.Metadata()
+		for _, m := range j.term {
+			md, _ := m.Metadata()
 			delete(s.held, md.Sequence.Stream)
 		}
 		if res.stored {

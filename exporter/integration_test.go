@@ -703,9 +703,12 @@ max_file_age = "1s"`)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	e.publish(10, 1)
-	// Larger than the store takes in one object (set to 128 KiB here).
-	if _, err := e.js.Publish(ctx, e.stream+".s0", bytes.Repeat([]byte("x"), 200<<10)); err != nil {
-		t.Fatal(err)
+	// Two in a row, larger than the store takes in one object (set to
+	// 128 KiB here): they share one marker.
+	for range 2 {
+		if _, err := e.js.Publish(ctx, e.stream+".s0", bytes.Repeat([]byte("x"), 200<<10)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	last := e.publish(10, 1)
 	c := e.connector()
@@ -721,12 +724,12 @@ max_file_age = "1s"`)
 		t.Fatalf("%d markers, want 1", len(reports[0].Markers))
 	}
 	m := reports[0].Markers[0]
-	if m.Reason != "poison" || m.FirstSeq != 11 || m.LastSeq != 11 || m.Subject != e.stream+".s0" || m.Error == "" {
-		t.Fatalf("marker %+v, want poison at 11 on %s.s0", m, e.stream)
+	if m.Reason != "poison" || m.FirstSeq != 11 || m.LastSeq != 12 || m.Count != 2 || m.Subject != e.stream+".s0" || m.Error == "" {
+		t.Fatalf("marker %+v, want poison 11-12 on %s.s0", m, e.stream)
 	}
 	got := e.read()
-	if len(got.bySeq) != int(last)-1 {
-		t.Fatalf("%d messages exported, want %d", len(got.bySeq), last-1)
+	if len(got.bySeq) != int(last)-2 {
+		t.Fatalf("%d messages exported, want %d", len(got.bySeq), last-2)
 	}
 	e.wantAllAcked()
 }
@@ -795,4 +798,28 @@ max_file_age = "1s"`)
 	e.wantExactlyOnce(e.read(), last)
 	e.verify(c)
 	e.wantAllAcked()
+}
+
+func TestMemoryBoundHoldsAtTwoThousandSubjects(t *testing.T) {
+	e := newEnv(t, natsSrv, minioSrv, `
+max_file_size = "64KiB"
+max_messages_per_file = 0
+max_file_age = "20s"
+max_buffered_bytes = "1MiB"`)
+	const n = 20000
+	last := e.publish(n, 2000)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	done, ex := e.run(ctx, e.connector(), true)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	e.wantExactlyOnce(e.read(), last)
+	e.wantAllAcked()
+	// Buffers, uploads and the delivered messages held for their acks
+	// together stay within the budget, give or take the message that
+	// crossed it.
+	if peak := exporter.PeakBuffered(ex); peak > 1<<20+2048 {
+		t.Fatalf("peak %d bytes held, over the 1 MiB budget", peak)
+	}
 }

@@ -56,7 +56,7 @@ type job struct {
 	intentID string                     // id of the batch's intent
 
 	marker *lossmarker.Marker // instead of a batch
-	term   jetstream.Msg      // poison message to terminate once the marker is stored
+	term   []jetstream.Msg    // poison messages to terminate once the marker is stored
 }
 
 // result is what an uploader reports about a job.
@@ -95,17 +95,15 @@ func (e *Exporter) writeMarker(ctx context.Context, j *job) *result {
 	e.log.Warn("messages lost", "stream", m.Stream, "consumer", m.Consumer, "subject", m.Subject,
 		"first_seq", m.FirstSeq, "last_seq", m.LastSeq, "count", m.Count, "reason", string(m.Reason), "error", m.Error, "marker", res.key)
 	c := &committer{e: e, stream: j.stream.cfg.Stream, key: res.key, ackWait: j.stream.cfg.AckWait, progress: time.Now()}
-	if j.term != nil {
-		c.msgs = []jetstream.Msg{j.term}
-	}
+	c.msgs = j.term
 	if res.err = c.do(ctx, "write loss marker", func(ctx context.Context) error {
 		return e.store.Put(ctx, res.key, body, PutOptions{ContentType: "application/json"})
 	}); res.err != nil {
 		return res
 	}
 	res.stored = true
-	if j.term != nil {
-		if err := j.term.TermWithReason("jetlake: " + m.Error); err != nil {
+	for _, msg := range j.term {
+		if err := msg.TermWithReason("jetlake: " + m.Error); err != nil {
 			e.log.Warn("terminating a poison message failed; it will come back and be recorded again", "error", err)
 		}
 	}
