@@ -286,8 +286,9 @@ func (c *checker) stringList(t map[string]any, p keyPath, key string) ([]string,
 	return out, true
 }
 
-// formatDuration formats d without zero minutes or seconds: "2m", not "2m0s".
-func formatDuration(d time.Duration) string {
+// FormatDuration formats d as a connector file writes it, without zero
+// minutes or seconds: "2m", not "2m0s".
+func FormatDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = s[:len(s)-2]

@@ -695,7 +695,7 @@ func (c *checker) stream(t map[string]any, p keyPath, connector string, rot rota
 	ackOK := false
 	if d, ok := c.duration(t, p, "ack_wait", defaultAckWait); ok {
 		if d < minAckWait {
-			c.report(p.key("ack_wait"), "%s is less than the minimum of %s", formatDuration(d), formatDuration(minAckWait))
+			c.report(p.key("ack_wait"), "%s is less than the minimum of %s", FormatDuration(d), FormatDuration(minAckWait))
 		} else {
 			s.AckWait, ackOK = d, true
 		}
@@ -704,13 +704,13 @@ func (c *checker) stream(t map[string]any, p keyPath, connector string, rot rota
 		// A message may wait max_file_age in a buffer before its upload
 		// starts, and must be acked before ack_wait ends; half of ack_wait
 		// is left for the upload and its retries.
-		age, ack := formatDuration(rot.MaxFileAge), formatDuration(s.AckWait)
+		age, ack := FormatDuration(rot.MaxFileAge), FormatDuration(s.AckWait)
 		if rot.ageSet || !has(t, "ack_wait") {
 			c.report(rot.path.key("max_file_age"), "%s is more than half of %s (%s): a message waits up to max_file_age in a buffer and must then be uploaded and acked within ack_wait; lower max_file_age to at most %s or raise %s to at least %s",
-				age, p.key("ack_wait"), ack, formatDuration(s.AckWait/2), p.key("ack_wait"), formatDuration(2*rot.MaxFileAge))
+				age, p.key("ack_wait"), ack, FormatDuration(s.AckWait/2), p.key("ack_wait"), FormatDuration(2*rot.MaxFileAge))
 		} else {
 			c.report(p.key("ack_wait"), "%s is less than twice rotation.max_file_age (%s): a message waits up to max_file_age in a buffer and must then be uploaded and acked within ack_wait; raise ack_wait to at least %s or lower rotation.max_file_age to at most %s",
-				ack, age, formatDuration(2*rot.MaxFileAge), formatDuration(s.AckWait/2))
+				ack, age, FormatDuration(2*rot.MaxFileAge), FormatDuration(s.AckWait/2))
 		}
 	}
 

@@ -170,8 +170,8 @@ func TestFormatDuration(t *testing.T) {
 		{1500 * time.Millisecond, "1.5s"},
 	}
 	for _, tt := range tests {
-		if got := formatDuration(tt.in); got != tt.want {
-			t.Errorf("formatDuration(%v) = %q, want %q", tt.in, got, tt.want)
+		if got := FormatDuration(tt.in); got != tt.want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }

@@ -77,19 +77,6 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// shortDuration formats d without zero minutes or seconds: "2m", not
-// "2m0s", as the configuration writes durations.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
-}
-
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return one
@@ -431,7 +418,7 @@ func (p *planner) checkConsumer(ctx context.Context, st jetstream.Stream, key st
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
 		p.add(statusOK, "%s: does not exist yet; jetlake creates it on start: AckExplicit, AckWait %s, MaxAckPending %d, MaxDeliver -1, deliver %s%s",
-			name, shortDuration(s.AckWait), s.MaxAckPending, s.DeliverPolicy, filterText(s.Subjects))
+			name, config.FormatDuration(s.AckWait), s.MaxAckPending, s.DeliverPolicy, filterText(s.Subjects))
 		return
 	case errors.Is(err, jetstream.ErrNotPullConsumer):
 		p.add(statusFail, "%s: a push consumer (it has a deliver subject); jetlake reads with a pull consumer: delete the consumer (jetlake re-creates it) or set %s.consumer to another name", name, key)
@@ -469,10 +456,10 @@ func (p *planner) checkConsumer(ctx context.Context, st jetstream.Stream, key st
 	case have.AckWait < minAck:
 		changes++
 		p.add(statusWarn, "%s: AckWait %s is less than 2 × max_file_age (%s); jetlake sets it to %s on start",
-			name, shortDuration(have.AckWait), shortDuration(c.Rotation.MaxFileAge), shortDuration(s.AckWait))
+			name, config.FormatDuration(have.AckWait), config.FormatDuration(c.Rotation.MaxFileAge), config.FormatDuration(s.AckWait))
 	case have.AckWait != s.AckWait:
 		changes++
-		p.add(statusNote, "%s: AckWait %s; jetlake sets it to %s (%s.ack_wait) on start", name, shortDuration(have.AckWait), shortDuration(s.AckWait), key)
+		p.add(statusNote, "%s: AckWait %s; jetlake sets it to %s (%s.ack_wait) on start", name, config.FormatDuration(have.AckWait), config.FormatDuration(s.AckWait), key)
 	}
 	perFile := c.Rotation.MaxMessagesPerFile
 	switch {
@@ -498,7 +485,7 @@ func (p *planner) checkConsumer(ctx context.Context, st jetstream.Stream, key st
 	}
 	if wantPinned && have.PinnedTTL != s.PriorityTimeout {
 		changes++
-		p.add(statusNote, "%s: pinned TTL %s; jetlake sets it to %s (%s.priority_timeout) on start", name, shortDuration(have.PinnedTTL), shortDuration(s.PriorityTimeout), key)
+		p.add(statusNote, "%s: pinned TTL %s; jetlake sets it to %s (%s.priority_timeout) on start", name, config.FormatDuration(have.PinnedTTL), config.FormatDuration(s.PriorityTimeout), key)
 	}
 	if info.Paused {
 		until := "further notice"
@@ -509,7 +496,7 @@ func (p *planner) checkConsumer(ctx context.Context, st jetstream.Stream, key st
 	}
 	if !bad && changes == 0 {
 		p.add(statusOK, "%s: exists and fits: AckExplicit, AckWait %s, MaxAckPending %d, MaxDeliver %d; %d pending, %d unacked",
-			name, shortDuration(have.AckWait), have.MaxAckPending, have.MaxDeliver, info.NumPending, info.NumAckPending)
+			name, config.FormatDuration(have.AckWait), have.MaxAckPending, have.MaxDeliver, info.NumPending, info.NumAckPending)
 	}
 }
 
@@ -699,7 +686,7 @@ func effectiveConfig(c *config.Connector) string {
 		case string:
 			s = tomlString(v)
 		case time.Duration:
-			s = tomlString(shortDuration(v))
+			s = tomlString(config.FormatDuration(v))
 		case []string:
 			q := make([]string, len(v))
 			for i, e := range v {
