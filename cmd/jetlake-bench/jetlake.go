@@ -258,10 +258,7 @@ func (b *bench) runJetlake(ctx context.Context, file, logFile string) (*childRes
 	}
 	defer log.Close()
 	cmd := exec.CommandContext(ctx, b.jetlake, "run", "-until-idle", "-log-format", "json", "-config", file)
-	cmd.Env = append(withoutAWS(os.Environ()),
-		"AWS_ACCESS_KEY_ID="+b.ms.AccessKey,
-		"AWS_SECRET_ACCESS_KEY="+b.ms.SecretKey,
-	)
+	cmd.Env = b.ms.ClientEnv()
 	cmd.Stdout = log
 	cmd.Stderr = log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -282,18 +279,6 @@ func (b *bench) runJetlake(ctx context.Context, file, logFile string) (*childRes
 		return res, fmt.Errorf("jetlake run: %w", err)
 	}
 	return res, nil
-}
-
-// withoutAWS drops AWS_* variables, so a profile or session token of the
-// user's does not mix with the MinIO credentials.
-func withoutAWS(env []string) []string {
-	var out []string
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "AWS_") {
-			out = append(out, kv)
-		}
-	}
-	return out
 }
 
 // checkConsumer checks that the run acked every message of the stream and

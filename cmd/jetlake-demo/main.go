@@ -185,10 +185,7 @@ func runJetlake(ctx context.Context, root string, ms *exportertest.MinIOServer) 
 	step("running bin/jetlake %s", strings.Join(args, " "))
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = root
-	cmd.Env = append(withoutAWS(os.Environ()),
-		"AWS_ACCESS_KEY_ID="+ms.AccessKey,
-		"AWS_SECRET_ACCESS_KEY="+ms.SecretKey,
-	)
+	cmd.Env = ms.ClientEnv()
 	cmd.Stdout = os.Stdout
 	cmd.Stderr = os.Stderr
 	// On timeout or Ctrl-C, ask jetlake to shut down as a service manager
@@ -207,18 +204,6 @@ func runJetlake(ctx context.Context, root string, ms *exportertest.MinIOServer) 
 	}
 	step("jetlake finished in %v", time.Since(start).Round(time.Millisecond))
 	return nil
-}
-
-// withoutAWS drops AWS_* variables, so a profile or session token of the
-// user's does not mix with the MinIO credentials.
-func withoutAWS(env []string) []string {
-	var out []string
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "AWS_") {
-			out = append(out, kv)
-		}
-	}
-	return out
 }
 
 // listObjects prints every object of the bucket and the first lines of the

@@ -255,3 +255,17 @@ func (s *MinIOServer) removeTempDir() error {
 	}
 	return nil
 }
+
+// ClientEnv returns the process environment for a program that talks to
+// this server through the standard AWS credential chain: the server's
+// credentials, and no other AWS_* variable (a profile or session token of
+// the user's would mix with them).
+func (s *MinIOServer) ClientEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AWS_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "AWS_ACCESS_KEY_ID="+s.AccessKey, "AWS_SECRET_ACCESS_KEY="+s.SecretKey)
+}
