@@ -1,0 +1,160 @@
+package exporter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jetlake/jetlake/config"
+)
+
+// memIntents is an in-memory IntentStore.
+type memIntents struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+func (s *memIntents) Create(_ context.Context, key string, value []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.m[key]; ok {
+		return errors.New("exists")
+	}
+	s.m[key] = value
+	return nil
+}
+
+func (s *memIntents) Delete(_ context.Context, key string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, key)
+	return nil
+}
+
+func (s *memIntents) List(_ context.Context, prefix string) (map[string][]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string][]byte{}
+	for k, v := range s.m {
+		if strings.HasPrefix(k, prefix) {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// The state a crash leaves behind at each step of the commit path, and what
+// recovery must make of it. Crashing before the intent leaves nothing, so
+// recovery has nothing to do and the messages are simply redelivered.
+func TestRecoveryAfterACrashAtEachCommitStep(t *testing.T) {
+	created := time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
+	const key = "raw/S/s.a/2026-11-29/07/00000000000000000010-00000000000000000012.jsonl"
+	tests := []struct {
+		point         string
+		object        map[string]string // metadata of the object at key; nil: no object
+		streamCreated time.Time
+		wantCommitted bool  // redelivered messages are acked, not written
+		wantAwait     bool  // unresolved until its writer must have given up
+		wantErr       error // *CollisionError
+		wantIntent    bool  // the intent is still there after recovery
+	}{
+		{point: "before-upload", streamCreated: created, wantAwait: true, wantIntent: true},
+		{point: "during-upload (the PUT never landed)", streamCreated: created, wantAwait: true, wantIntent: true},
+		{point: "after-upload", object: map[string]string{MetaIntent: "I1"}, streamCreated: created, wantCommitted: true, wantIntent: true},
+		{point: "after-acks", object: map[string]string{MetaIntent: "I1"}, streamCreated: created, wantCommitted: true, wantIntent: true},
+		{point: "after-confirm", object: map[string]string{MetaIntent: "I1"}, streamCreated: created, wantCommitted: true, wantIntent: true},
+		{point: "object of another batch", object: map[string]string{MetaIntent: "OTHER"}, streamCreated: created, wantErr: &CollisionError{}, wantIntent: true},
+		{point: "stream re-created since", object: map[string]string{MetaIntent: "I1"}, streamCreated: created.Add(time.Hour)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.point, func(t *testing.T) {
+			store := &flakyStore{}
+			if tt.object != nil {
+				store.objects = map[string]map[string]string{key: tt.object}
+			}
+			e := testExporter(t, store)
+			intents := &memIntents{m: map[string][]byte{}}
+			e.intents = intents
+			s := &streamState{
+				cfg:          config.Stream{Stream: "S", Consumer: "c", AckWait: time.Minute},
+				created:      tt.streamCreated,
+				intentPrefix: intentPrefix("c", "S", "c"),
+				committed:    map[uint64]*committed{}, unresolved: map[string]*unresolved{},
+				pending: map[uint64]*unresolved{}, own: map[string]bool{},
+			}
+			in := intent{ID: "I1", Key: key, Stream: "S", StreamCreated: created, Consumer: "c",
+				Seqs: newSeqSet([]uint64{10, 11, 12}), Created: time.Now()}
+			value, _ := json.Marshal(&in)
+			ikey := s.intentPrefix + in.ID
+			intents.m[ikey] = value
+
+			err := e.recover(context.Background(), s)
+			if tt.wantErr != nil {
+				var ce *CollisionError
+				if !errors.As(err, &ce) {
+					t.Fatalf("recover = %v, want a collision", err)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range []uint64{10, 11, 12} {
+				if _, ok := s.committed[q]; ok != tt.wantCommitted {
+					t.Errorf("sequence %d committed = %v, want %v", q, ok, tt.wantCommitted)
+				}
+				if _, ok := s.pending[q]; ok != tt.wantAwait {
+					t.Errorf("sequence %d unresolved = %v, want %v", q, ok, tt.wantAwait)
+				}
+			}
+			if _, ok := intents.m[ikey]; ok != tt.wantIntent {
+				t.Errorf("intent kept = %v, want %v", ok, tt.wantIntent)
+			}
+			if !tt.wantAwait {
+				return
+			}
+			// Its writer has given up: the object is looked up again.
+			r := &runner{e: e, log: e.log, streams: []*streamState{s}}
+			u := s.unresolved[ikey]
+			if err := r.resolve(context.Background(), u.deadline.Add(time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := intents.m[ikey]; ok {
+				t.Error("the intent of a batch never stored was kept")
+			}
+			if len(s.pending) != 0 || len(s.unresolved) != 0 || len(s.committed) != 0 {
+				t.Errorf("after resolving: %d pending, %d unresolved, %d committed; want none", len(s.pending), len(s.unresolved), len(s.committed))
+			}
+		})
+	}
+}
+
+func TestALatePutOfAStalledWriterIsFoundWhenResolving(t *testing.T) {
+	const key = "raw/k.jsonl"
+	store := &flakyStore{}
+	e := testExporter(t, store)
+	intents := &memIntents{m: map[string][]byte{}}
+	e.intents = intents
+	s := &streamState{
+		cfg: config.Stream{Stream: "S", Consumer: "c", AckWait: time.Minute}, intentPrefix: "p.",
+		committed: map[uint64]*committed{}, unresolved: map[string]*unresolved{},
+		pending: map[uint64]*unresolved{}, own: map[string]bool{},
+	}
+	in := &intent{ID: "I1", Key: key, Seqs: newSeqSet([]uint64{5, 6})}
+	intents.m["p.I1"] = []byte("{}")
+	s.await("p.I1", in, time.Now())
+	// The stalled writer's PUT lands after recovery looked.
+	store.objects = map[string]map[string]string{key: {MetaIntent: "I1"}}
+	r := &runner{e: e, log: e.log, streams: []*streamState{s}}
+	if err := r.resolve(context.Background(), time.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.committed[5]; !ok {
+		t.Fatal("the late object's sequences were not taken as stored")
+	}
+	if _, ok := intents.m["p.I1"]; !ok {
+		t.Fatal("the intent of a stored batch was deleted before the ack floor passed it")
+	}
+}
