@@ -217,7 +217,9 @@ func setMemoryLimit(conns []*config.Connector, log *slog.Logger) {
 	for _, c := range conns {
 		budget += c.Rotation.MaxBufferedBytes
 	}
-	limit := budget + budget/2 + 64<<20
+	// 2x: at 1.5x the collector ran so often that parquet runs spent more
+	// than twice the CPU (make bench: 17.5 s against 7.5 s).
+	limit := 2*budget + 64<<20
 	debug.SetMemoryLimit(limit)
 	log.Debug("memory limit set from the buffer budgets", "limit", config.FormatSize(limit))
 }
