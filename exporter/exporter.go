@@ -316,7 +316,8 @@ type streamState struct {
 
 	// Gap detection for consumers that see every message of the stream:
 	// the stream sequence the next first delivery should have (0: unknown).
-	poisoned *job // a poison marker that consecutive poison messages may still join
+	poisoned     *job                 // a poison marker that consecutive poison messages may still join
+	startMarkers []*lossmarker.Marker // found while setting up; written when the runner starts
 
 	gapCheck bool
 	next     uint64
@@ -470,6 +471,12 @@ func (r *runner) run(ctx context.Context) error {
 		}
 		close(pullersDone)
 	}()
+	for _, s := range r.streams {
+		for _, m := range s.startMarkers {
+			r.enqueue(&job{stream: s, marker: m})
+		}
+		s.startMarkers = nil
+	}
 
 	err := r.loop(ctx)
 	if err != nil {

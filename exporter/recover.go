@@ -91,6 +91,7 @@ func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *s
 	clear(s.unresolved)
 	clear(s.pending)
 	s.retired = nil
+	s.startMarkers = nil
 	s.recovered = 0
 	if s.cfg.Failover != config.FailoverPinned {
 		// A pinned consumer recovers once this instance is pinned: a
@@ -111,7 +112,7 @@ func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *s
 	if !s.gapCheck && si.State.FirstSeq > info.Delivered.Stream+1 && info.Delivered.Stream > 0 {
 		// A filtered consumer can not tell which of the removed messages
 		// matched its filter; the marker names the whole range.
-		e.lost(ctx, &lossmarker.Marker{
+		s.startMarkers = append(s.startMarkers, &lossmarker.Marker{
 			Stream: s.cfg.Stream, Consumer: s.cfg.Consumer,
 			FirstSeq: info.Delivered.Stream + 1, LastSeq: si.State.FirstSeq - 1,
 			Count:  si.State.FirstSeq - 1 - info.Delivered.Stream,
@@ -242,24 +243,4 @@ func (s *streamState) commit(ikey string, seqs seqSet) {
 // recovery they are stored.
 func (s *streamState) retire(c *committed) {
 	s.retired = append(s.retired, c)
-}
-
-// lost writes a loss marker, retrying until it is stored or ctx ends, and
-// logs it.
-func (e *Exporter) lost(ctx context.Context, m *lossmarker.Marker) {
-	m.DetectedAt = time.Now().UTC()
-	m.ExporterVersion = e.opts.Version
-	e.log.Warn("messages lost", "stream", m.Stream, "consumer", m.Consumer, "subject", m.Subject,
-		"first_seq", m.FirstSeq, "last_seq", m.LastSeq, "count", m.Count, "reason", string(m.Reason), "error", m.Error)
-	body, err := m.Encode()
-	if err != nil {
-		e.log.Error("loss marker not written", "error", err)
-		return
-	}
-	key := m.Key(e.cfg.S3.Prefix)
-	if err := retry(ctx, e.log, "object store", func(ctx context.Context) error {
-		return e.store.Put(ctx, key, body, PutOptions{ContentType: "application/json"})
-	}); err != nil {
-		e.log.Error("loss marker not written", "key", key, "error", err)
-	}
 }
