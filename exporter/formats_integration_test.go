@@ -52,12 +52,7 @@ func (e *env) runVariant(name string, mod func(c *config.Connector)) *config.Con
 	c.S3.Prefix = name
 	c.Streams[0].Consumer = name
 	mod(c)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	done, _ := e.run(ctx, c, true)
-	if err := <-done; err != nil {
-		e.t.Fatalf("%s: %v", name, err)
-	}
+	e.runUntilIdle(c, 3*time.Minute)
 	return c
 }
 

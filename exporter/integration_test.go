@@ -197,6 +197,19 @@ func (e *env) publish(n, subjects int) uint64 {
 	return last
 }
 
+// runUntilIdle runs the connector with Options.UntilIdle and requires it to
+// finish cleanly within timeout.
+func (e *env) runUntilIdle(c *config.Connector, timeout time.Duration) *exporter.Exporter {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	done, ex := e.run(ctx, c, true)
+	if err := <-done; err != nil {
+		e.t.Fatal(err)
+	}
+	return ex
+}
+
 // run runs the connector until ctx ends (or idle with untilIdle) and returns
 // its error on the channel.
 func (e *env) run(ctx context.Context, c *config.Connector, untilIdle bool) (<-chan error, *exporter.Exporter) {
@@ -376,13 +389,8 @@ max_file_age = "20s"
 max_buffered_bytes = "8MiB"`)
 	const n = 20000
 	last := e.publish(n, 10)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	start := time.Now()
-	done, _ := e.run(ctx, e.connector(), true)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	e.runUntilIdle(e.connector(), 2*time.Minute)
 	elapsed := time.Since(start)
 	t.Logf("exported %d messages in %s: %.0f messages/s", n, elapsed.Round(time.Millisecond), n/elapsed.Seconds())
 	got := e.read()
@@ -422,12 +430,7 @@ max_file_age = "20s"
 max_buffered_bytes = "64KiB"`)
 	const n = 6000 // about 800 KiB of records, over 12× the budget
 	last := e.publish(n, 10)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	done, ex := e.run(ctx, e.connector(), true)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	ex := e.runUntilIdle(e.connector(), 2*time.Minute)
 	e.wantExactlyOnce(e.read(), last)
 	e.wantAllAcked()
 	// Buffers and uploads together never passed the budget by more than
@@ -541,13 +544,8 @@ max_file_age = "25s"`)
 	c := e.connector()
 	c.Streams[0].MaxAckPending = 50
 	last := e.publish(1000, 2)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	start := time.Now()
-	done, _ := e.run(ctx, c, true)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	e.runUntilIdle(c, time.Minute)
 	// Waiting for the age limit would take 25s per round of 50 messages.
 	if d := time.Since(start); d > 20*time.Second {
 		t.Fatalf("took %s: the exporter waited for messages MaxAckPending held back", d)
@@ -808,12 +806,7 @@ max_file_age = "20s"
 max_buffered_bytes = "1MiB"`)
 	const n = 20000
 	last := e.publish(n, 2000)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	done, ex := e.run(ctx, e.connector(), true)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	ex := e.runUntilIdle(e.connector(), 3*time.Minute)
 	e.wantExactlyOnce(e.read(), last)
 	e.wantAllAcked()
 	// Buffers, uploads and the delivered messages held for their acks
