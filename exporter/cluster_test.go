@@ -37,10 +37,12 @@ func TestThreeNodeClusterSurvivesLeaderChangeAndANodeLoss(t *testing.T) {
 	defer cancel()
 	// Right after start the cluster may not know all its peers yet.
 	waitFor(t, time.Minute, "the stream on three peers", func() bool {
-		_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "CLUSTER", Subjects: []string{"cluster.>"}, Replicas: 3})
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		_, err := js.CreateStream(cctx, jetstream.StreamConfig{Name: "CLUSTER", Subjects: []string{"cluster.>"}, Replicas: 3})
 		return err == nil
 	})
-	bucket := fmt.Sprintf("cluster-%d", os.Getpid())
+	bucket := fmt.Sprintf("cluster-%d-%d", os.Getpid(), seq.Add(1))
 	if err := minioSrv.CreateBucket(ctx, bucket); err != nil {
 		t.Fatal(err)
 	}
@@ -86,8 +88,10 @@ replicas = 3
 	publish := func(from, to int) {
 		for i := from; i < to; i++ {
 			for attempt := 0; ; attempt++ {
-				_, err := js.Publish(ctx, fmt.Sprintf("cluster.s%d", i%6), []byte(fmt.Sprintf(`{"i":%d}`, i)),
+				pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				_, err := js.Publish(pctx, fmt.Sprintf("cluster.s%d", i%6), []byte(fmt.Sprintf(`{"i":%d}`, i)),
 					jetstream.WithMsgID(fmt.Sprintf("m-%d", i)))
+				cancel()
 				if err == nil {
 					break
 				}
@@ -150,16 +154,28 @@ replicas = 3
 	var last string
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		cons, err := js.Consumer(ctx, "CLUSTER", "cluster")
+		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		cons, err := js.Consumer(ictx, "CLUSTER", "cluster")
 		if err == nil {
-			info, err := cons.Info(ctx)
+			var info *jetstream.ConsumerInfo
+			info, err = cons.Info(ictx)
 			if err == nil && info.NumPending == 0 && info.NumAckPending == 0 && info.AckFloor.Stream >= n {
+				cancel()
 				break
 			}
 			if err == nil {
 				last = fmt.Sprintf("pending %d, ack pending %d, ack floor %d, delivered %d, redelivered %d, waiting %d",
 					info.NumPending, info.NumAckPending, info.AckFloor.Stream, info.Delivered.Stream, info.NumRedelivered, info.NumWaiting)
 			}
+		}
+		cancel()
+		if err != nil {
+			last = "consumer info: " + err.Error()
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the exporter stopped before the export was done: %v (%s)", err, last)
+		default:
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("not everything exported after 3m: %s", last)
