@@ -36,6 +36,7 @@ type Config struct {
 	Rounds            int           // measurements of each limit and run; the median is reported
 	Budget            time.Duration // for everything, servers included
 	LogDir            string        // empty: a temporary directory, removed at the end
+	Profile           bool          // write a CPU profile of each jetlake run next to its log
 	Progress          io.Writer     // progress lines; nil discards them
 }
 

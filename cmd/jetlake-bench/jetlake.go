@@ -257,7 +257,11 @@ func (b *bench) runJetlake(ctx context.Context, file, logFile string) (*childRes
 		return nil, err
 	}
 	defer log.Close()
-	cmd := exec.CommandContext(ctx, b.jetlake, "run", "-until-idle", "-log-format", "json", "-config", file)
+	args := []string{"run", "-until-idle", "-log-format", "json", "-config", file}
+	if b.cfg.Profile {
+		args = append(args, "-cpuprofile", strings.TrimSuffix(logFile, ".log")+".cpu.pprof")
+	}
+	cmd := exec.CommandContext(ctx, b.jetlake, args...)
 	cmd.Env = b.ms.ClientEnv()
 	cmd.Stdout = log
 	cmd.Stderr = log

@@ -91,6 +91,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	maxAge := fs.Duration("max-file-age", 30*time.Second, "rotation.max_file_age")
 	maxBuffered := fs.String("max-buffered-bytes", "256MiB", "rotation.max_buffered_bytes")
 	concurrency := fs.Int("upload-concurrency", 4, "s3.upload_concurrency, and the concurrency of the upload limit")
+	profile := fs.Bool("cpuprofile", false, "write a CPU profile of each jetlake run next to its log (use with -logs)")
 	logDir := fs.String("logs", "", "keep jetlake's logs and connector files in this directory (default: a temporary directory, removed)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -134,6 +135,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Rounds:            *rounds,
 		Budget:            *budget,
 		LogDir:            *logDir,
+		Profile:           *profile,
 		Progress:          stderr,
 	}
 	var problems []string
