@@ -1,6 +1,11 @@
 package exporter
 
-import "strings"
+import (
+	"context"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+)
 
 // ackInfo is what the exporter needs of a message's JetStream metadata.
 type ackInfo struct {
@@ -62,4 +67,52 @@ func parseUint(s string) (uint64, bool) {
 		n = n*10 + d
 	}
 	return n, true
+}
+
+// acker sends acknowledgements to the server; *nats.Conn is one.
+type acker interface {
+	Publish(subj string, data []byte) error
+	RequestWithContext(ctx context.Context, subj string, data []byte) (*nats.Msg, error)
+}
+
+// ackRef is a delivered message's reply subject, all that acking it takes.
+// Buffers and uploads keep it instead of the jetstream.Msg, so that a
+// buffered message does not keep its delivery (payload, headers, subject)
+// alive once the payload is encoded into a batch.
+type ackRef string
+
+// Bodies of the acknowledgements, as the server reads them.
+var (
+	ackBody        = []byte("+ACK")
+	inProgressBody = []byte("+WPI")
+)
+
+// refMem is the memory one held message costs until it is acked: its reply
+// subject, its item in a batch and its entry in the held set.
+func refMem(r ackRef) int64 { return int64(len(r)) + 64 }
+
+// ack acks the message. The ack goes out on the connection the message
+// came on, after the acks sent before it.
+func (r ackRef) ack(nc acker) error { return nc.Publish(string(r), ackBody) }
+
+// inProgress restarts the message's AckWait clock.
+func (r ackRef) inProgress(nc acker) error { return nc.Publish(string(r), inProgressBody) }
+
+// confirmAck acks the message and waits for the server's reply, which comes
+// once the server has processed this ack and every ack sent before it on
+// the same connection.
+func (r ackRef) confirmAck(ctx context.Context, nc acker) error {
+	_, err := nc.RequestWithContext(ctx, string(r), ackBody)
+	return err
+}
+
+// term terminates the message: it is never redelivered.
+func (r ackRef) term(nc acker, reason string) error {
+	return nc.Publish(string(r), []byte("+TERM "+reason))
+}
+
+// seq is the message's stream sequence.
+func (r ackRef) seq() uint64 {
+	md, _ := parseAckReply(string(r))
+	return md.streamSeq
 }

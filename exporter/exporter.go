@@ -63,7 +63,8 @@ type Exporter struct {
 	rejEnc formats.Encoder
 
 	intents     IntentStore
-	conditional bool // the store honours If-None-Match: *
+	conditional bool  // the store honours If-None-Match: *
+	acks        acker // the connection messages arrive on; set by Run
 
 	m *Metrics
 
@@ -174,6 +175,7 @@ func (e *Exporter) Run(ctx context.Context) error {
 		return err
 	}
 	e.nc.Store(nc)
+	e.acks = nc
 	defer nc.Close()
 	defer e.bound.Store(false)
 	js, err := NewJetStream(nc, e.cfg.NATS)
@@ -347,8 +349,8 @@ type runner struct {
 	e       *Exporter
 	log     *slog.Logger
 	streams []*streamState
-	set     *buffer.Set[jetstream.Msg] // data
-	rej     *buffer.Set[jetstream.Msg] // rejected messages
+	set     *buffer.Set[ackRef] // data
+	rej     *buffer.Set[ackRef] // rejected messages
 	budget  int64
 
 	in      chan delivery
@@ -379,14 +381,14 @@ func newRunner(e *Exporter, streams []*streamState) *runner {
 		e:       e,
 		log:     e.log,
 		streams: streams,
-		set: buffer.New[jetstream.Msg](e.enc, buffer.Limits{
+		set: buffer.New[ackRef](e.enc, buffer.Limits{
 			MaxBytes:    int(rot.MaxFileSize),
 			MaxMessages: rot.MaxMessagesPerFile,
 			MaxAge:      rot.MaxFileAge,
 		}),
 		// Rejected messages wait in their own buffers, one object per stream
 		// and day, under _jetlake/rejected/.
-		rej: buffer.New[jetstream.Msg](e.rejEnc, buffer.Limits{
+		rej: buffer.New[ackRef](e.rejEnc, buffer.Limits{
 			MaxBytes:    int(rot.MaxFileSize),
 			MaxMessages: rot.MaxMessagesPerFile,
 			MaxAge:      rot.MaxFileAge,
@@ -727,7 +729,8 @@ func (r *runner) add(d delivery) {
 	if out.GroupBy == config.GroupBySubject {
 		r.grpBuf = append(r.grpBuf, r.rec.Subject...)
 	}
-	if err := r.set.Add(r.grpBuf, r.dirBuf, &r.rec, msg, r.lastMsg); err != nil {
+	ref := ackRef(msg.Reply())
+	if err := r.set.Add(r.grpBuf, r.dirBuf, &r.rec, ref, r.lastMsg); err != nil {
 		var te *formats.TypeError
 		if errors.As(err, &te) {
 			r.reject(d.stream, s, msg, te)
@@ -736,7 +739,7 @@ func (r *runner) add(d delivery) {
 		r.poison(s, msg, err)
 		return
 	}
-	r.heldMem += msgMem(msg)
+	r.heldMem += refMem(ref)
 	r.rec = formats.Record{}
 	// MaxAckPending: when held messages near the limit the server stops
 	// delivering, so buffers waiting for more would wait forever. Sealing
@@ -842,17 +845,6 @@ func (r *runner) resolve(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// msgMem estimates the memory a delivered message holds until it is acked:
-// its payload, subject and reply subject, and the client's structures.
-func msgMem(m jetstream.Msg) int64 {
-	return int64(len(m.Data())+len(m.Subject())+len(m.Reply())) + msgOverhead
-}
-
-// msgOverhead is what a delivered message costs beyond its bytes: the
-// client's message and header structures and the exporter's bookkeeping
-// (measured: about 350 bytes).
-const msgOverhead = 350
-
 // openMem is the memory held by open buffers.
 func (r *runner) openMem() int64 { return r.set.Mem() + r.rej.Mem() }
 
@@ -891,11 +883,12 @@ func (r *runner) reject(idx int, s *streamState, msg jetstream.Msg, te *formats.
 	dir = rec.Time.UTC().AppendFormat(dir, "2006-01-02")
 	group := strconv.AppendInt(nil, int64(idx), 10)
 	group = append(group, 0)
-	if err := r.rej.Add(group, dir, &rec, msg, r.lastMsg); err != nil {
+	ref := ackRef(msg.Reply())
+	if err := r.rej.Add(group, dir, &rec, ref, r.lastMsg); err != nil {
 		r.poison(s, msg, fmt.Errorf("rejected by a typed column (%v) and not writable as JSON: %w", te, err))
 		return
 	}
-	r.heldMem += msgMem(msg)
+	r.heldMem += refMem(ref)
 	r.log.Warn("message rejected", "stream", s.cfg.Stream, "subject", rec.Subject, "sequence", rec.Sequence, "reason", te.Error())
 	r.relieve()
 	r.takeSealed()
@@ -912,11 +905,11 @@ func (r *runner) poison(s *streamState, msg jetstream.Msg, why error) {
 	if j := s.poisoned; j != nil && j.marker.Subject == msg.Subject() && j.marker.LastSeq+1 == seq {
 		j.marker.LastSeq = seq
 		j.marker.Count++
-		j.term = append(j.term, msg)
+		j.term = append(j.term, ackRef(msg.Reply()))
 		return
 	}
 	r.flushPoison()
-	s.poisoned = &job{stream: s, term: []jetstream.Msg{msg}, marker: &lossmarker.Marker{
+	s.poisoned = &job{stream: s, term: []ackRef{ackRef(msg.Reply())}, marker: &lossmarker.Marker{
 		Stream: s.cfg.Stream, Consumer: s.cfg.Consumer, Subject: msg.Subject(),
 		FirstSeq: seq, LastSeq: seq, Count: 1,
 		Reason: lossmarker.Poison,
@@ -1012,7 +1005,7 @@ func (r *runner) enqueue(j *job) {
 
 // takeSealed queues the batches the buffer set sealed.
 func (r *runner) takeSealed() {
-	for _, set := range []*buffer.Set[jetstream.Msg]{r.set, r.rej} {
+	for _, set := range []*buffer.Set[ackRef]{r.set, r.rej} {
 		enc, format := r.e.enc, r.e.cfg.Output.Format
 		if set == r.rej {
 			enc, format = r.e.rejEnc, config.FormatJSONLines
@@ -1028,7 +1021,7 @@ func (r *runner) takeSealed() {
 
 // streamOf returns the stream a batch belongs to, from the index its group
 // starts with.
-func (r *runner) streamOf(b *buffer.Batch[jetstream.Msg]) *streamState {
+func (r *runner) streamOf(b *buffer.Batch[ackRef]) *streamState {
 	idx, _, _ := strings.Cut(b.Group, "\x00")
 	i, err := strconv.Atoi(idx)
 	if err != nil || i < 0 || i >= len(r.streams) {
@@ -1048,9 +1041,8 @@ func (r *runner) finish(res *result) error {
 		return res.err
 	}
 	if j.marker != nil {
-		for _, m := range j.term {
-			md, _ := m.Metadata()
-			delete(s.held, md.Sequence.Stream)
+		for _, ref := range j.term {
+			delete(s.held, ref.seq())
 		}
 		if res.stored {
 			r.e.m.lost.WithLabelValues(r.e.cfg.Name, s.cfg.Stream, string(j.marker.Reason)).Add(float64(j.marker.Count))
@@ -1063,7 +1055,7 @@ func (r *runner) finish(res *result) error {
 	s.sealed -= b.Len()
 	for _, it := range b.Items {
 		delete(s.held, it.Seq)
-		r.heldMem -= msgMem(it.Handle)
+		r.heldMem -= refMem(it.Handle)
 	}
 	switch {
 	case res.stored && !res.confirmed:

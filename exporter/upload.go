@@ -48,15 +48,15 @@ var ErrAbandoned = errors.New("AckWait passed before the batch was committed")
 // job is a sealed batch, or a loss marker, on its way to the store.
 type job struct {
 	stream   *streamState // uploaders read only cfg, created and intentPrefix
-	batch    *buffer.Batch[jetstream.Msg]
-	size     int64                      // memory the batch holds, counted in the budget
-	set      *buffer.Set[jetstream.Msg] // the set the batch returns to
-	enc      formats.Encoder            // the batch's encoder
-	format   string                     // and its format's name
-	intentID string                     // id of the batch's intent
+	batch    *buffer.Batch[ackRef]
+	size     int64               // memory the batch holds, counted in the budget
+	set      *buffer.Set[ackRef] // the set the batch returns to
+	enc      formats.Encoder     // the batch's encoder
+	format   string              // and its format's name
+	intentID string              // id of the batch's intent
 
 	marker *lossmarker.Marker // instead of a batch
-	term   []jetstream.Msg    // poison messages to terminate once the marker is stored
+	term   []ackRef           // poison messages to terminate once the marker is stored
 }
 
 // result is what an uploader reports about a job.
@@ -102,8 +102,9 @@ func (e *Exporter) writeMarker(ctx context.Context, j *job) *result {
 		return res
 	}
 	res.stored = true
-	for _, msg := range j.term {
-		if err := msg.TermWithReason("jetlake: " + m.Error); err != nil {
+	nc := e.acks
+	for _, ref := range j.term {
+		if err := ref.term(nc, "jetlake: "+m.Error); err != nil {
 			e.log.Warn("terminating a poison message failed; it will come back and be recorded again", "error", err)
 		}
 	}
@@ -259,8 +260,8 @@ func (e *CollisionError) Error() string {
 type committer struct {
 	e        *Exporter
 	stream   string
-	b        *buffer.Batch[jetstream.Msg] // messages to keep in progress, or
-	msgs     []jetstream.Msg              // these
+	b        *buffer.Batch[ackRef] // messages to keep in progress, or
+	msgs     []ackRef              // these
 	key      string
 	ackWait  time.Duration
 	progress time.Time // when the server last (re)started the oldest message's AckWait clock, roughly
@@ -311,15 +312,16 @@ func (c *committer) do(ctx context.Context, what string, step func(context.Conte
 // restarting their AckWait clocks. It reports whether every signal was sent.
 func (c *committer) inProgress() bool {
 	ok := true
+	nc := c.e.acks
 	if c.b != nil {
 		for _, it := range c.b.Items {
-			if err := it.Handle.InProgress(); err != nil {
+			if err := it.Handle.inProgress(nc); err != nil {
 				ok = false
 			}
 		}
 	}
-	for _, m := range c.msgs {
-		if err := m.InProgress(); err != nil {
+	for _, ref := range c.msgs {
+		if err := ref.inProgress(nc); err != nil {
 			ok = false
 		}
 	}
@@ -329,29 +331,27 @@ func (c *committer) inProgress() bool {
 // ack acks every message of a stored batch and confirms: the last ack waits
 // for the server's reply, which arrives after the earlier acks sent on the
 // same connection were processed.
-func (e *Exporter) ack(ctx context.Context, b *buffer.Batch[jetstream.Msg]) error {
+func (e *Exporter) ack(ctx context.Context, b *buffer.Batch[ackRef]) error {
 	n := len(b.Items)
+	nc := e.acks
 	var firstErr error
 	for _, it := range b.Items[:n-1] {
-		if err := it.Handle.Ack(); err != nil && firstErr == nil {
+		if err := it.Handle.ack(nc); err != nil && firstErr == nil {
 			firstErr = fmt.Errorf("ack sequence %d: %w", it.Seq, err)
 		}
 	}
 	last := b.Items[n-1]
 	if fault.point == "after-acks" {
 		// Make sure the acks left before the crash.
-		if err := last.Handle.Ack(); err == nil {
+		if err := last.Handle.ack(nc); err == nil {
 			crashPoint("after-acks")
 		}
 	}
 	for attempt := 0; attempt < 3; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := last.Handle.DoubleAck(actx)
+		err := last.Handle.confirmAck(actx, nc)
 		cancel()
 		if err == nil {
-			return firstErr
-		}
-		if errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
 			return firstErr
 		}
 		if attempt == 2 || ctx.Err() != nil {

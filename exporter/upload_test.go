@@ -3,9 +3,11 @@ package exporter
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -75,6 +77,55 @@ func (m *fakeMsg) snapshot() (acks, doubleAcks, inProgress int) {
 	return m.acks, m.doubleAcks, m.inProgress
 }
 
+// fakeAcker routes what the exporter sends to reply subjects to the fake
+// messages those subjects belong to.
+type fakeAcker struct {
+	mu   sync.Mutex
+	msgs map[string]*fakeMsg
+}
+
+func (a *fakeAcker) register(m *fakeMsg) ackRef {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.msgs == nil {
+		a.msgs = map[string]*fakeMsg{}
+	}
+	a.msgs[m.Reply()] = m
+	return ackRef(m.Reply())
+}
+
+func (a *fakeAcker) msg(subj string) *fakeMsg {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.msgs[subj]
+}
+
+func (a *fakeAcker) Publish(subj string, data []byte) error {
+	m := a.msg(subj)
+	if m == nil {
+		return nil // a message the test does not watch
+	}
+	switch body := string(data); {
+	case body == "+ACK":
+		return m.Ack()
+	case body == "+WPI":
+		return m.InProgress()
+	case strings.HasPrefix(body, "+TERM"):
+		return m.Term()
+	case strings.HasPrefix(body, "-NAK"):
+		return m.Nak()
+	}
+	return fmt.Errorf("unexpected ack body %q", data)
+}
+
+func (a *fakeAcker) RequestWithContext(ctx context.Context, subj string, data []byte) (*nats.Msg, error) {
+	m := a.msg(subj)
+	if m == nil || string(data) != "+ACK" {
+		return nil, fmt.Errorf("unexpected request %q to %s", data, subj)
+	}
+	return &nats.Msg{}, m.DoubleAck(ctx)
+}
+
 // flakyStore fails its first n puts with err, then stores, honouring
 // If-None-Match.
 type flakyStore struct {
@@ -126,19 +177,20 @@ func testExporter(t testing.TB, store ObjectStore) *Exporter {
 		store: store,
 		enc:   enc,
 		m:     NewMetrics(nil),
+		acks:  &fakeAcker{},
 	}
 }
 
 // sealedJob returns a sealed batch of n fake messages opened at opened.
 func sealedJob(t *testing.T, e *Exporter, n int, opened time.Time, ackWait time.Duration) (*job, []*fakeMsg) {
 	t.Helper()
-	set := buffer.New[jetstream.Msg](e.enc, buffer.Limits{})
+	set := buffer.New[ackRef](e.enc, buffer.Limits{})
 	var msgs []*fakeMsg
 	for i := range n {
 		m := &fakeMsg{seq: uint64(10 + i)}
 		msgs = append(msgs, m)
 		rec := formats.Record{Stream: "S", Subject: "s.a", Sequence: m.seq, Data: m.Data()}
-		if err := set.Add([]byte("0\x00s.a"), []byte("s.a"), &rec, m, opened); err != nil {
+		if err := set.Add([]byte("0\x00s.a"), []byte("s.a"), &rec, e.acks.(*fakeAcker).register(m), opened); err != nil {
 			t.Fatal(err)
 		}
 	}
