@@ -199,7 +199,7 @@ func (e *Exporter) Run(ctx context.Context) error {
 	}
 	streams := make([]*streamState, len(e.cfg.Streams))
 	for i, sc := range e.cfg.Streams {
-		s := &streamState{cfg: sc, held: map[uint64]struct{}{}, committed: map[uint64]*committed{},
+		s := &streamState{cfg: sc, committed: map[uint64]*committed{},
 			unresolved: map[string]*unresolved{}, pending: map[uint64]*unresolved{}, own: map[string]bool{},
 			mReceived:    e.m.received.WithLabelValues(e.cfg.Name, sc.Stream),
 			mRedelivered: e.m.redelivered.WithLabelValues(e.cfg.Name, sc.Stream),
@@ -303,7 +303,7 @@ type streamState struct {
 	created      time.Time // the stream's creation time: with its name, its identity
 	intentPrefix string
 
-	held       map[uint64]struct{}    // sequences received and not yet acked or abandoned
+	held       heldSet                // sequences received and not yet acked or abandoned
 	sealed     int                    // of those, messages in sealed batches
 	committed  map[uint64]*committed  // sequences stored in an object whose acks are not confirmed
 	unresolved map[string]*unresolved // intents of others whose object was missing, by intent key
@@ -689,7 +689,7 @@ func (r *runner) add(d delivery) {
 		r.ackCommitted(s, seq, msg)
 		return
 	}
-	if _, dup := s.held[seq]; dup {
+	if s.held.has(seq) {
 		// Redelivered while we hold it: the copy we hold is acked once
 		// stored.
 		return
@@ -704,7 +704,7 @@ func (r *runner) add(d delivery) {
 		}
 		s.next = max(s.next, seq+1)
 	}
-	s.held[seq] = struct{}{}
+	s.held.add(seq)
 	out := &r.e.cfg.Output
 	r.rec = formats.Record{
 		Stream:   s.cfg.Stream,
@@ -745,7 +745,7 @@ func (r *runner) add(d delivery) {
 	// delivering, so buffers waiting for more would wait forever. Sealing
 	// helps only when open buffers hold most of them; otherwise the acks of
 	// the uploads in flight make room.
-	held := len(s.held)
+	held := s.held.len()
 	if held >= s.cfg.MaxAckPending-s.cfg.MaxAckPending/10 && held-s.sealed >= s.sealed {
 		prefix := string(r.grpBuf[:bytes.IndexByte(r.grpBuf, 0)+1])
 		r.set.SealMost(buffer.ReasonPending, func(g string) bool { return strings.HasPrefix(g, prefix) })
@@ -989,7 +989,7 @@ func (r *runner) gauges(now time.Time) {
 	}
 	m.oldestBuffered.WithLabelValues(name).Set(age)
 	for _, s := range r.streams {
-		m.bufferedMessages.WithLabelValues(name, s.cfg.Stream).Set(float64(len(s.held)))
+		m.bufferedMessages.WithLabelValues(name, s.cfg.Stream).Set(float64(s.held.len()))
 		if !s.newest.IsZero() {
 			m.freshness.WithLabelValues(name, s.cfg.Stream).Set(now.Sub(s.newest).Seconds())
 		}
@@ -1042,7 +1042,7 @@ func (r *runner) finish(res *result) error {
 	}
 	if j.marker != nil {
 		for _, ref := range j.term {
-			delete(s.held, ref.seq())
+			s.held.remove(ref.seq())
 		}
 		if res.stored {
 			r.e.m.lost.WithLabelValues(r.e.cfg.Name, s.cfg.Stream, string(j.marker.Reason)).Add(float64(j.marker.Count))
@@ -1054,7 +1054,7 @@ func (r *runner) finish(res *result) error {
 	delete(s.own, s.intentPrefix+j.intentID)
 	s.sealed -= b.Len()
 	for _, it := range b.Items {
-		delete(s.held, it.Seq)
+		s.held.remove(it.Seq)
 		r.heldMem -= refMem(it.Handle)
 	}
 	switch {

@@ -1,0 +1,69 @@
+package exporter
+
+// heldSet is the set of stream sequences a runner holds: delivered, not yet
+// acked. They lie close together, so a bitmap in pages of 64Ki sequences is
+// smaller and faster than a map: adding, finding and removing one is a page
+// lookup among a few and a bit operation.
+type heldSet struct {
+	pages map[uint64]*heldPage // by seq / pageSeqs
+	n     int
+	spare *heldPage // an emptied page, kept so that steady state does not allocate
+}
+
+const pageSeqs = 1 << 16
+
+type heldPage struct {
+	bits [pageSeqs / 64]uint64
+	n    int
+}
+
+func (h *heldSet) page(seq uint64) *heldPage { return h.pages[seq/pageSeqs] }
+
+// has reports whether seq is in the set.
+func (h *heldSet) has(seq uint64) bool {
+	p := h.page(seq)
+	return p != nil && p.bits[seq%pageSeqs/64]&(1<<(seq%64)) != 0
+}
+
+// add adds seq to the set.
+func (h *heldSet) add(seq uint64) {
+	p := h.page(seq)
+	if p == nil {
+		if h.pages == nil {
+			h.pages = map[uint64]*heldPage{}
+		}
+		p, h.spare = h.spare, nil
+		if p == nil {
+			p = new(heldPage)
+		}
+		h.pages[seq/pageSeqs] = p
+	}
+	w, bit := &p.bits[seq%pageSeqs/64], uint64(1)<<(seq%64)
+	if *w&bit == 0 {
+		*w |= bit
+		p.n++
+		h.n++
+	}
+}
+
+// remove removes seq from the set.
+func (h *heldSet) remove(seq uint64) {
+	p := h.page(seq)
+	if p == nil {
+		return
+	}
+	w, bit := &p.bits[seq%pageSeqs/64], uint64(1)<<(seq%64)
+	if *w&bit == 0 {
+		return
+	}
+	*w &^= bit
+	p.n--
+	h.n--
+	if p.n == 0 {
+		delete(h.pages, seq/pageSeqs)
+		h.spare = p // all zero again
+	}
+}
+
+// len is the number of sequences in the set.
+func (h *heldSet) len() int { return h.n }
