@@ -185,12 +185,19 @@ func s3Credentials(c config.S3) (*credentials.Credentials, error) {
 
 // Put implements ObjectStore.
 func (s *S3Store) Put(ctx context.Context, key string, body []byte, o PutOptions) error {
+	// Content-MD5 makes the store check the body it received. The body is
+	// not signed besides (UNSIGNED-PAYLOAD, as over HTTPS): over plain
+	// HTTP minio-go would otherwise hash it with SHA-256 chunk by chunk,
+	// and the store verify every chunk, for no integrity Content-MD5 does
+	// not give; plain HTTP is refused outside loopback unless
+	// allow_insecure_http is set.
 	opts := minio.PutObjectOptions{
-		ContentType:      o.ContentType,
-		UserMetadata:     o.Metadata,
-		DisableMultipart: true,
-		SendContentMd5:   true,
-		StorageClass:     s.storageClass,
+		ContentType:          o.ContentType,
+		UserMetadata:         o.Metadata,
+		DisableMultipart:     true,
+		SendContentMd5:       true,
+		DisableContentSha256: true,
+		StorageClass:         s.storageClass,
 	}
 	if s.sse != nil {
 		opts.ServerSideEncryption = s.sse

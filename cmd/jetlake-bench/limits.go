@@ -148,7 +148,8 @@ func uploadClient(ms *exportertest.MinIOServer) (*minio.Client, error) {
 
 // uploadLimit stores total bytes in objects of objSize bytes (the last one
 // smaller) with the connector's upload concurrency, using the PutObject
-// options jetlake uses (single part, Content-MD5, If-None-Match: *).
+// options jetlake uses (single part, Content-MD5, unsigned payload,
+// If-None-Match: *).
 func (b *bench) uploadLimit(ctx context.Context, prefix string, total, objSize int64) (*Limit, error) {
 	if total <= 0 || objSize <= 0 {
 		return nil, fmt.Errorf("nothing to upload (%d bytes in objects of %d)", total, objSize)
@@ -176,9 +177,10 @@ func (b *bench) uploadLimit(ctx context.Context, prefix string, total, objSize i
 			for i := range idx {
 				size := min(objSize, total-i*objSize)
 				opts := minio.PutObjectOptions{
-					ContentType:      "application/x-ndjson",
-					DisableMultipart: true,
-					SendContentMd5:   true,
+					ContentType:          "application/x-ndjson",
+					DisableMultipart:     true,
+					SendContentMd5:       true,
+					DisableContentSha256: true,
 				}
 				opts.SetMatchETagExcept("*")
 				key := fmt.Sprintf("%s/%08d.jsonl", prefix, i)
