@@ -11,7 +11,8 @@ import (
 type ackInfo struct {
 	streamSeq uint64
 	delivered uint64
-	timestamp int64 // unix nanoseconds
+	timestamp int64  // unix nanoseconds
+	pending   uint64 // messages the consumer had still to deliver after this one
 }
 
 // parseAckReply reads the metadata JetStream puts in a message's reply
@@ -37,7 +38,7 @@ func parseAckReply(reply string) (ackInfo, bool) {
 	for range skip {
 		_, rest, _ = strings.Cut(rest, ".")
 	}
-	var fields [4]uint64 // delivered, sseq, cseq, tm
+	var fields [5]uint64 // delivered, sseq, cseq, tm, pending
 	for i := range fields {
 		var tok string
 		tok, rest, _ = strings.Cut(rest, ".")
@@ -47,7 +48,7 @@ func parseAckReply(reply string) (ackInfo, bool) {
 		}
 		fields[i] = v
 	}
-	return ackInfo{delivered: fields[0], streamSeq: fields[1], timestamp: int64(fields[3])}, true
+	return ackInfo{delivered: fields[0], streamSeq: fields[1], timestamp: int64(fields[3]), pending: fields[4]}, true
 }
 
 func parseUint(s string) (uint64, bool) {

@@ -12,9 +12,9 @@ func TestParseAckReplyReadsBothLayouts(t *testing.T) {
 		want  ackInfo
 		ok    bool
 	}{
-		{"$JS.ACK.EVENTS.c.3.42.17.1764399600123456789.5", ackInfo{streamSeq: 42, delivered: 3, timestamp: 1764399600123456789}, true},
+		{"$JS.ACK.EVENTS.c.3.42.17.1764399600123456789.5", ackInfo{streamSeq: 42, delivered: 3, timestamp: 1764399600123456789, pending: 5}, true},
 		{"$JS.ACK._.ACCHASH.EVENTS.c.1.42.17." + itoa(ts) + ".0.rnd", ackInfo{streamSeq: 42, delivered: 1, timestamp: ts}, true},
-		{"$JS.ACK.hub.ACCHASH.EVENTS.c.2.7.7.1.0", ackInfo{streamSeq: 7, delivered: 2, timestamp: 1}, true},
+		{"$JS.ACK.hub.ACCHASH.EVENTS.c.2.7.7.1.9", ackInfo{streamSeq: 7, delivered: 2, timestamp: 1, pending: 9}, true},
 		{"$JS.ACK.hub.ACCHASH.EVENTS.c.2.7.7.1.0.rnd.more", ackInfo{streamSeq: 7, delivered: 2, timestamp: 1}, true},
 		{"$JS.ACK.EVENTS.c.3.42.17.1", ackInfo{}, false},                     // 8 tokens
 		{"$JS.ACK.a.b.EVENTS.c.3.42.17.1", ackInfo{}, false},                 // 10 tokens

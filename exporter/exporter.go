@@ -321,6 +321,8 @@ type streamState struct {
 	poisoned     *job                 // a poison marker that consecutive poison messages may still join
 	startMarkers []*lossmarker.Marker // found while setting up; written when the runner starts
 
+	drained bool // the last delivery said the consumer had nothing more to deliver
+
 	gapCheck bool
 	next     uint64
 	suspects []Range          // skipped ranges to check against the stream
@@ -560,6 +562,12 @@ func (r *runner) pullError(s *streamState, err error) {
 func (r *runner) loop(ctx context.Context) error {
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
+	var fast <-chan time.Time
+	if r.e.opts.UntilIdle {
+		t := time.NewTicker(fastIdle)
+		defer t.Stop()
+		fast = t.C
+	}
 	for {
 		var in chan delivery
 		if r.openMem()+r.inflightBytes+r.heldMem < r.budget {
@@ -601,17 +609,48 @@ func (r *runner) loop(ctx context.Context) error {
 			r.flushPoison()
 			r.gauges(now)
 			if r.e.opts.UntilIdle && now.Sub(r.lastMsg) >= 500*time.Millisecond && len(r.queue) == 0 {
-				idle, err := r.idle(ctx)
-				if err != nil {
+				if done, err := r.checkIdle(ctx); done || err != nil {
 					return err
 				}
-				if idle {
-					r.log.Info("idle: every consumer is caught up")
-					return nil
+			}
+		case now := <-fast:
+			// The last deliveries said nothing more was pending: check
+			// at once rather than after half a second of quiet.
+			if r.drained() && now.Sub(r.lastMsg) >= fastIdle && len(r.queue) == 0 &&
+				(r.inflight == 0 || r.set.Open()+r.rej.Open() > 0) {
+				if done, err := r.checkIdle(ctx); done || err != nil {
+					return err
 				}
 			}
 		}
 	}
+}
+
+// fastIdle is how long Options.UntilIdle waits after a delivery that said
+// nothing more was pending before it checks whether the work is done.
+const fastIdle = 25 * time.Millisecond
+
+// drained reports whether the last delivery of every stream said its
+// consumer had nothing more to deliver.
+func (r *runner) drained() bool {
+	for _, s := range r.streams {
+		if !s.drained {
+			return false
+		}
+	}
+	return true
+}
+
+// checkIdle runs idle and logs when the work is done.
+func (r *runner) checkIdle(ctx context.Context) (bool, error) {
+	idle, err := r.idle(ctx)
+	if err != nil {
+		return false, err
+	}
+	if idle {
+		r.log.Info("idle: every consumer is caught up")
+	}
+	return idle, nil
 }
 
 // idle reports whether every consumer has nothing pending and nothing is
@@ -663,6 +702,7 @@ func (r *runner) add(d delivery) {
 		return
 	}
 	seq := md.streamSeq
+	s.drained = md.pending == 0
 	ts := time.Unix(0, md.timestamp)
 	s.mReceived.Inc()
 	if md.delivered > 1 {
