@@ -206,12 +206,16 @@ func (s *Set[H]) NextExpiry() (t time.Time, ok bool) {
 	return t.Add(s.limits.MaxAge), ok
 }
 
-// SealLargest seals the open batch holding the most memory, the oldest
-// among equals, for reason r. It reports whether a batch was open.
+// SealLargest seals the open batch holding the most memory, the largest
+// then the oldest among equals, for reason r. It reports whether a batch was open.
 func (s *Set[H]) SealLargest(r Reason) bool {
 	return s.sealBest(r, func(a, b *Batch[H]) bool {
 		if am, bm := a.Body.MemSize(), b.Body.MemSize(); am != bm {
 			return am > bm
+		}
+		// Memory comes in chunks: among equals, the fullest frees most.
+		if as, bs := a.Body.Size(), b.Body.Size(); as != bs {
+			return as > bs
 		}
 		return a.Opened.Before(b.Opened)
 	})
@@ -275,10 +279,12 @@ const maxFree = 4
 // Release returns a batch the caller is done with, so its memory can be
 // reused.
 func (s *Set[H]) Release(b *Batch[H]) {
+	// Reset hands the body's memory back for reuse even when the batch
+	// itself is not kept.
+	b.Body.Reset()
 	if len(s.free) >= maxFree {
 		return
 	}
-	b.Body.Reset()
 	clear(b.Items)
 	b.Items = b.Items[:0]
 	b.Group, b.Dir, b.Reason = "", "", ""

@@ -176,16 +176,16 @@ func TestItemsKeepHandlesInArrivalOrder(t *testing.T) {
 		t.Fatalf("handles = %v", handles)
 	}
 	body, err := b.Body.Finish()
-	if err != nil || string(body) != "x\nx\nx\n" {
-		t.Fatalf("body = %q, %v", body, err)
+	if err != nil || string(body.Bytes()) != "x\nx\nx\n" {
+		t.Fatalf("body = %q, %v", body.Bytes(), err)
 	}
 	s.Release(b)
 	// A released batch is reused empty.
 	add(t, s, "z", "d", 1, "y", t0)
 	s.SealAll(buffer.ReasonShutdown)
 	b = s.TakeSealed()[0]
-	if body, _ := b.Body.Finish(); string(body) != "y\n" || b.Len() != 1 {
-		t.Fatalf("reused batch = %q with %d items", body, b.Len())
+	if body, _ := b.Body.Finish(); string(body.Bytes()) != "y\n" || b.Len() != 1 {
+		t.Fatalf("reused batch = %q with %d items", body.Bytes(), b.Len())
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/lossmarker"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
@@ -44,7 +45,7 @@ func (e *Exporter) probe(ctx context.Context) error {
 		key = e.cfg.S3.Prefix + "/" + key
 	}
 	opts := PutOptions{ContentType: "text/plain", IfNoneMatch: true}
-	body := []byte("jetlake conditional-write probe\n")
+	body := formats.NewBody([]byte("jetlake conditional-write probe\n"))
 	if err := retry(ctx, e.log, "object store", func(ctx context.Context) error {
 		return e.store.Put(ctx, key, body, opts)
 	}); err != nil {

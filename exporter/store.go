@@ -1,7 +1,6 @@
 package exporter
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -18,6 +17,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/encrypt"
 
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/formats"
 )
 
 // ObjectStore is where the exporter writes objects.
@@ -26,7 +26,7 @@ type ObjectStore interface {
 	// o.IfNoneMatch it stores nothing when the key exists and returns an
 	// error wrapping ErrExists. Errors that retrying will not mend are
 	// *PermanentError.
-	Put(ctx context.Context, key string, body []byte, o PutOptions) error
+	Put(ctx context.Context, key string, body formats.Body, o PutOptions) error
 	// Head returns the user metadata of the object at key, or an error
 	// wrapping ErrNotFound.
 	Head(ctx context.Context, key string) (map[string]string, error)
@@ -184,7 +184,7 @@ func s3Credentials(c config.S3) (*credentials.Credentials, error) {
 }
 
 // Put implements ObjectStore.
-func (s *S3Store) Put(ctx context.Context, key string, body []byte, o PutOptions) error {
+func (s *S3Store) Put(ctx context.Context, key string, body formats.Body, o PutOptions) error {
 	// Content-MD5 makes the store check the body it received. The body is
 	// not signed besides (UNSIGNED-PAYLOAD, as over HTTPS): over plain
 	// HTTP minio-go would otherwise hash it with SHA-256 chunk by chunk,
@@ -205,7 +205,7 @@ func (s *S3Store) Put(ctx context.Context, key string, body []byte, o PutOptions
 	if o.IfNoneMatch {
 		opts.SetMatchETagExcept("*")
 	}
-	_, err := s.client.PutObject(ctx, s.bucket, key, bytes.NewReader(body), int64(len(body)), opts)
+	_, err := s.client.PutObject(ctx, s.bucket, key, body.NewReader(), body.Len(), opts)
 	if err != nil {
 		return classify(fmt.Errorf("put %s: %w", key, err), s.bucket)
 	}

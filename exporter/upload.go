@@ -97,7 +97,7 @@ func (e *Exporter) writeMarker(ctx context.Context, j *job) *result {
 	c := &committer{e: e, stream: j.stream.cfg.Stream, key: res.key, ackWait: j.stream.cfg.AckWait, progress: time.Now()}
 	c.msgs = j.term
 	if res.err = c.do(ctx, "write loss marker", func(ctx context.Context) error {
-		return e.store.Put(ctx, res.key, body, PutOptions{ContentType: "application/json"})
+		return e.store.Put(ctx, res.key, formats.NewBody(body), PutOptions{ContentType: "application/json"})
 	}); res.err != nil {
 		return res
 	}
@@ -126,7 +126,7 @@ func (e *Exporter) upload(ctx context.Context, j *job) *result {
 		res.err = fmt.Errorf("encode batch %d-%d: %w", b.First, b.Last, err)
 		return res
 	}
-	res.bytes = len(body)
+	res.bytes = int(body.Len())
 	res.key, err = pathtemplate.Key(e.cfg.S3.Prefix, b.Dir, b.First, b.Last, j.enc.Ext())
 	if err != nil {
 		res.err = err

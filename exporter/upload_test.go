@@ -137,7 +137,7 @@ type flakyStore struct {
 	objects map[string]map[string]string // key → metadata
 }
 
-func (s *flakyStore) Put(_ context.Context, key string, _ []byte, o PutOptions) error {
+func (s *flakyStore) Put(_ context.Context, key string, _ formats.Body, o PutOptions) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.puts++

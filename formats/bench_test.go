@@ -62,7 +62,7 @@ func BenchmarkEncode(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				return len(body)
+				return int(body.Len())
 			}
 			// Grow the batch first: the figures are for a batch in reuse.
 			size := fill()
@@ -74,5 +74,57 @@ func BenchmarkEncode(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(records)), "ns/record")
 			b.ReportMetric(float64(size)/float64(len(records)), "B/record")
 		})
+	}
+}
+
+// BenchmarkSteadyState8MiB fills a batch until its object reaches 8 MiB,
+// finishes it and resets it, as an exporter does with each object. "reuse"
+// resets and refills one batch; "new" takes a new batch for every object
+// and resets it when done, as a batch that is not kept for reuse.
+func BenchmarkSteadyState8MiB(b *testing.B) {
+	const limit = 8 << 20
+	records := benchRecords(10_000)
+	all := []Options{
+		{Format: JSONLines, Compression: None, Metadata: true},
+		{Format: JSONArray, Compression: None, Metadata: true},
+		{Format: Raw, Compression: None, RawDelimiter: []byte("\n")},
+		{Format: JSONLines, Compression: Zstd, Metadata: true},
+		{Format: JSONLines, Compression: Gzip, Metadata: true},
+	}
+	for _, opts := range all {
+		for _, mode := range []string{"reuse", "new"} {
+			b.Run(encodingName(opts)+"/"+mode, func(b *testing.B) {
+				e, err := New(opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				batch := e.NewBatch()
+				next := 0
+				fill := func() int64 {
+					if mode == "new" {
+						batch = e.NewBatch()
+					}
+					for batch.Size() < limit {
+						if err := batch.Append(records[next]); err != nil {
+							b.Fatal(err)
+						}
+						next = (next + 1) % len(records)
+					}
+					body, err := batch.Finish()
+					if err != nil {
+						b.Fatal(err)
+					}
+					n := body.Len()
+					batch.Reset()
+					return n
+				}
+				size := fill() // a batch in reuse, and warm pools
+				b.SetBytes(size)
+				b.ReportAllocs()
+				for b.Loop() {
+					fill()
+				}
+			})
+		}
 	}
 }

@@ -118,14 +118,14 @@ func TestTheSameRecordsGiveTheSameBytes(t *testing.T) {
 						b.DropLast()
 					}
 				}
-				got, err := b.Finish()
+				got, err := bytesOf(b.Finish())
 				if err != nil {
 					t.Fatal(err)
 				}
 				if !bytes.Equal(got, want) {
 					t.Fatalf("round %d: %d bytes differ from the %d of another encoder", round, len(got), len(want))
 				}
-				again, err := b.Finish()
+				again, err := bytesOf(b.Finish())
 				if err != nil || !bytes.Equal(again, want) {
 					t.Fatalf("round %d: Finish twice gave other bytes (%v)", round, err)
 				}
@@ -151,8 +151,8 @@ func TestDropLastRestoresSizeAndMemSize(t *testing.T) {
 				if b.Size() <= size && opts.Compression == None && opts.Format != Parquet {
 					t.Fatalf("Size() = %d after an append, was %d", b.Size(), size)
 				}
-				if opts.Format != Parquet && opts.Compression == None && b.MemSize() != b.Size() {
-					t.Fatalf("MemSize() = %d, Size() = %d; want them equal without compression", b.MemSize(), b.Size())
+				if opts.Format != Parquet && opts.Compression == None && (b.MemSize() < b.Size() || b.MemSize() > b.Size()+maxChunk) {
+					t.Fatalf("MemSize() = %d, Size() = %d; want at least Size and at most a chunk more without compression", b.MemSize(), b.Size())
 				}
 				if i%10 == 0 {
 					b.DropLast()
@@ -186,7 +186,7 @@ func TestEveryBatchHasTheSameLifecycle(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			body, err := b.Finish()
+			body, err := bytesOf(b.Finish())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -201,7 +201,7 @@ func TestEveryBatchHasTheSameLifecycle(t *testing.T) {
 				t.Fatalf("Append after Finish = %v, want ErrFinished", err)
 			}
 			b.DropLast() // does nothing after Finish
-			if got, _ := b.Finish(); !bytes.Equal(got, want) {
+			if got, _ := bytesOf(b.Finish()); !bytes.Equal(got, want) {
 				t.Fatalf("Finish after a refused Append returned other bytes")
 			}
 			b.Reset()
@@ -213,7 +213,7 @@ func TestEveryBatchHasTheSameLifecycle(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if got, _ := b.Finish(); !bytes.Equal(got, want) {
+			if got, _ := bytesOf(b.Finish()); !bytes.Equal(got, want) {
 				t.Fatalf("a reset batch gives other bytes")
 			}
 		})

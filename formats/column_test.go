@@ -365,7 +365,7 @@ func TestTypeErrorsRejectTheRecordAndLeaveTheBatchAlone(t *testing.T) {
 	if err := b.Append(good2); err != nil {
 		t.Fatal(err)
 	}
-	got, err := b.Finish()
+	got, err := bytesOf(b.Finish())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,7 +412,7 @@ func encodeBody(t testing.TB, opts Options, records ...*Record) []byte {
 			t.Fatalf("Append: %v", err)
 		}
 	}
-	body, err := b.Finish()
+	body, err := bytesOf(b.Finish())
 	if err != nil {
 		t.Fatalf("Finish: %v", err)
 	}

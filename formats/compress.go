@@ -30,30 +30,62 @@ const dictSize = 32 << 10
 
 // stream is what a batch carries from one compressed chunk to the next.
 type stream struct {
-	in     int64  // uncompressed bytes compressed so far
-	chunks int    // chunks compressed so far
-	crc    uint32 // gzip: CRC-32 of the uncompressed bytes
-	dict   []byte // gzip: the last dictSize uncompressed bytes
+	in     int64   // uncompressed bytes compressed so far
+	chunks int     // chunks compressed so far
+	crc    uint32  // gzip: CRC-32 of the uncompressed bytes
+	dict   *[]byte // gzip: the last dictSize uncompressed bytes; pooled, nil until the first chunk
 }
 
-func (s *stream) reset() {
-	s.in, s.chunks, s.crc = 0, 0, 0
-	s.dict = s.dict[:0]
+// releaseDict gives the dictionary back to its pool; the stream must not
+// take another chunk.
+func (s *stream) releaseDict() {
+	if s.dict != nil {
+		putBuf(s.dict)
+		s.dict = nil
+	}
+}
+
+// dictBytes returns the dictionary, nil before the first chunk.
+func (s *stream) dictBytes() []byte {
+	if s.dict == nil {
+		return nil
+	}
+	return *s.dict
+}
+
+// mem is the memory the stream holds.
+func (s *stream) mem() int { return cap(s.dictBytes()) }
+
+// updateDict makes the dictionary end with p, keeping its last dictSize
+// bytes without ever growing past dictSize.
+func (s *stream) updateDict(p []byte) {
+	if s.dict == nil {
+		s.dict = getBuf(classFor(dictSize), dictSize)
+	}
+	d := *s.dict
+	switch {
+	case len(p) >= dictSize:
+		d = append(d[:0], p[len(p)-dictSize:]...)
+	case len(d)+len(p) > dictSize:
+		d = d[:copy(d, d[len(d)+len(p)-dictSize:])]
+		d = append(d, p...)
+	default:
+		d = append(d, p...)
+	}
+	*s.dict = d
 }
 
 // chunker compresses a stream one chunk at a time, so that memory holds
 // compressed bytes instead of records and no compressor state lives between
 // chunks. Its methods are safe for concurrent use.
 type chunker interface {
-	// start appends the stream header to dst.
-	start(dst []byte) []byte
-	// headerLen is the length of what start appends.
-	headerLen() int
+	// header is what the stream starts with, before its first chunk.
+	header() []byte
 	// compress appends the compressed form of p, the next chunk of the
 	// stream s, to dst and updates s.
-	compress(dst []byte, s *stream, p []byte) []byte
+	compress(dst *chunks, s *stream, p []byte)
 	// finish appends the end of the stream to dst.
-	finish(dst []byte, s *stream) []byte
+	finish(dst *chunks, s *stream)
 	// overhead is about how many bytes compress and finish add around the
 	// compressed data of the last chunk, for estimates.
 	overhead() int
@@ -92,14 +124,6 @@ func (r *ratio) add(compressed, uncompressed int) {
 	r.bits.Store(math.Float64bits(x))
 }
 
-// appendWriter is an io.Writer that appends to a slice.
-type appendWriter struct{ b []byte }
-
-func (w *appendWriter) Write(p []byte) (int, error) {
-	w.b = append(w.b, p...)
-	return len(p), nil
-}
-
 // gzipChunker writes one gzip member (RFC 1952) whose deflate stream is the
 // concatenation of independently compressed chunks, each ending with a sync
 // flush and using the previous chunks' last 32 KiB as its dictionary.
@@ -116,50 +140,43 @@ func newGzipChunker() *gzipChunker {
 // 1952: none available) and OS 255 (unknown), as Go's gzip writes.
 var gzipHeader = []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255}
 
-func (g *gzipChunker) start(dst []byte) []byte { return append(dst, gzipHeader...) }
-func (g *gzipChunker) headerLen() int          { return len(gzipHeader) }
-func (g *gzipChunker) overhead() int           { return len("\x00\x00\xff\xff") + len("\x03\x00") + 8 }
-func (g *gzipChunker) learned() float64        { return g.r.get() }
+func (g *gzipChunker) header() []byte   { return gzipHeader }
+func (g *gzipChunker) overhead() int    { return len("\x00\x00\xff\xff") + len("\x03\x00") + 8 }
+func (g *gzipChunker) learned() float64 { return g.r.get() }
 
-func (g *gzipChunker) compress(dst []byte, s *stream, p []byte) []byte {
+func (g *gzipChunker) compress(dst *chunks, s *stream, p []byte) {
 	s.chunks++
 	if len(p) == 0 {
-		return dst
+		return
 	}
+	n := dst.len()
 	fw, _ := g.writers.Get().(*flate.Writer)
-	w := appendWriter{b: dst}
 	if fw == nil {
 		// The level is valid, so there is no error.
-		fw, _ = flate.NewWriterDict(&w, gzipLevel, s.dict)
+		fw, _ = flate.NewWriterDict(dst, gzipLevel, s.dictBytes())
 	} else {
-		fw.ResetDict(&w, s.dict)
+		fw.ResetDict(dst, s.dictBytes())
 	}
-	// Writes to an appendWriter cannot fail.
+	// Writes to chunks cannot fail.
 	_, _ = fw.Write(p)
 	_ = fw.Flush()
 	fw.ResetDict(io.Discard, nil) // drop the references to the batch's memory
 	g.writers.Put(fw)
 
-	g.r.add(len(w.b)-len(dst), len(p))
+	g.r.add(int(dst.len()-n), len(p))
 	s.in += int64(len(p))
 	s.crc = crc32.Update(s.crc, crc32.IEEETable, p)
-	if len(p) >= dictSize {
-		s.dict = append(s.dict[:0], p[len(p)-dictSize:]...)
-	} else {
-		s.dict = append(s.dict, p...)
-		if n := len(s.dict); n > dictSize {
-			s.dict = s.dict[:copy(s.dict, s.dict[n-dictSize:])]
-		}
-	}
-	return w.b
+	s.updateDict(p)
 }
 
-func (g *gzipChunker) finish(dst []byte, s *stream) []byte {
+func (g *gzipChunker) finish(dst *chunks, s *stream) {
 	// An empty final block with fixed Huffman codes: BFINAL=1, BTYPE=01,
 	// end-of-block; the stream is byte-aligned after every sync flush.
-	dst = append(dst, 0x03, 0x00)
-	dst = binary.LittleEndian.AppendUint32(dst, s.crc)
-	return binary.LittleEndian.AppendUint32(dst, uint32(s.in))
+	var end [10]byte
+	end[0], end[1] = 0x03, 0x00
+	binary.LittleEndian.PutUint32(end[2:], s.crc)
+	binary.LittleEndian.PutUint32(end[6:], uint32(s.in))
+	dst.write(end[:])
 }
 
 // zstdChunker writes one zstd frame per chunk.
@@ -184,18 +201,22 @@ func newZstdChunker() (*zstdChunker, error) {
 	return &zstdChunker{enc: enc, r: ratio{def: 0.2}}, nil
 }
 
-func (z *zstdChunker) start(dst []byte) []byte { return dst }
-func (z *zstdChunker) headerLen() int          { return 0 }
-func (z *zstdChunker) overhead() int           { return 18 } // frame header, block header, checksum
-func (z *zstdChunker) learned() float64        { return z.r.get() }
+func (z *zstdChunker) header() []byte   { return nil }
+func (z *zstdChunker) overhead() int    { return 18 } // frame header, block header, checksum
+func (z *zstdChunker) learned() float64 { return z.r.get() }
 
-func (z *zstdChunker) compress(dst []byte, s *stream, p []byte) []byte {
+func (z *zstdChunker) compress(dst *chunks, s *stream, p []byte) {
 	s.chunks++
-	n := len(dst)
-	dst = z.enc.EncodeAll(p, dst)
-	z.r.add(len(dst)-n, len(p))
+	// The frame goes to pooled scratch space large enough for any, then
+	// to dst: a copy of compressed bytes is cheap next to compressing.
+	bound := z.enc.MaxEncodedSize(len(p))
+	buf := getBuf(classFor(bound), bound)
+	out := z.enc.EncodeAll(p, (*buf)[:0])
+	dst.write(out)
+	*buf = out
+	putBuf(buf)
+	z.r.add(len(out), len(p))
 	s.in += int64(len(p))
-	return dst
 }
 
-func (z *zstdChunker) finish(dst []byte, _ *stream) []byte { return dst }
+func (z *zstdChunker) finish(*chunks, *stream) {}

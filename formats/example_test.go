@@ -3,6 +3,7 @@ package formats_test
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/jetlake/jetlake/formats"
@@ -33,8 +34,13 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("%s (%s): %d records, %d bytes, Size said %d\n", enc.Ext(), enc.ContentType(), batch.Len(), len(body), size)
-	fmt.Print(string(body))
+	fmt.Printf("%s (%s): %d records, %d bytes, Size said %d\n", enc.Ext(), enc.ContentType(), batch.Len(), body.Len(), size)
+	// An upload reads the body where it is: body.NewReader() is an
+	// io.ReadSeeker and io.ReaderAt of body.Len() bytes.
+	if _, err := body.WriteTo(os.Stdout); err != nil {
+		panic(err)
+	}
+	batch.Reset() // the body is not valid anymore
 	// Output:
 	// jsonl (application/x-ndjson): 3 records, 522 bytes, Size said 522
 	// {"stream":"EVENTS","subject":"events.a","sequence":42,"timestamp":"2026-11-29T07:00:00.123456789Z","headers":{"Nats-Msg-Id":["m-0"]},"payload":{"id":1,"amount":12345678901234567890.50}}
@@ -86,7 +92,7 @@ func ExampleTypeError() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("%s (%s): %d records, %q\n", enc.Ext(), enc.ContentType(), batch.Len(), body[:4])
+	fmt.Printf("%s (%s): %d records, %q\n", enc.Ext(), enc.ContentType(), batch.Len(), body.Bytes()[:4])
 	// Output:
 	// rejected: column user_id, value "42": a string is not an int64 without coerce
 	// parquet (application/vnd.apache.parquet): 3 records, "PAR1"

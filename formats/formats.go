@@ -53,7 +53,10 @@
 //
 // A batch compresses its records in chunks of about 256 KiB as they arrive,
 // always keeping the record appended last uncompressed so that DropLast
-// works, so a batch holds about as much memory as its object will have.
+// works, so a batch holds little more memory than its object will have:
+// the compressed bytes, a buffer of up to 512 KiB for the records not
+// compressed yet (for records below 256 KiB) and, for gzip, a 32 KiB
+// dictionary.
 // gzip output is one gzip member (RFC 1952) with no name and a zero
 // modification time: each chunk is deflated at level 6 with the previous
 // 32 KiB as its dictionary and ends with a sync flush, as pigz does. zstd
@@ -64,6 +67,19 @@
 // estimated with the compression ratio of the batch's earlier chunks, or,
 // before its first chunk, the ratio the encoder saw last. Objects of 1 MiB
 // and more land within a few percent of the size limit.
+//
+// # Bodies and memory
+//
+// Finish returns a Body: the bytes of the object in the pieces the batch
+// wrote them in, never copied into one slice. Encoded records, compressed
+// streams and parquet files are kept in chunks that are never reallocated:
+// a batch's first chunk has 512 bytes, each next one twice as many up to
+// 1 MiB.
+// Chunks come from pools shared by all batches and go back to them in
+// Reset, so a program that fills, finishes and resets batches does not
+// allocate for them once it runs steadily. A Body is valid until its
+// batch's Reset; Body.NewReader reads it for an upload, with Seek and
+// ReadAt for checksums and retries.
 //
 // # Parquet
 //
@@ -231,21 +247,28 @@ type Batch interface {
 	// Finish and Reset.
 	Size() int
 	// MemSize is the number of bytes of memory the batch holds for its
-	// records: encoded and compressed bytes, records not yet compressed,
-	// buffered column values. For uncompressed JSON and raw output it equals
-	// Size. It changes only in Append, DropLast, Finish and Reset.
+	// records: the capacity of the chunks of encoded and compressed bytes,
+	// of the buffer of records not yet compressed and of the compressor's
+	// dictionary, and buffered column values. For uncompressed JSON and
+	// raw output with records it is at least Size and at most Size plus
+	// 1 MiB, the largest chunk; a batch without records holds nothing
+	// until Finish. It changes only in Append, DropLast, Finish and Reset.
 	MemSize() int
-	// Finish returns the object body. The slice is valid until Reset; the
-	// batch must not be appended to after Finish. Calling Finish again
-	// returns the same bytes. An error means the body could not be encoded;
-	// it is returned again by later calls.
-	Finish() ([]byte, error)
+	// Finish returns the object body. The Body is the batch's memory: it
+	// is valid until Reset and must not be modified; the batch must not be
+	// appended to after Finish. Calling Finish again returns the same
+	// body. An error means the body could not be encoded; it is returned
+	// again by later calls.
+	Finish() (Body, error)
 	// DropLast removes the record appended last, for a caller that finds
 	// it does not fit. It may only be called once after a successful Append
 	// and before Finish. Size and MemSize return what they returned before
 	// that Append, so a caller keeping totals by differences stays exact.
 	DropLast()
-	// Reset empties the batch, keeping its memory for reuse.
+	// Reset empties the batch and gives its chunks back to pools shared
+	// by all batches, for reuse; a Body it returned is not valid anymore.
+	// A batch that is dropped without Reset leaves its memory to the
+	// garbage collector.
 	Reset()
 }
 

@@ -206,11 +206,12 @@ func newParquetEncoder(opts Options) (Encoder, error) {
 	}
 	e.learn.actual = make([]float64, len(cols))
 	e.learn.factor = make([]float64, len(cols))
-	empty, _, err := e.write(nil, &parquetBatch{cols: make([]colData, len(cols))})
-	if err != nil {
+	var empty chunks
+	if _, err := e.write(&empty, &parquetBatch{cols: make([]colData, len(cols))}); err != nil {
 		return nil, fmt.Errorf("formats: parquet writer: %w", err)
 	}
-	e.emptySize = len(empty)
+	e.emptySize = int(empty.len())
+	empty.release()
 	return e, nil
 }
 
@@ -383,7 +384,7 @@ type parquetBatch struct {
 	size, mem         int
 	prevSize, prevMem int
 	canDrop, finished bool
-	out               []byte
+	out               chunks // the file, after Finish
 	err               error
 	values            []parquet.Value
 	cells             []cell
@@ -562,7 +563,7 @@ func (b *parquetBatch) measure() {
 		b.calibrate(raw)
 	}
 	est := b.overhead(raw)
-	mem := len(b.out)
+	mem := b.out.mem
 	for i := range b.cols {
 		c := &b.cols[i]
 		est += float64(c.rawSize(b.n)) * b.ratios[i]
@@ -704,25 +705,28 @@ func (b *parquetBatch) DropLast() {
 	b.size, b.mem = b.prevSize, b.prevMem
 }
 
-func (b *parquetBatch) Finish() ([]byte, error) {
+func (b *parquetBatch) Finish() (Body, error) {
 	b.canDrop = false
 	if b.finished {
-		return b.out, b.err
+		if b.err != nil {
+			return Body{}, b.err
+		}
+		return b.out.body(), nil
 	}
 	b.finished = true
 	var chunks []int64
-	b.out, chunks, b.err = b.e.write(b.out[:0], b)
+	chunks, b.err = b.e.write(&b.out, b)
 	if b.err != nil {
 		b.err = fmt.Errorf("formats: write parquet: %w", b.err)
-		return nil, b.err
+		return Body{}, b.err
 	}
 	b.e.learnFrom(b, chunks)
-	b.size = len(b.out)
-	b.mem = len(b.out)
+	b.size = int(b.out.len())
+	b.mem = b.out.mem
 	for i := range b.cols {
 		b.mem += b.cols[i].mem()
 	}
-	return b.out, nil
+	return b.out.body(), nil
 }
 
 func (b *parquetBatch) Reset() {
@@ -731,7 +735,8 @@ func (b *parquetBatch) Reset() {
 	}
 	b.n = 0
 	b.canDrop, b.finished = false, false
-	b.out, b.err = b.out[:0], nil
+	b.out.release()
+	b.err = nil
 	b.fresh = true
 	b.nextProbe = firstProbe
 	clear(b.sample)
@@ -744,10 +749,9 @@ func (b *parquetBatch) Reset() {
 // rowGroupRows is how many values Finish hands the parquet writer at once.
 const rowGroupRows = 1024
 
-// write appends the parquet file of b's rows to dst. It returns the size of
+// write appends the parquet file of b's rows to out. It returns the size of
 // each column's chunks, summed over the row groups.
-func (e *parquetEncoder) write(dst []byte, b *parquetBatch) ([]byte, []int64, error) {
-	out := &appendWriter{b: dst}
+func (e *parquetEncoder) write(out *chunks, b *parquetBatch) ([]int64, error) {
 	// A writer is not reused: after Reset, parquet-go v0.32.0 writes column
 	// chunks without their path_in_schema.
 	w := parquet.NewWriter(out, e.options...)
@@ -765,16 +769,16 @@ func (e *parquetEncoder) write(dst []byte, b *parquetBatch) ([]byte, []int64, er
 		columns := w.ColumnWriters()
 		for ci := range b.cols {
 			if err := b.writeColumn(columns[ci], ci, lo, hi); err != nil {
-				return dst, nil, err
+				return nil, err
 			}
 		}
 		if err := w.Flush(); err != nil {
-			return dst, nil, err
+			return nil, err
 		}
 		lo = hi
 	}
 	if err := w.Close(); err != nil {
-		return dst, nil, err
+		return nil, err
 	}
 	chunks := make([]int64, len(b.cols))
 	for _, rg := range w.File().Metadata().RowGroups {
@@ -783,7 +787,7 @@ func (e *parquetEncoder) write(dst []byte, b *parquetBatch) ([]byte, []int64, er
 		}
 	}
 	clear(b.values) // values point into the batch's memory
-	return out.b, chunks, nil
+	return chunks, nil
 }
 
 // writeColumn writes rows [lo, hi) of column ci.
@@ -849,7 +853,7 @@ func (e *parquetEncoder) learnFrom(b *parquetBatch, chunks []int64) {
 		}
 	}
 	if b.n > 0 {
-		e.learn.perRowGroup = blend(e.learn.perRowGroup, float64(int64(len(b.out)-e.emptySize)-total)/float64(groups))
+		e.learn.perRowGroup = blend(e.learn.perRowGroup, float64(b.out.len()-int64(e.emptySize)-total)/float64(groups))
 	}
 }
 

@@ -251,7 +251,7 @@ func FuzzParquet(f *testing.F) {
 			}
 			return
 		}
-		body, err := b.Finish()
+		body, err := bytesOf(b.Finish())
 		if err != nil {
 			t.Fatal(err)
 		}

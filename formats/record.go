@@ -49,6 +49,33 @@ func appendRecord(dst []byte, r *Record, opts *Options, keys []string) ([]byte, 
 	return append(dst, '}'), keys
 }
 
+// jsonBound returns an upper bound of the length appendRecord gives r, so
+// that a batch can encode r right into a buffer with that much room. A JSON
+// string takes at most six bytes for each byte of its content (\u0000,
+// \ufffd for a byte that is not UTF-8, \u2028 for three bytes); a payload
+// is either compacted, which only removes bytes, or base64.
+func jsonBound(r *Record, opts *Options) int {
+	// The base64 form of the payload and its field, or of the object
+	// carrying it without metadata.
+	n := base64.StdEncoding.EncodedLen(len(r.Data)) + 64
+	if !opts.Metadata {
+		return n
+	}
+	// The field names, 20 digits of sequence, a timestamp (at most 40 bytes
+	// for years outside 0-9999) and two strings.
+	n += 160 + 6*(len(r.Stream)+len(r.Subject))
+	if opts.Headers && len(r.Headers) > 0 {
+		n += 16
+		for k, vs := range r.Headers {
+			n += 8 + 6*len(k)
+			for _, v := range vs {
+				n += 3 + 6*len(v)
+			}
+		}
+	}
+	return n
+}
+
 // appendPayloadOnly appends the record written without metadata: the
 // payload's JSON value, null, or an object carrying the base64 of data.
 func appendPayloadOnly(dst, data []byte) []byte {

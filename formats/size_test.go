@@ -203,7 +203,7 @@ func TestSizeEstimatesLandNearTheLimit(t *testing.T) {
 					}
 					left := fill(t, b, src, l.limit)
 					est, mem := b.Size(), b.MemSize()
-					body, err := b.Finish()
+					body, err := bytesOf(b.Finish())
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -572,7 +572,7 @@ func (p *planner) checkS3(ctx context.Context) {
 
 	key := probeKey(c)
 	url := "s3://" + c.S3.Bucket + "/" + key
-	body := []byte("jetlake plan probe\n")
+	body := formats.NewBody([]byte("jetlake plan probe\n"))
 	opts := exporter.PutOptions{ContentType: "text/plain", IfNoneMatch: true}
 	octx, cancel = p.op(ctx)
 	err = store.Put(octx, key, body, opts)
