@@ -784,9 +784,11 @@ func (r *runner) add(d delivery) {
 	// MaxAckPending: when held messages near the limit the server stops
 	// delivering, so buffers waiting for more would wait forever. Sealing
 	// helps only when open buffers hold most of them; otherwise the acks of
-	// the uploads in flight make room.
-	held := s.held.len()
-	if held >= s.cfg.MaxAckPending-s.cfg.MaxAckPending/10 && held-s.sealed >= s.sealed {
+	// the uploads in flight make room. Sealing already at three quarters
+	// when nothing of the stream is being uploaded lets the acks come
+	// before delivery stops.
+	held, limit := s.held.len(), s.cfg.MaxAckPending
+	if held >= limit-limit/10 && held-s.sealed >= s.sealed || held >= limit/4*3 && s.sealed == 0 {
 		prefix := string(r.grpBuf[:bytes.IndexByte(r.grpBuf, 0)+1])
 		r.set.SealMost(buffer.ReasonPending, func(g string) bool { return strings.HasPrefix(g, prefix) })
 	}
@@ -890,14 +892,16 @@ func (r *runner) openMem() int64 { return r.set.Mem() + r.rej.Mem() }
 
 // relieve keeps memory within the budget: when open buffers hold most of it,
 // it seals the largest so its upload frees memory; otherwise the uploads in
-// flight free it, and pulling waits.
+// flight free it, and pulling waits. It seals already at three quarters of
+// the budget when nothing is being uploaded, so that the upload runs while
+// pulling goes on instead of stopping it.
 func (r *runner) relieve() {
 	open := r.openMem()
 	total := open + r.inflightBytes + r.heldMem
 	if total > r.e.peak.Load() {
 		r.e.peak.Store(total)
 	}
-	if total >= r.budget && open >= r.inflightBytes {
+	if total >= r.budget && open >= r.inflightBytes || total >= r.budget/4*3 && r.inflight == 0 {
 		if !r.set.SealLargest(buffer.ReasonMemory) {
 			r.rej.SealLargest(buffer.ReasonMemory)
 		}
