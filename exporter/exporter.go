@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -107,7 +108,11 @@ func New(cfg *config.Connector, opts Options) (*Exporter, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	enc, err := formats.New(cfg.Output.FormatsOptions())
+	fo := cfg.Output.FormatsOptions()
+	// Chunks of compressed output are compressed by the runner's
+	// compressors, beside the runner instead of in it.
+	fo.DeferCompression = true
+	enc, err := formats.New(fo)
 	if err != nil {
 		return nil, fmt.Errorf("connector %s: %w", cfg.Name, err)
 	}
@@ -348,12 +353,15 @@ var ErrConsumerDeleted = errors.New("consumer or stream deleted")
 
 // runner is the state of one Run. Only the goroutine in run touches it.
 type runner struct {
-	e       *Exporter
-	log     *slog.Logger
-	streams []*streamState
-	set     *buffer.Set[ackRef] // data
-	rej     *buffer.Set[ackRef] // rejected messages
-	budget  int64
+	e        *Exporter
+	log      *slog.Logger
+	streams  []*streamState
+	chunks   formats.ChunkSource // the data encoder, when it defers compression
+	chunkBuf []*formats.Chunk
+	compress chan *formats.Chunk // to the compressors
+	set      *buffer.Set[ackRef] // data
+	rej      *buffer.Set[ackRef] // rejected messages
+	budget   int64
 
 	in      chan delivery
 	fatal   chan error
@@ -422,6 +430,20 @@ func (r *runner) run(ctx context.Context) error {
 				r.results <- r.e.process(uctx, j)
 			}
 		})
+	}
+	if cs, ok := r.e.enc.(formats.ChunkSource); ok && r.e.compressed() {
+		r.chunks = cs
+		r.compress = make(chan *formats.Chunk, 4*runtime.GOMAXPROCS(0))
+		var compressors sync.WaitGroup
+		for range runtime.GOMAXPROCS(0) {
+			compressors.Go(func() {
+				for c := range r.compress {
+					c.Compress()
+				}
+			})
+		}
+		defer compressors.Wait()
+		defer close(r.compress)
 	}
 	quit := make(chan struct{})
 	pullersDone := make(chan struct{})
@@ -781,6 +803,7 @@ func (r *runner) add(d delivery) {
 	}
 	r.heldMem += refMem(ref)
 	r.rec = formats.Record{}
+	r.dispatchChunks()
 	// MaxAckPending: when held messages near the limit the server stops
 	// delivering, so buffers waiting for more would wait forever. Sealing
 	// helps only when open buffers hold most of them; otherwise the acks of
@@ -796,6 +819,31 @@ func (r *runner) add(d delivery) {
 	// its upload frees memory; otherwise uploads in flight free it.
 	r.relieve()
 	r.takeSealed()
+}
+
+// compressed reports whether the data objects are gzip or zstd JSON or raw
+// output, whose chunks the runner's compressors compress.
+func (e *Exporter) compressed() bool {
+	o := e.cfg.Output.FormatsOptions()
+	return o.Format != formats.Parquet && (o.Compression == formats.Gzip || o.Compression == formats.Zstd)
+}
+
+// dispatchChunks hands the chunks the last append filled to the
+// compressors. When they are all busy, the runner compresses the chunk
+// itself: that is the backpressure.
+func (r *runner) dispatchChunks() {
+	if r.chunks == nil {
+		return
+	}
+	r.chunkBuf = r.chunks.TakeChunks(r.chunkBuf[:0])
+	for i, c := range r.chunkBuf {
+		select {
+		case r.compress <- c:
+		default:
+			c.Compress()
+		}
+		r.chunkBuf[i] = nil
+	}
 }
 
 // confirmGaps asks each stream which of the suspected gaps it really

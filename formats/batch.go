@@ -6,11 +6,17 @@ package formats
 // holds the records not compressed yet and out the compressed stream so
 // far.
 type batch struct {
-	opts     *Options // the encoder's; never written
-	codec    chunker  // nil without compression
-	out      chunks   // without a codec: the encoded records; with one: the compressed stream
-	pend     pending  // with a codec: the encoded records after the last chunk
-	stream   stream   // with a codec: the state carried from chunk to chunk
+	opts     *Options    // the encoder's; never written
+	codec    chunker     // nil without compression
+	out      chunks      // without a codec: the encoded records; with one: the compressed stream
+	pend     pending     // with a codec: the encoded records after the last chunk
+	stream   stream      // with a codec: the state carried from chunk to chunk
+	deferred []*Chunk    // with a codec: chunks whose frames are not in out yet, in order
+	deferMem int         // memory those hold
+	drained  int         // chunks whose frames are in out
+	outIn    int64       // uncompressed bytes of those
+	queue    *chunkQueue // with Options.DeferCompression: where chunks go to be compressed
+	spare    *Chunk      // without it: the chunk to reuse
 	n        int
 	prev     mark // without a codec: the end of out before the last Append, for DropLast
 	prevPend int  // with a codec: the length of pend before the last Append
@@ -30,9 +36,12 @@ func (b *batch) Append(r *Record) error {
 	}
 	b.prevSize, b.prevMem = b.size, b.mem
 	if b.codec != nil {
+		if len(b.deferred) > 0 {
+			b.drain()
+		}
 		if b.pend.len() >= chunkSize {
 			// The chunk ends before r, so r stays uncompressed for DropLast.
-			b.compressPending()
+			b.compressPending(false)
 		}
 		b.prevPend = b.pend.len()
 		b.appendPending(r)
@@ -124,14 +133,72 @@ func (b *batch) appendPendingByte(c byte) {
 	b.pend.set(append(b.pend.reserve(1), c))
 }
 
-// compressPending compresses pend as the next chunk of the stream, after
-// the stream's header for the first, and empties it.
-func (b *batch) compressPending() {
-	if b.stream.chunks == 0 {
-		b.out.write(b.codec.header())
+// compressPending makes pend the next chunk of the stream and empties it.
+// The chunk is compressed at once, or, with Options.DeferCompression and
+// unless now, by whoever takes it from the encoder, or at the latest by
+// Finish.
+func (b *batch) compressPending(now bool) {
+	p := b.pend.buf()
+	var c *Chunk
+	if b.spare != nil {
+		// Compressed here and drained at once: nothing else refers to it.
+		c, b.spare = b.spare, nil
+		c.raw, c.dict, c.rawLen, c.cost = b.pend.p, nil, len(p), 0
+		c.done.Store(false)
+	} else {
+		c = &Chunk{codec: b.codec, raw: b.pend.p, rawLen: len(p)}
 	}
-	b.codec.compress(&b.out, &b.stream, b.pend.buf())
-	b.pend.truncate(0)
+	if c.raw == nil {
+		c.raw = getBuf(0, 0)
+	}
+	b.pend.p = nil
+	if b.codec.wantsDict() && b.stream.dict != nil {
+		d := b.stream.dictBytes()
+		c.dict = getBuf(classFor(len(d)), len(d))
+		*c.dict = append(*c.dict, d...)
+	}
+	b.codec.advance(&b.stream, p)
+	c.cost = cap(*c.raw) + minChunk<<min(classFor(b.codec.bound(c.rawLen)), numClasses-1)
+	if c.dict != nil {
+		c.cost += cap(*c.dict)
+	}
+	b.deferred = append(b.deferred, c)
+	b.deferMem += c.cost
+	if b.queue == nil || now {
+		c.Compress()
+		b.drain()
+		if b.queue == nil {
+			b.spare = c
+		}
+		return
+	}
+	b.queue.push(c)
+}
+
+// drain moves the frames of the chunks compressed so far, in order, into
+// out.
+func (b *batch) drain() {
+	n := 0
+	for _, c := range b.deferred {
+		if !c.done.Load() {
+			break
+		}
+		if b.drained == 0 {
+			b.out.write(b.codec.header())
+		}
+		b.out.write(*c.frame)
+		putBuf(c.frame)
+		c.frame = nil
+		b.drained++
+		b.outIn += int64(c.rawLen)
+		b.deferMem -= c.cost
+		n++
+	}
+	if n > 0 {
+		m := copy(b.deferred, b.deferred[n:])
+		clear(b.deferred[m:])
+		b.deferred = b.deferred[:m]
+	}
 }
 
 // measure sets size and mem from the batch's content.
@@ -149,21 +216,22 @@ func (b *batch) measure() {
 		b.mem = b.out.mem
 		return
 	}
-	b.mem = b.out.mem + b.pend.cap() + b.stream.mem()
+	b.mem = b.out.mem + b.pend.cap() + b.stream.mem() + b.deferMem
 	out, header := int(b.out.len()), len(b.codec.header())
-	if b.stream.chunks == 0 {
-		out = header // written with the first chunk
+	if b.drained == 0 {
+		out = header // written with the first frame
 	}
 	if b.finished {
 		b.size = out
 		return
 	}
 	ratio := b.codec.learned()
-	if b.stream.in > 0 {
+	if b.outIn > 0 {
 		// The batch's own chunks say best how its records compress.
-		ratio = float64(out-header) / float64(b.stream.in)
+		ratio = float64(out-header) / float64(b.outIn)
 	}
-	b.size = out + int(float64(b.pend.len()+brackets)*ratio+0.5) + b.codec.overhead()
+	waiting := b.stream.in - b.outIn // in chunks not drained yet
+	b.size = out + int(float64(waiting+int64(b.pend.len()+brackets))*ratio+0.5) + b.codec.overhead()
 }
 
 func (b *batch) Len() int     { return b.n }
@@ -210,13 +278,17 @@ func (b *batch) Finish() (Body, error) {
 		// had a record dropped compresses exactly like one that never
 		// had it.
 		if b.pend.len() >= chunkSize {
-			b.compressPending()
+			b.compressPending(true)
 		}
 		b.appendPendingByte(']')
 	}
 	if b.pend.len() > 0 || b.stream.chunks == 0 {
-		b.compressPending()
+		b.compressPending(true)
 	}
+	for _, c := range b.deferred {
+		c.Compress() // or wait for whoever compresses it
+	}
+	b.drain()
 	b.codec.finish(&b.out, &b.stream)
 	// Only the compressed stream is needed from now on.
 	b.pend.release()
@@ -227,6 +299,17 @@ func (b *batch) Finish() (Body, error) {
 }
 
 func (b *batch) Reset() {
+	// Chunks still out are left to whoever compresses them; those done
+	// give their frames back.
+	for _, c := range b.deferred {
+		if c.done.Load() && c.frame != nil {
+			putBuf(c.frame)
+			c.frame = nil
+		}
+	}
+	clear(b.deferred)
+	b.deferred = b.deferred[:0]
+	b.deferMem, b.drained, b.outIn = 0, 0, 0
 	b.out.release()
 	b.pend.release()
 	b.stream.releaseDict()

@@ -81,9 +81,20 @@ func (s *stream) updateDict(p []byte) {
 type chunker interface {
 	// header is what the stream starts with, before its first chunk.
 	header() []byte
-	// compress appends the compressed form of p, the next chunk of the
-	// stream s, to dst and updates s.
-	compress(dst *chunks, s *stream, p []byte)
+	// advance updates s with p, the next chunk of the stream, before p is
+	// compressed: what the chunks after p need from it.
+	advance(s *stream, p []byte)
+	// frame appends to dst the compressed form of p, a chunk whose stream
+	// had dict before it (see stream.dict), and returns the extended
+	// slice.
+	frame(dst, dict, p []byte) []byte
+	// bound is the most bytes frame may append for n bytes.
+	bound(n int) int
+	// learn records that a chunk of uncompressed bytes compressed to
+	// compressed bytes.
+	learn(compressed, uncompressed int)
+	// wantsDict reports whether frame needs the dictionary.
+	wantsDict() bool
 	// finish appends the end of the stream to dst.
 	finish(dst *chunks, s *stream)
 	// overhead is about how many bytes compress and finish add around the
@@ -128,7 +139,7 @@ func (r *ratio) add(compressed, uncompressed int) {
 // concatenation of independently compressed chunks, each ending with a sync
 // flush and using the previous chunks' last 32 KiB as its dictionary.
 type gzipChunker struct {
-	writers sync.Pool // *flate.Writer
+	writers sync.Pool // *gzipWriter
 	r       ratio
 }
 
@@ -144,29 +155,59 @@ func (g *gzipChunker) header() []byte   { return gzipHeader }
 func (g *gzipChunker) overhead() int    { return len("\x00\x00\xff\xff") + len("\x03\x00") + 8 }
 func (g *gzipChunker) learned() float64 { return g.r.get() }
 
-func (g *gzipChunker) compress(dst *chunks, s *stream, p []byte) {
+func (g *gzipChunker) advance(s *stream, p []byte) {
 	s.chunks++
 	if len(p) == 0 {
 		return
 	}
-	n := dst.len()
-	fw, _ := g.writers.Get().(*flate.Writer)
-	if fw == nil {
-		// The level is valid, so there is no error.
-		fw, _ = flate.NewWriterDict(dst, gzipLevel, s.dictBytes())
-	} else {
-		fw.ResetDict(dst, s.dictBytes())
-	}
-	// Writes to chunks cannot fail.
-	_, _ = fw.Write(p)
-	_ = fw.Flush()
-	fw.ResetDict(io.Discard, nil) // drop the references to the batch's memory
-	g.writers.Put(fw)
-
-	g.r.add(int(dst.len()-n), len(p))
 	s.in += int64(len(p))
 	s.crc = crc32.Update(s.crc, crc32.IEEETable, p)
 	s.updateDict(p)
+}
+
+func (g *gzipChunker) wantsDict() bool { return true }
+
+// bound is generous: deflate adds a few bytes per block to incompressible
+// input, and the sync flush 5.
+func (g *gzipChunker) bound(n int) int { return n + n/16 + 64 }
+
+func (g *gzipChunker) learn(compressed, uncompressed int) { g.r.add(compressed, uncompressed) }
+
+// gzipWriter is a deflate writer with the slice it appends to.
+type gzipWriter struct {
+	fw  *flate.Writer
+	dst appendWriter
+}
+
+// appendWriter is an io.Writer that appends to a slice.
+type appendWriter struct{ b []byte }
+
+func (w *appendWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+func (g *gzipChunker) frame(dst, dict, p []byte) []byte {
+	if len(p) == 0 {
+		return dst
+	}
+	w, _ := g.writers.Get().(*gzipWriter)
+	if w == nil {
+		w = &gzipWriter{}
+		// The level is valid, so there is no error.
+		w.fw, _ = flate.NewWriterDict(&w.dst, gzipLevel, dict)
+	} else {
+		w.fw.ResetDict(&w.dst, dict)
+	}
+	w.dst.b = dst
+	// Writes to a slice cannot fail.
+	_, _ = w.fw.Write(p)
+	_ = w.fw.Flush()
+	out := w.dst.b
+	w.dst.b = nil
+	w.fw.ResetDict(io.Discard, nil) // drop the references to the batch's memory
+	g.writers.Put(w)
+	return out
 }
 
 func (g *gzipChunker) finish(dst *chunks, s *stream) {
@@ -205,18 +246,16 @@ func (z *zstdChunker) header() []byte   { return nil }
 func (z *zstdChunker) overhead() int    { return 18 } // frame header, block header, checksum
 func (z *zstdChunker) learned() float64 { return z.r.get() }
 
-func (z *zstdChunker) compress(dst *chunks, s *stream, p []byte) {
+func (z *zstdChunker) advance(s *stream, p []byte) {
 	s.chunks++
-	// The frame goes to pooled scratch space large enough for any, then
-	// to dst: a copy of compressed bytes is cheap next to compressing.
-	bound := z.enc.MaxEncodedSize(len(p))
-	buf := getBuf(classFor(bound), bound)
-	out := z.enc.EncodeAll(p, (*buf)[:0])
-	dst.write(out)
-	*buf = out
-	putBuf(buf)
-	z.r.add(len(out), len(p))
 	s.in += int64(len(p))
 }
+
+func (z *zstdChunker) wantsDict() bool                    { return false }
+func (z *zstdChunker) bound(n int) int                    { return z.enc.MaxEncodedSize(n) }
+func (z *zstdChunker) learn(compressed, uncompressed int) { z.r.add(compressed, uncompressed) }
+
+// frame writes one zstd frame; chunks do not depend on each other.
+func (z *zstdChunker) frame(dst, _, p []byte) []byte { return z.enc.EncodeAll(p, dst) }
 
 func (z *zstdChunker) finish(*chunks, *stream) {}

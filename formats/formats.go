@@ -207,6 +207,11 @@ type Options struct {
 	Headers      bool        // JSON formats: with Metadata, write headers when the message has some; Parquet: add the headers column
 	RawDelimiter []byte      // raw format only: written after every message
 
+	// DeferCompression leaves the compression of gzip and zstd JSON and
+	// raw batches to the caller, who takes the chunks from the encoder, a
+	// ChunkSource, and compresses them on other goroutines (see Chunk).
+	DeferCompression bool
+
 	// The fields below are for Parquet only; New rejects Columns,
 	// RowGroupSize and OmitPayload for other formats.
 
@@ -331,6 +336,9 @@ func New(opts Options) (Encoder, error) {
 		}
 		e.codec = c
 	}
+	if e.codec != nil && opts.DeferCompression {
+		e.queue = &chunkQueue{}
+	}
 	// The caller may reuse its slice; the encoder must not change under
 	// batches that other goroutines fill.
 	e.opts.RawDelimiter = append([]byte(nil), opts.RawDelimiter...)
@@ -342,14 +350,24 @@ type encoder struct {
 	opts        Options
 	ext         string
 	contentType string
-	codec       chunker // nil without compression
+	codec       chunker     // nil without compression
+	queue       *chunkQueue // with a codec and Options.DeferCompression
+}
+
+// TakeChunks implements ChunkSource. Without deferred compression it
+// returns dst.
+func (e *encoder) TakeChunks(dst []*Chunk) []*Chunk {
+	if e.queue == nil {
+		return dst
+	}
+	return e.queue.take(dst)
 }
 
 func (e *encoder) Ext() string         { return e.ext }
 func (e *encoder) ContentType() string { return e.contentType }
 
 func (e *encoder) NewBatch() Batch {
-	b := &batch{opts: &e.opts, codec: e.codec}
+	b := &batch{opts: &e.opts, codec: e.codec, queue: e.queue}
 	b.Reset()
 	return b
 }
