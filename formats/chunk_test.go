@@ -35,11 +35,7 @@ func TestDeferredCompressionWritesTheSameBytes(t *testing.T) {
 		for _, codec := range []Compression{Gzip, Zstd} {
 			t.Run(string(format)+"/"+string(codec), func(t *testing.T) {
 				opts := Options{Format: format, Compression: codec, Metadata: format != Raw, RawDelimiter: []byte("\n")}
-				inline, err := New(opts)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want := encodeAll(t, inline.NewBatch(), recs)
+				want := encodeBody(t, opts, recs...)
 				opts.DeferCompression = true
 				enc, err := New(opts)
 				if err != nil {
@@ -95,20 +91,6 @@ func TestDeferredCompressionWritesTheSameBytes(t *testing.T) {
 			})
 		}
 	}
-}
-
-func encodeAll(t *testing.T, b Batch, recs []*Record) []byte {
-	t.Helper()
-	for _, r := range recs {
-		if err := b.Append(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	body, err := b.Finish()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bytes.Clone(body.Bytes())
 }
 
 func TestWithoutDeferralTheEncoderHandsOutNoChunks(t *testing.T) {
