@@ -363,9 +363,15 @@ func (c *colData) rowRaw(i int) int64 {
 	return c.kind.width()
 }
 
+// mem is the memory the column's values hold: the capacity of their
+// slices, which grow by appending.
 func (c *colData) mem() int {
-	return len(c.data) + 8*len(c.ends) + 8*len(c.vals) + len(c.null)
+	return cap(c.data) + 8*cap(c.ends) + 8*cap(c.vals) + cap(c.null)
 }
+
+// colOverhead is about what a batch holds per column besides the values
+// (slice headers, sampling and estimating state; measured: 200 bytes).
+const colOverhead = 200
 
 // parquetBatch is the Batch of the Parquet format.
 type parquetBatch struct {
@@ -564,6 +570,9 @@ func (b *parquetBatch) measure() {
 	}
 	est := b.overhead(raw)
 	mem := b.out.mem
+	if b.n > 0 {
+		mem += colOverhead * len(b.cols)
+	}
 	for i := range b.cols {
 		c := &b.cols[i]
 		est += float64(c.rawSize(b.n)) * b.ratios[i]
