@@ -70,6 +70,7 @@ type Set[H any] struct {
 
 	open   map[string]*Batch[H] // by Group: a group has one open batch
 	sealed []*Batch[H]
+	taken  []*Batch[H] // what TakeSealed returned last
 	free   []*Batch[H]
 	bytes  int64 // encoded bytes of open batches
 	mem    int64 // memory held by open batches
@@ -267,8 +268,11 @@ func (s *Set[H]) SealAll(r Reason) {
 // passes them to Release; the returned slice itself is only valid until the
 // next call to a method of s.
 func (s *Set[H]) TakeSealed() []*Batch[H] {
+	// Two arrays take turns, and the one returned last time is cleared:
+	// the set must not keep the batches alive once the caller is done.
 	out := s.sealed
-	s.sealed = s.sealed[:0]
+	clear(s.taken)
+	s.sealed, s.taken = s.taken[:0], out
 	return out
 }
 

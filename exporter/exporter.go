@@ -546,6 +546,7 @@ func (r *runner) run(ctx context.Context) error {
 		}
 		select {
 		case jobs <- next:
+			r.queue[0] = nil // the array must not keep the job alive
 			r.queue = r.queue[1:]
 		case res := <-r.results:
 			if err := r.finish(res); err != nil {
@@ -611,6 +612,7 @@ func (r *runner) loop(ctx context.Context) error {
 				return r.fatalErr
 			}
 		case jobs <- next:
+			r.queue[0] = nil // the array must not keep the job alive
 			r.queue = r.queue[1:]
 		case res := <-r.results:
 			if err := r.finish(res); err != nil {

@@ -363,10 +363,11 @@ func (c *colData) rowRaw(i int) int64 {
 	return c.kind.width()
 }
 
-// mem is the memory the column's values hold: the capacity of their
-// slices, which grow by appending.
+// mem is the memory the column's values take. It counts lengths, not
+// capacities: a batch keeps its slices through Reset for its next file,
+// and the budget is about what the files being filled hold.
 func (c *colData) mem() int {
-	return cap(c.data) + 8*cap(c.ends) + 8*cap(c.vals) + cap(c.null)
+	return len(c.data) + 8*len(c.ends) + 8*len(c.vals) + len(c.null)
 }
 
 // colOverhead is about what a batch holds per column besides the values
