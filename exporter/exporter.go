@@ -363,11 +363,12 @@ type runner struct {
 	rej      *buffer.Set[ackRef] // rejected messages
 	budget   int64
 
-	in      chan delivery
-	fatal   chan error
-	jobs    chan *job
-	results chan *result
-	queue   []*job // sealed batches waiting for an uploader
+	in        chan delivery
+	fatal     chan error
+	jobs      chan *job
+	results   chan *result
+	queue     []*job            // sealed batches waiting for an uploader
+	uploading map[bufferKey]int // batches with an uploader, by buffer key
 
 	inflightBytes int64 // bytes of sealed batches not yet done
 	heldMem       int64 // memory of the delivered messages kept for their acks
@@ -388,9 +389,10 @@ type runner struct {
 func newRunner(e *Exporter, streams []*streamState) *runner {
 	rot := e.cfg.Rotation
 	return &runner{
-		e:       e,
-		log:     e.log,
-		streams: streams,
+		e:         e,
+		log:       e.log,
+		streams:   streams,
+		uploading: map[bufferKey]int{},
 		set: buffer.New[ackRef](e.enc, buffer.Limits{
 			MaxBytes:    int(rot.MaxFileSize),
 			MaxMessages: rot.MaxMessagesPerFile,
@@ -541,13 +543,13 @@ func (r *runner) run(ctx context.Context) error {
 	for r.inflight > 0 {
 		var jobs chan *job
 		var next *job
-		if len(r.queue) > 0 {
-			jobs, next = r.jobs, r.queue[0]
+		idx := r.nextJob()
+		if idx >= 0 {
+			jobs, next = r.jobs, r.queue[idx]
 		}
 		select {
 		case jobs <- next:
-			r.queue[0] = nil // the array must not keep the job alive
-			r.queue = r.queue[1:]
+			r.dispatched(idx)
 		case res := <-r.results:
 			if err := r.finish(res); err != nil {
 				return err
@@ -598,8 +600,9 @@ func (r *runner) loop(ctx context.Context) error {
 		}
 		var jobs chan *job
 		var next *job
-		if len(r.queue) > 0 {
-			jobs, next = r.jobs, r.queue[0]
+		idx := r.nextJob()
+		if idx >= 0 {
+			jobs, next = r.jobs, r.queue[idx]
 		}
 		select {
 		case <-ctx.Done():
@@ -612,8 +615,7 @@ func (r *runner) loop(ctx context.Context) error {
 				return r.fatalErr
 			}
 		case jobs <- next:
-			r.queue[0] = nil // the array must not keep the job alive
-			r.queue = r.queue[1:]
+			r.dispatched(idx)
 		case res := <-r.results:
 			if err := r.finish(res); err != nil {
 				return err
@@ -1090,6 +1092,36 @@ func (r *runner) gauges(now time.Time) {
 	}
 }
 
+// nextJob returns the index in the queue of the job to upload next: the
+// oldest whose buffer key has no batch being uploaded, so that the objects
+// of one key are stored in the order they were sealed. It returns -1 when
+// there is none.
+func (r *runner) nextJob() int {
+	for i, j := range r.queue {
+		if j.batch == nil || r.uploading[j.key()] == 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// dispatched takes the job at index i, handed to an uploader, off the
+// queue.
+func (r *runner) dispatched(i int) {
+	if j := r.queue[i]; j.batch != nil {
+		r.uploading[j.key()]++
+		j.uploading = true
+	}
+	if i == 0 {
+		r.queue[0] = nil // the array must not keep the job alive
+		r.queue = r.queue[1:]
+		return
+	}
+	n := copy(r.queue[i:], r.queue[i+1:])
+	r.queue[i+n] = nil
+	r.queue = r.queue[:i+n]
+}
+
 // enqueue hands a job to the uploaders.
 func (r *runner) enqueue(j *job) {
 	r.inflight++
@@ -1144,6 +1176,13 @@ func (r *runner) finish(res *result) error {
 		return nil
 	}
 	b := j.batch
+	if j.uploading {
+		if k := j.key(); r.uploading[k] == 1 {
+			delete(r.uploading, k)
+		} else {
+			r.uploading[k]--
+		}
+	}
 	defer j.set.Release(b)
 	delete(s.own, s.intentPrefix+j.intentID)
 	s.sealed -= b.Len()

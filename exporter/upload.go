@@ -55,9 +55,21 @@ type job struct {
 	format   string              // and its format's name
 	intentID string              // id of the batch's intent
 
+	uploading bool // handed to an uploader
+
 	marker *lossmarker.Marker // instead of a batch
 	term   []ackRef           // poison messages to terminate once the marker is stored
 }
+
+// bufferKey names the buffer a batch was filled in: its set and group.
+// Batches of one buffer are uploaded one after the other, in order.
+type bufferKey struct {
+	set   *buffer.Set[ackRef]
+	group string
+}
+
+// key returns the buffer key of the job's batch.
+func (j *job) key() bufferKey { return bufferKey{j.set, j.batch.Group} }
 
 // result is what an uploader reports about a job.
 type result struct {
