@@ -54,7 +54,7 @@ vet:
 
 ## bench: build jetlake, run the Go micro-benchmarks, then cmd/jetlake-bench:
 ## jetlake against the consume and upload limits of this machine, measured in
-## the same run (table on stdout, JSON in bin/bench.json; about 10 minutes on
+## the same run (table on stdout, JSON in bin/bench.json; about 8 minutes on
 ## 2 cores, never more than 15). Pass flags with BENCH_FLAGS, e.g.
 ## make bench BENCH_FLAGS=-quick
 bench: export JETLAKE_NATS_SERVER := $(NATS_SERVER)
