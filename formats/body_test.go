@@ -190,11 +190,7 @@ func TestBatchBodyAcrossChunks(t *testing.T) {
 	records := benchRecords(30_000) // about 10 MB of json_lines
 	for _, opts := range everyEncoding() {
 		t.Run(encodingName(opts), func(t *testing.T) {
-			e, err := New(opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b := e.NewBatch()
+			b := newBatch(t, opts)
 			n := len(records)
 			if opts.Compression != None || opts.Format == Parquet {
 				n = 3000
@@ -246,11 +242,7 @@ func TestMemSizeBounds(t *testing.T) {
 			continue
 		}
 		t.Run(encodingName(opts), func(t *testing.T) {
-			e, err := New(opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b := e.NewBatch()
+			b := newBatch(t, opts)
 			if b.MemSize() != 0 {
 				t.Fatalf("MemSize() = %d for a new batch, want 0", b.MemSize())
 			}
@@ -325,11 +317,7 @@ func FuzzBatchChunks(f *testing.F) {
 			{Format: JSONArray},
 			{Format: Raw, RawDelimiter: []byte("\r\n")},
 		} {
-			e, err := New(opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b := e.NewBatch()
+			b := newBatch(t, opts)
 			for round := range 2 {
 				b.Reset()
 				var want []byte // the body as one slice, as before chunks
@@ -386,4 +374,14 @@ func FuzzBatchChunks(f *testing.F) {
 			}
 		}
 	})
+}
+
+// newBatch returns a new batch of an encoder for opts.
+func newBatch(t testing.TB, opts Options) Batch {
+	t.Helper()
+	e, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.NewBatch()
 }

@@ -100,11 +100,7 @@ func TestTheSameRecordsGiveTheSameBytes(t *testing.T) {
 
 			// Another encoder, whose batch has records dropped along the
 			// way, and which is used twice.
-			e, err := New(opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b := e.NewBatch()
+			b := newBatch(t, opts)
 			for round := range 2 {
 				b.Reset()
 				for i, r := range records {
@@ -138,11 +134,7 @@ func TestDropLastRestoresSizeAndMemSize(t *testing.T) {
 	records := benchRecords(3000)
 	for _, opts := range everyEncoding() {
 		t.Run(encodingName(opts), func(t *testing.T) {
-			e, err := New(opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b := e.NewBatch()
+			b := newBatch(t, opts)
 			for i, r := range records {
 				size, mem, n := b.Size(), b.MemSize(), b.Len()
 				if err := b.Append(r); err != nil {
@@ -175,11 +167,7 @@ func TestEveryBatchHasTheSameLifecycle(t *testing.T) {
 	records := benchRecords(2000)
 	for _, opts := range everyEncoding() {
 		t.Run(encodingName(opts), func(t *testing.T) {
-			e, err := New(opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b := e.NewBatch()
+			b := newBatch(t, opts)
 			empty := b.Size()
 			for _, r := range records {
 				if err := b.Append(r); err != nil {
