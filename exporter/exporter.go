@@ -747,8 +747,16 @@ func (r *runner) add(d delivery) {
 		}
 	}
 	if u, ok := s.pending[seq]; ok {
-		u.waiting = append(u.waiting, d)
+		// The latest delivery of each message is the one to ack: the
+		// server redelivers it every AckWait while the store is asked.
+		if u.waiting == nil {
+			u.waiting = map[uint64]delivery{}
+		}
+		u.waiting[seq] = d
 		return
+	}
+	if md.delivered > 1 && len(s.retired) > 0 {
+		s.expandRetired(seq)
 	}
 	if _, ok := s.committed[seq]; ok {
 		// Stored in an object already: ack without writing it again.
@@ -1145,6 +1153,15 @@ func (r *runner) takeSealed() {
 	}
 }
 
+// batchSeqs returns the sequences of a batch's messages.
+func batchSeqs(b *buffer.Batch[ackRef]) seqSet {
+	seqs := make([]uint64, len(b.Items))
+	for i, it := range b.Items {
+		seqs[i] = it.Seq
+	}
+	return newSeqSet(seqs)
+}
+
 // streamOf returns the stream a batch belongs to, from the index its group
 // starts with.
 func (r *runner) streamOf(b *buffer.Batch[ackRef]) *streamState {
@@ -1194,13 +1211,9 @@ func (r *runner) finish(res *result) error {
 	case res.stored && !res.confirmed:
 		// Stored, but the acks did not all get through: when the messages
 		// come back they are acked, not written again.
-		seqs := make([]uint64, len(b.Items))
-		for i, it := range b.Items {
-			seqs[i] = it.Seq
-		}
-		s.commit(res.intentKey, newSeqSet(seqs))
+		s.commit(res.intentKey, batchSeqs(b))
 	case res.confirmed && res.intentKey != "":
-		s.retire(&committed{intentKey: res.intentKey, last: b.Last})
+		s.retire(&committed{intentKey: res.intentKey, last: b.Last, first: b.First, seqs: res.seqs})
 	}
 	if res.confirmed {
 		s.mAcked.Add(float64(b.Len()))
@@ -1228,6 +1241,23 @@ func (r *runner) finish(res *result) error {
 	default:
 		r.log.Warn("batch not exported; its messages stay unacked and are redelivered",
 			"key", res.key, "messages", b.Len(), "error", res.err)
+		r.awaitUnsure(s, j, res)
 	}
 	return nil
+}
+
+// awaitUnsure handles a batch given up after its intent was recorded: an
+// upload attempt that timed out may still have stored the object. Its
+// messages, when they come back, wait until the store says whether it
+// holds the object, as for an intent found at start.
+func (r *runner) awaitUnsure(s *streamState, j *job, res *result) {
+	if res.intentKey == "" || len(res.seqs) == 0 {
+		return
+	}
+	var seqs seqSet
+	if err := seqs.UnmarshalJSON(res.seqs); err != nil {
+		return
+	}
+	in := &intent{ID: j.intentID, Key: res.key, Stream: s.cfg.Stream, Consumer: s.cfg.Consumer, Seqs: seqs}
+	s.await(res.intentKey, in, time.Now().Add(resolveAfter(s.cfg.AckWait)))
 }

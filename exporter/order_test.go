@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -54,5 +55,74 @@ func TestBatchesOfOneBufferAreUploadedInOrder(t *testing.T) {
 	r.dispatched(r.nextJob())
 	if len(r.queue) != 0 || len(r.uploading) != 1 {
 		t.Fatalf("queue %d, uploading %v", len(r.queue), r.uploading)
+	}
+}
+
+// TestAMessageOfAConfirmedBatchThatComesBackIsAckedNotWrittenAgain covers
+// acks lost in a consumer leader change: the server confirmed the batch's
+// last ack, yet an earlier message comes back.
+func TestAMessageOfAConfirmedBatchThatComesBackIsAckedNotWrittenAgain(t *testing.T) {
+	r, _ := hotRunner(t)
+	msgs := fakeMsgs(3)
+	for _, m := range msgs {
+		r.add(delivery{msg: m})
+	}
+	r.set.SealAll(buffer.ReasonCount)
+	r.takeSealed()
+	j := r.queue[0]
+	r.dispatched(0)
+	seqs, err := batchSeqs(j.batch).MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.finish(&result{job: j, stored: true, confirmed: true, intentKey: "i", seqs: seqs})
+
+	back := &fakeMsg{seq: 2, data: msgs[1].data, reply: "$JS.ACK.S.c.2.2.9.1764399600123456789.0"}
+	r.add(delivery{msg: back})
+	if acks, _, _ := back.snapshot(); acks != 1 {
+		t.Fatalf("the message that came back got %d acks, want 1", acks)
+	}
+	if r.set.Open() != 0 || len(r.queue) != 0 {
+		t.Fatalf("the message that came back was buffered again: %d open, %d queued", r.set.Open(), len(r.queue))
+	}
+	// A redelivered message of no stored batch is exported as usual.
+	other := &fakeMsg{seq: 4, data: msgs[0].data, reply: "$JS.ACK.S.c.2.4.10.1764399600123456789.0"}
+	r.add(delivery{msg: other})
+	if r.set.Open() != 1 {
+		t.Fatalf("a redelivered message of no stored batch was not buffered")
+	}
+}
+
+// TestAMessageOfABatchGivenUpWaitsForTheStore covers an upload attempt that
+// timed out but stored the object: when the batch's messages come back
+// they wait until the store says so, and are then acked, not written again.
+func TestAMessageOfABatchGivenUpWaitsForTheStore(t *testing.T) {
+	r, _ := hotRunner(t)
+	msgs := fakeMsgs(3)
+	for _, m := range msgs {
+		r.add(delivery{msg: m})
+	}
+	r.set.SealAll(buffer.ReasonCount)
+	r.takeSealed()
+	j := r.queue[0]
+	r.dispatched(0)
+	seqs, err := batchSeqs(j.batch).MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "p/s.a/00000000000000000001-00000000000000000003.jsonl"
+	r.finish(&result{job: j, key: key, err: ErrAbandoned, intentKey: "i", seqs: seqs})
+
+	back := &fakeMsg{seq: 2, data: msgs[1].data, reply: "$JS.ACK.S.c.2.2.9.1764399600123456789.0"}
+	r.add(delivery{msg: back})
+	if r.set.Open() != 0 {
+		t.Fatal("the message was buffered again before the store was asked")
+	}
+	r.e.store.(*flakyStore).objects = map[string]map[string]string{key: {MetaIntent: j.intentID}}
+	if err := r.resolve(context.Background(), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if acks, _, _ := back.snapshot(); acks != 1 || r.set.Open() != 0 {
+		t.Fatalf("after the store said it holds the object: %d acks, %d open buffers; want 1 ack, none", acks, r.set.Open())
 	}
 }

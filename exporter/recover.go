@@ -33,6 +33,13 @@ func (e *Exporter) stateBucket() string {
 type committed struct {
 	intentKey string
 	last      uint64 // highest sequence: the intent is forgotten once the ack floor passes it
+
+	// A batch whose acks were confirmed keeps its sequences here: the
+	// server confirms the last ack, but when its consumer leader changed
+	// while the acks went out, earlier ones can be lost, and their
+	// messages come back. expand moves them to the committed set then.
+	first uint64
+	seqs  []byte // seqSet.MarshalJSON, until expanded
 }
 
 // probe checks whether the store honours conditional writes, with two writes
@@ -220,7 +227,7 @@ type unresolved struct {
 	key      string
 	in       *intent
 	deadline time.Time
-	waiting  []delivery // its messages, delivered meanwhile
+	waiting  map[uint64]delivery // its messages, delivered meanwhile, by sequence
 }
 
 // await records an unresolved intent.
@@ -236,6 +243,23 @@ func (s *streamState) commit(ikey string, seqs seqSet) {
 	c := &committed{intentKey: ikey, last: seqs.Last()}
 	seqs.All(func(q uint64) { s.committed[q] = c })
 	s.retire(c)
+}
+
+// expandRetired makes the sequences of every confirmed batch whose range
+// holds seq committed, so that a message coming back after its ack was
+// lost is acked again, not written again. Only redelivered messages need
+// this.
+func (s *streamState) expandRetired(seq uint64) {
+	for _, c := range s.retired {
+		if len(c.seqs) == 0 || seq < c.first || seq > c.last {
+			continue
+		}
+		var set seqSet
+		if err := set.UnmarshalJSON(c.seqs); err == nil {
+			set.All(func(q uint64) { s.committed[q] = c })
+		}
+		c.seqs = nil
+	}
 }
 
 // retire keeps a stored batch's intent until the consumer's ack floor passes

@@ -81,6 +81,7 @@ type result struct {
 	stored    bool   // the object is in the store
 	confirmed bool   // the acks were sent and the last one confirmed
 	intentKey string // the batch's intent
+	seqs      []byte // the batch's sequences, as seqSet.MarshalJSON encodes them
 }
 
 // process runs one job.
@@ -172,8 +173,11 @@ func (e *Exporter) upload(ctx context.Context, j *job) *result {
 		},
 		IfNoneMatch: e.conditional,
 	}
-	if enc, err := in.Seqs.MarshalJSON(); err == nil && len(enc) <= maxMetaSeqs+2 {
-		opts.Metadata[MetaSeqs] = string(enc[1 : len(enc)-1])
+	if enc, err := in.Seqs.MarshalJSON(); err == nil {
+		res.seqs = enc
+		if len(enc) <= maxMetaSeqs+2 {
+			opts.Metadata[MetaSeqs] = string(enc[1 : len(enc)-1])
+		}
 	}
 	c := &committer{e: e, stream: st.cfg.Stream, b: b, ackWait: st.cfg.AckWait, progress: b.Opened, key: res.key}
 	start := time.Now()
