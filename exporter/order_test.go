@@ -63,18 +63,7 @@ func TestBatchesOfOneBufferAreUploadedInOrder(t *testing.T) {
 // last ack, yet an earlier message comes back.
 func TestAMessageOfAConfirmedBatchThatComesBackIsAckedNotWrittenAgain(t *testing.T) {
 	r, _ := hotRunner(t)
-	msgs := fakeMsgs(3)
-	for _, m := range msgs {
-		r.add(delivery{msg: m})
-	}
-	r.set.SealAll(buffer.ReasonCount)
-	r.takeSealed()
-	j := r.queue[0]
-	r.dispatched(0)
-	seqs, err := batchSeqs(j.batch).MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
+	j, msgs, seqs := uploadingBatch(t, r)
 	r.finish(&result{job: j, stored: true, confirmed: true, intentKey: "i", seqs: seqs})
 
 	back := &fakeMsg{seq: 2, data: msgs[1].data, reply: "$JS.ACK.S.c.2.2.9.1764399600123456789.0"}
@@ -98,18 +87,7 @@ func TestAMessageOfAConfirmedBatchThatComesBackIsAckedNotWrittenAgain(t *testing
 // they wait until the store says so, and are then acked, not written again.
 func TestAMessageOfABatchGivenUpWaitsForTheStore(t *testing.T) {
 	r, _ := hotRunner(t)
-	msgs := fakeMsgs(3)
-	for _, m := range msgs {
-		r.add(delivery{msg: m})
-	}
-	r.set.SealAll(buffer.ReasonCount)
-	r.takeSealed()
-	j := r.queue[0]
-	r.dispatched(0)
-	seqs, err := batchSeqs(j.batch).MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
+	j, msgs, seqs := uploadingBatch(t, r)
 	const key = "p/s.a/00000000000000000001-00000000000000000003.jsonl"
 	r.finish(&result{job: j, key: key, err: ErrAbandoned, intentKey: "i", seqs: seqs})
 
@@ -125,4 +103,24 @@ func TestAMessageOfABatchGivenUpWaitsForTheStore(t *testing.T) {
 	if acks, _, _ := back.snapshot(); acks != 1 || r.set.Open() != 0 {
 		t.Fatalf("after the store said it holds the object: %d acks, %d open buffers; want 1 ack, none", acks, r.set.Open())
 	}
+}
+
+// uploadingBatch buffers three messages, seals their batch and hands it to
+// an uploader. It returns the job, the messages and their encoded
+// sequences.
+func uploadingBatch(t *testing.T, r *runner) (*job, []*fakeMsg, []byte) {
+	t.Helper()
+	msgs := fakeMsgs(3)
+	for _, m := range msgs {
+		r.add(delivery{msg: m})
+	}
+	r.set.SealAll(buffer.ReasonCount)
+	r.takeSealed()
+	j := r.queue[0]
+	r.dispatched(0)
+	seqs, err := batchSeqs(j.batch).MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j, msgs, seqs
 }
