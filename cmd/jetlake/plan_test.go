@@ -465,8 +465,13 @@ no_auth_user: admin
 
 	// run as the restricted user, twice: the first creates the state
 	// bucket and the consumer, the second finds them.
+	profile := filepath.Join(t.TempDir(), "cpu.pprof")
 	for i := range 2 {
-		cmd := exec.Command(binary, "run", "-until-idle", "-config", path)
+		args := []string{"run", "-until-idle", "-config", path}
+		if i == 1 {
+			args = append(args, "-cpuprofile", profile)
+		}
+		cmd := exec.Command(binary, args...)
 		cmd.Env = append(os.Environ(), env...)
 		outb, err := runWithTimeout(cmd, 60*time.Second)
 		if err != nil {
@@ -477,6 +482,9 @@ no_auth_user: admin
 				t.Fatal(err)
 			}
 		}
+	}
+	if b, err := os.ReadFile(profile); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("run -cpuprofile wrote no gzipped profile: %v, %d bytes", err, len(b))
 	}
 	if n := probes(t, "planperm", "raw/PERM/"); n < 4 {
 		t.Fatalf("%d data objects, want at least 4", n)
