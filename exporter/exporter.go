@@ -433,7 +433,7 @@ func (r *runner) run(ctx context.Context) error {
 			}
 		})
 	}
-	if cs, ok := r.e.enc.(formats.ChunkSource); ok && r.e.compressed() {
+	if cs, ok := r.e.enc.(formats.ChunkSource); ok {
 		r.chunks = cs
 		r.compress = make(chan *formats.Chunk, 4*runtime.GOMAXPROCS(0))
 		var compressors sync.WaitGroup
@@ -831,13 +831,6 @@ func (r *runner) add(d delivery) {
 	// its upload frees memory; otherwise uploads in flight free it.
 	r.relieve()
 	r.takeSealed()
-}
-
-// compressed reports whether the data objects are gzip or zstd JSON or raw
-// output, whose chunks the runner's compressors compress.
-func (e *Exporter) compressed() bool {
-	o := e.cfg.Output.FormatsOptions()
-	return o.Format != formats.Parquet && (o.Compression == formats.Gzip || o.Compression == formats.Zstd)
 }
 
 // dispatchChunks hands the chunks the last append filled to the

@@ -52,7 +52,8 @@ func (c *Chunk) Compress() {
 	c.done.Store(true)
 }
 
-// A ChunkSource is an Encoder made with Options.DeferCompression.
+// A ChunkSource is an Encoder of gzip or zstd JSON or raw output made with
+// Options.DeferCompression; no other Encoder is one.
 type ChunkSource interface {
 	// TakeChunks appends to dst the chunks its batches filled since the
 	// last call, in the order they were filled, and returns the extended
@@ -66,19 +67,27 @@ type ChunkSource interface {
 type chunkQueue struct {
 	mu     sync.Mutex
 	chunks []*Chunk
+	n      atomic.Int32 // len(chunks), read without the lock
 }
 
 func (q *chunkQueue) push(c *Chunk) {
 	q.mu.Lock()
 	q.chunks = append(q.chunks, c)
+	q.n.Store(int32(len(q.chunks)))
 	q.mu.Unlock()
 }
 
+// take is called after every append, and a chunk fills only every few
+// hundred records: the count spares it the lock until one has.
 func (q *chunkQueue) take(dst []*Chunk) []*Chunk {
+	if q.n.Load() == 0 {
+		return dst
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	dst = append(dst, q.chunks...)
 	clear(q.chunks)
 	q.chunks = q.chunks[:0]
+	q.n.Store(0)
 	return dst
 }

@@ -93,18 +93,23 @@ func TestDeferredCompressionWritesTheSameBytes(t *testing.T) {
 	}
 }
 
-func TestWithoutDeferralTheEncoderHandsOutNoChunks(t *testing.T) {
-	enc, err := New(Options{Compression: Zstd})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := enc.NewBatch()
-	for _, r := range chunkRecords(5000) {
-		if err := b.Append(r); err != nil {
+func TestOnlyDeferringCompressedEncodersAreChunkSources(t *testing.T) {
+	for _, tt := range []struct {
+		opts Options
+		want bool
+	}{
+		{Options{Compression: Zstd}, false},
+		{Options{Compression: Gzip, DeferCompression: true}, true},
+		{Options{Compression: Zstd, DeferCompression: true}, true},
+		{Options{DeferCompression: true}, false},
+		{Options{Format: Parquet, Compression: Zstd, DeferCompression: true}, false},
+	} {
+		enc, err := New(tt.opts)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	if got := enc.(ChunkSource).TakeChunks(nil); len(got) != 0 {
-		t.Fatalf("%d chunks handed out", len(got))
+		if _, ok := enc.(ChunkSource); ok != tt.want {
+			t.Errorf("%+v: a ChunkSource: %v, want %v", tt.opts, ok, tt.want)
+		}
 	}
 }

@@ -343,6 +343,9 @@ func New(opts Options) (Encoder, error) {
 	// batches that other goroutines fill.
 	e.opts.RawDelimiter = append([]byte(nil), opts.RawDelimiter...)
 	e.opts.Columns = nil
+	if e.queue != nil {
+		return deferringEncoder{e}, nil
+	}
 	return e, nil
 }
 
@@ -354,14 +357,13 @@ type encoder struct {
 	queue       *chunkQueue // with a codec and Options.DeferCompression
 }
 
-// TakeChunks implements ChunkSource. Without deferred compression it
-// returns dst.
-func (e *encoder) TakeChunks(dst []*Chunk) []*Chunk {
-	if e.queue == nil {
-		return dst
-	}
-	return e.queue.take(dst)
-}
+// deferringEncoder is an encoder whose batches leave their chunks to be
+// compressed by the caller: the Encoder New returns with compression and
+// Options.DeferCompression, and the only one that is a ChunkSource.
+type deferringEncoder struct{ *encoder }
+
+// TakeChunks implements ChunkSource.
+func (e deferringEncoder) TakeChunks(dst []*Chunk) []*Chunk { return e.queue.take(dst) }
 
 func (e *encoder) Ext() string         { return e.ext }
 func (e *encoder) ContentType() string { return e.contentType }
