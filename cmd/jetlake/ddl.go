@@ -367,6 +367,20 @@ func dataColumns(c *config.Connector) ([]column, error) {
 	o := c.Output
 	str := column{athena: "string", trino: "varchar"}
 	named := func(name string, col column) column { col.name = name; return col }
+	// envelope is the columns every record starts with, the timestamp as
+	// Athena type tsAthena.
+	envelope := func(tsAthena string) []column {
+		cols := []column{
+			named("stream", str),
+			named("subject", str),
+			{name: "sequence", athena: "bigint", trino: "bigint"},
+			{name: "timestamp", athena: tsAthena, trino: "timestamp"},
+		}
+		if o.IncludeHeaders {
+			cols = append(cols, named("headers", str))
+		}
+		return cols
+	}
 	switch o.Format {
 	case config.FormatJSONArray:
 		return nil, fmt.Errorf("format %s writes one JSON array per object, which Athena and Trino cannot read as rows; use json_lines or parquet (DuckDB and Spark read json_array): %w", o.Format, errNoTable)
@@ -376,31 +390,15 @@ func dataColumns(c *config.Connector) ([]column, error) {
 		if !o.IncludeMetadata {
 			return nil, fmt.Errorf("include_metadata = false: each record is the payload alone, whose fields jetlake does not know; set include_metadata = true, or declare the payload's fields by hand: %w", errNoTable)
 		}
-		cols := []column{
-			named("stream", str),
-			named("subject", str),
-			{name: "sequence", athena: "bigint", trino: "bigint"},
-			// The record holds RFC 3339 text with nine fractional digits:
-			// Trino's OpenX JSON reader parses it, Athena's is not
-			// guaranteed to, so Athena gets the text.
-			{name: "timestamp", athena: "string", trino: "timestamp"},
-		}
-		if o.IncludeHeaders {
-			cols = append(cols, named("headers", str))
-		}
+		// The record holds RFC 3339 text with nine fractional digits:
+		// Trino's OpenX JSON reader parses it, Athena's is not guaranteed
+		// to, so Athena gets the text.
+		cols := envelope("string")
 		// payload is any JSON value; the OpenX JSON SerDe renders objects and
 		// arrays declared as string as their JSON text.
 		return append(cols, named("payload", str), named("payload_encoding", str)), nil
 	case config.FormatParquet:
-		cols := []column{
-			named("stream", str),
-			named("subject", str),
-			{name: "sequence", athena: "bigint", trino: "bigint"},
-			{name: "timestamp", athena: "timestamp", trino: "timestamp"},
-		}
-		if o.IncludeHeaders {
-			cols = append(cols, named("headers", str))
-		}
+		cols := envelope("timestamp")
 		for _, tc := range o.Columns {
 			col, ok := typedColumns[tc.Type]
 			if !ok {
