@@ -30,16 +30,7 @@ func (e *env) objects(prefix string) map[string][]byte {
 		if obj.Err != nil {
 			e.t.Fatal(obj.Err)
 		}
-		r, err := e.mc.GetObject(ctx, e.bucket, obj.Key, minio.GetObjectOptions{})
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		body, err := io.ReadAll(r)
-		r.Close()
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		out[obj.Key] = body
+		out[obj.Key] = e.get(ctx, obj.Key)
 	}
 	return out
 }

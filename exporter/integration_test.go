@@ -266,15 +266,7 @@ func (e *env) read() exported {
 			continue
 		}
 		out.objects++
-		r, err := e.mc.GetObject(ctx, e.bucket, obj.Key, minio.GetObjectOptions{})
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		body, err := io.ReadAll(r)
-		r.Close()
-		if err != nil {
-			e.t.Fatal(err)
-		}
+		body := e.get(ctx, obj.Key)
 		st, err := e.mc.StatObject(ctx, e.bucket, obj.Key, minio.StatObjectOptions{})
 		if err != nil {
 			e.t.Fatal(err)
@@ -370,6 +362,21 @@ func (e *env) wantAllAcked() {
 	}
 }
 
+// get returns the body of an object of the test's bucket.
+func (e *env) get(ctx context.Context, key string) []byte {
+	e.t.Helper()
+	r, err := e.mc.GetObject(ctx, e.bucket, key, minio.GetObjectOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer r.Close()
+	body, err := io.ReadAll(r)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return body
+}
+
 // waitFor polls cond until it holds or the timeout passes.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -429,16 +436,24 @@ max_file_size = "16KiB"
 max_messages_per_file = 0
 max_file_age = "20s"
 max_buffered_bytes = "64KiB"`)
-	const n = 6000 // about 800 KiB of records, over 12× the budget
-	last := e.publish(n, 10)
-	ex := e.runUntilIdle(e.connector(), 2*time.Minute)
+	// About 800 KiB of records, over 12× the budget. Batches grow in
+	// chunks that double, here up to 16 KiB, the file size.
+	e.exportWithinBudget(6000, 10, 64<<10, 16<<10+1024, 2*time.Minute)
+}
+
+// exportWithinBudget publishes n messages over the given number of
+// subjects, exports them and requires each in exactly one object, all
+// acked, and buffers, uploads and the delivered messages held for their
+// acks together never over budget by more than slack: the message that
+// crossed it and the chunk of memory it opened.
+func (e *env) exportWithinBudget(n, subjects int, budget, slack int64, timeout time.Duration) {
+	e.t.Helper()
+	last := e.publish(n, subjects)
+	ex := e.runUntilIdle(e.connector(), timeout)
 	e.wantExactlyOnce(e.read(), last)
 	e.wantAllAcked()
-	// Buffers and uploads together never passed the budget by more than
-	// one message and the chunk of memory it opened: batches grow in
-	// chunks that double, here up to 16 KiB, the file size.
-	if peak := exporter.PeakBuffered(ex); peak > 64<<10+16<<10+1024 {
-		t.Fatalf("peak buffered bytes %d over the 64 KiB budget", peak)
+	if peak := exporter.PeakBuffered(ex); peak > budget+slack {
+		e.t.Fatalf("peak %d bytes held, over the budget of %d by more than %d", peak, budget, slack)
 	}
 }
 
@@ -806,16 +821,7 @@ max_file_size = "64KiB"
 max_messages_per_file = 0
 max_file_age = "20s"
 max_buffered_bytes = "1MiB"`)
-	const n = 20000
-	last := e.publish(n, 2000)
-	ex := e.runUntilIdle(e.connector(), 3*time.Minute)
-	e.wantExactlyOnce(e.read(), last)
-	e.wantAllAcked()
-	// Buffers, uploads and the delivered messages held for their acks
-	// together stay within the budget, give or take the message that
-	// crossed it and the chunk of memory it opened: batches grow in
-	// chunks that double up to 1 MiB, here at most 64 KiB, the file size.
-	if peak := exporter.PeakBuffered(ex); peak > 1<<20+64<<10+2048 {
-		t.Fatalf("peak %d bytes held, over the 1 MiB budget", peak)
-	}
+	// Batches grow in chunks that double up to 1 MiB, here at most
+	// 64 KiB, the file size.
+	e.exportWithinBudget(20000, 2000, 1<<20, 64<<10+2048, 3*time.Minute)
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/exporter"
@@ -39,18 +38,7 @@ func TestFilterOverlapAndMatching(t *testing.T) {
 
 func TestPlanWarnsAboutOverlappingAndUncoveredFilters(t *testing.T) {
 	ctx := context.Background()
-	nc, err := nats.Connect(natsSrv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "COVER", Subjects: []string{"cover.>"}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := minioSrv.CreateBucket(ctx, "cover"); err != nil {
-		t.Fatal(err)
-	}
+	js := streamAndBucket(t, natsSrv, minioSrv, "cover", jetstream.StreamConfig{})
 	for i := range 10 {
 		if _, err := js.Publish(ctx, fmt.Sprintf("cover.s%d", i), []byte(`{}`)); err != nil {
 			t.Fatal(err)

@@ -36,7 +36,10 @@ type crashEnv struct {
 	extras string // more [rotation] lines
 }
 
-func newCrashEnv(t *testing.T, name string, ns *exportertest.NATSServer, ms *exportertest.MinIOServer, streamCfg jetstream.StreamConfig) *crashEnv {
+// streamAndBucket connects to ns, creates the stream NAME on name.> with
+// cfg's other settings and the bucket name in ms, and returns the
+// connection's JetStream.
+func streamAndBucket(t *testing.T, ns *exportertest.NATSServer, ms *exportertest.MinIOServer, name string, cfg jetstream.StreamConfig) jetstream.JetStream {
 	t.Helper()
 	ctx := context.Background()
 	nc, err := nats.Connect(ns.URL, nats.MaxReconnects(-1))
@@ -45,14 +48,20 @@ func newCrashEnv(t *testing.T, name string, ns *exportertest.NATSServer, ms *exp
 	}
 	t.Cleanup(nc.Close)
 	js, _ := jetstream.New(nc)
-	streamCfg.Name = strings.ToUpper(name)
-	streamCfg.Subjects = []string{name + ".>"}
-	if _, err := js.CreateStream(ctx, streamCfg); err != nil {
+	cfg.Name = strings.ToUpper(name)
+	cfg.Subjects = []string{name + ".>"}
+	if _, err := js.CreateStream(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
 	if err := ms.CreateBucket(ctx, name); err != nil {
 		t.Fatal(err)
 	}
+	return js
+}
+
+func newCrashEnv(t *testing.T, name string, ns *exportertest.NATSServer, ms *exportertest.MinIOServer, streamCfg jetstream.StreamConfig) *crashEnv {
+	t.Helper()
+	js := streamAndBucket(t, ns, ms, name, streamCfg)
 	mc, err := ms.Client()
 	if err != nil {
 		t.Fatal(err)

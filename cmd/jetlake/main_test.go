@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/exporter/exportertest"
@@ -162,18 +161,7 @@ func TestValidateSummarisesAGoodConnector(t *testing.T) {
 
 func TestSIGTERMUploadsAndAcksPartialBuffers(t *testing.T) {
 	ctx := context.Background()
-	nc, err := nats.Connect(natsSrv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "TERM", Subjects: []string{"term.>"}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := minioSrv.CreateBucket(ctx, "term"); err != nil {
-		t.Fatal(err)
-	}
+	js := streamAndBucket(t, natsSrv, minioSrv, "term", jetstream.StreamConfig{})
 	for i := range 50 {
 		if _, err := js.Publish(ctx, fmt.Sprintf("term.s%d", i%3), []byte(fmt.Sprintf(`{"i":%d}`, i))); err != nil {
 			t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/exporter/exportertest"
@@ -75,18 +74,7 @@ func TestMetricsCountWhatWasExportedAndReadinessFollowsTheStore(t *testing.T) {
 	}
 	defer ms.Stop()
 	ctx := context.Background()
-	nc, err := nats.Connect(natsSrv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "METRICS", Subjects: []string{"metrics.>"}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := ms.CreateBucket(ctx, "metrics"); err != nil {
-		t.Fatal(err)
-	}
+	js := streamAndBucket(t, natsSrv, ms, "metrics", jetstream.StreamConfig{})
 	const n = 1000
 	for i := range n {
 		if _, err := js.Publish(ctx, fmt.Sprintf("metrics.s%d", i%4), []byte(fmt.Sprintf(`{"i":%d}`, i))); err != nil {

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -19,25 +17,6 @@ import (
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/exportertest"
 )
-
-// runJetlake runs the built binary with extra environment variables.
-func runJetlake(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	cmd := exec.Command(binary, args...)
-	cmd.Env = append(os.Environ(), env...)
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit):
-		code = exit.ExitCode()
-	default:
-		t.Fatal(err)
-	}
-	return code, o.String(), e.String()
-}
 
 func minioEnv() []string {
 	return []string{"AWS_ACCESS_KEY_ID=" + minioSrv.AccessKey, "AWS_SECRET_ACCESS_KEY=" + minioSrv.SecretKey}
@@ -188,7 +167,7 @@ func TestPlanReportsConsumersThatDoNotFitWithTheFix(t *testing.T) {
 				bucket = "plan"
 			}
 			path := planFile(t, natsSrv.URL, stream, consumer, bucket, "")
-			code, out, errOut := runJetlake(t, minioEnv(), "plan", "-config", path)
+			code, out, errOut := jetlakeEnv(t, minioEnv(), "plan", "-config", path)
 			if code != tt.code {
 				t.Errorf("exit %d, want %d\n%s%s", code, tt.code, out, errOut)
 			}
@@ -243,7 +222,7 @@ func TestPlanOfAGoodSetupPassesAndShowsKeysAndPermissions(t *testing.T) {
 		}
 	}
 	path := planFile(t, natsSrv.URL, "PLANGOOD", "plangood", "plan", "")
-	code, out, errOut := runJetlake(t, minioEnv(), "plan", "-config", path)
+	code, out, errOut := jetlakeEnv(t, minioEnv(), "plan", "-config", path)
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s%s", code, out, errOut)
 	}
@@ -290,7 +269,7 @@ func TestPlanOfAGoodSetupPassesAndShowsKeysAndPermissions(t *testing.T) {
 	}
 
 	// -cleanup removes the probe and asks for s3:DeleteObject on probes only.
-	code, out, errOut = runJetlake(t, minioEnv(), "plan", "-cleanup", "-config", path)
+	code, out, errOut = jetlakeEnv(t, minioEnv(), "plan", "-cleanup", "-config", path)
 	if code != 0 || !strings.Contains(out, "ok    probe: removed") || !strings.Contains(out, `"Resource": "arn:aws:s3:::plan/raw/_jetlake/probe/*"`) {
 		t.Fatalf("-cleanup: exit %d:\n%s%s", code, out, errOut)
 	}
@@ -324,7 +303,7 @@ func TestPlanWithoutNATSStillChecksTheStore(t *testing.T) {
 	url := "nats://" + ln.Addr().String()
 	ln.Close()
 	path := planFile(t, url, "PLANDOWN", "plandown", "plan", "")
-	code, out, errOut := runJetlake(t, minioEnv(), "plan", "-cleanup", "-config", path)
+	code, out, errOut := jetlakeEnv(t, minioEnv(), "plan", "-cleanup", "-config", path)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1:\n%s%s", code, out, errOut)
 	}
@@ -352,7 +331,7 @@ func TestPlanUsageErrorsExit2(t *testing.T) {
 		{"plan", "-config", good, "-timeout", "0s"},
 		{"plan", "-config", good, "-nope"},
 	} {
-		if code, _, _ := runJetlake(t, nil, args...); code != 2 {
+		if code, _, _ := jetlakeEnv(t, nil, args...); code != 2 {
 			t.Errorf("jetlake %q: exit %d, want 2", args, code)
 		}
 	}
@@ -443,7 +422,7 @@ no_auth_user: admin
 		{append(minioEnv(), "PLAN_NATS_PASSWORD=wrong"), "Authorization Violation: check the credentials in [nats]"},
 		{minioEnv(), "FAIL  nats: cannot connect: nats.password_env names PLAN_NATS_PASSWORD, which is not set"},
 	} {
-		code, out, errOut := runJetlake(t, tt.env, "plan", "-config", path)
+		code, out, errOut := jetlakeEnv(t, tt.env, "plan", "-config", path)
 		if code != 1 || !strings.Contains(out, tt.want) {
 			t.Errorf("exit %d, want 1 and %q:\n%s%s", code, tt.want, out, errOut)
 		}
@@ -452,7 +431,7 @@ no_auth_user: admin
 	env := append(minioEnv(), "PLAN_NATS_PASSWORD=s3cr3t-pw-7421")
 
 	// plan as the restricted user: everything it asks is in the list too.
-	code, out, errOut := runJetlake(t, env, "plan", "-config", path)
+	code, out, errOut := jetlakeEnv(t, env, "plan", "-config", path)
 	if code != 0 {
 		t.Fatalf("plan as the restricted user: exit %d:\n%s%s", code, out, errOut)
 	}
