@@ -112,6 +112,11 @@ func TestParseRejects(t *testing.T) {
 		{"a\x7f", 1, `byte '\x7f' is not allowed in literal text`},
 		{`a\b`, 1, `byte '\\' is not allowed in literal text`},
 		{`{stream}\{date}`, 8, `byte '\\' is not allowed in literal text`},
+
+		// Every bad variable is named, not only the first.
+		{"{subj}/{hours}", 0, "unknown variable {subj}; at byte 7: unknown variable {hours}; allowed: " + pathtemplate.Names},
+		{"{stream}/{subject:0}/{hours}", 9, `{subject:N} needs N between 1 and 64, got "0"; at byte 21: unknown variable {hours}; allowed: ` + pathtemplate.Names},
+		{"{subject:0}/{subject:99}", 0, `{subject:N} needs N between 1 and 64, got "0"; at byte 12: {subject:N} needs N between 1 and 64, got "99"`},
 	}
 	for _, tt := range tests {
 		tpl, err := pathtemplate.Parse(tt.src)

@@ -100,33 +100,59 @@ func Parse(src string) (*Template, error) {
 			lit.Reset()
 		}
 	}
+	// Every bad variable is reported, not only the first, so that one
+	// round of fixes is enough.
+	var bad *SyntaxError
+	unknown := false
+	done := func() *SyntaxError {
+		if unknown {
+			bad.Msg += "; allowed: " + Names
+		}
+		return bad
+	}
+	// A structural error ends the scan; a bad variable before it is the
+	// first thing to fix.
+	stop := func(off int, msg string) (*Template, error) {
+		if bad != nil {
+			return nil, done()
+		}
+		return nil, &SyntaxError{Offset: off, Msg: msg}
+	}
 	for i := 0; i < len(src); {
 		c := src[i]
 		switch c {
 		case '}':
-			return nil, &SyntaxError{Offset: i, Msg: "unmatched '}'"}
+			return stop(i, "unmatched '}'")
 		case '{':
 			end := strings.IndexByte(src[i:], '}')
 			if end < 0 {
-				return nil, &SyntaxError{Offset: i, Msg: "unterminated '{'"}
+				return stop(i, "unterminated '{'")
 			}
 			name := src[i+1 : i+end]
-			p, err := parseVar(name)
-			if err != nil {
-				return nil, &SyntaxError{Offset: i, Msg: err.Error()}
+			p, msg, isUnknown := parseVar(name)
+			switch {
+			case msg == "":
+			case bad == nil:
+				bad = &SyntaxError{Offset: i, Msg: msg}
+			default:
+				bad.Msg += fmt.Sprintf("; at byte %d: %s", i, msg)
 			}
+			unknown = unknown || isUnknown
 			flush()
 			t.parts = append(t.parts, p)
 			i += end + 1
 		default:
 			if c < 0x20 || c == 0x7f || c == '\\' {
-				return nil, &SyntaxError{Offset: i, Msg: fmt.Sprintf("byte %q is not allowed in literal text", c)}
+				return stop(i, fmt.Sprintf("byte %q is not allowed in literal text", c))
 			}
 			lit.WriteByte(c)
 			i++
 		}
 	}
 	flush()
+	if bad != nil {
+		return nil, done()
+	}
 	off := 0 // offset of seg in src
 	for _, seg := range strings.Split(src, "/") {
 		switch seg {
@@ -140,18 +166,21 @@ func Parse(src string) (*Template, error) {
 	return t, nil
 }
 
-func parseVar(name string) (Part, error) {
+// parseVar parses the name between braces. On failure msg says why, and
+// unknown says the name is no variable at all (the message then wants the
+// list of allowed names).
+func parseVar(name string) (p Part, msg string, unknown bool) {
 	if v, ok := varNames[name]; ok {
-		return Part{Var: v}, nil
+		return Part{Var: v}, "", false
 	}
 	if rest, ok := strings.CutPrefix(name, "subject:"); ok {
 		n, err := strconv.Atoi(rest)
 		if err != nil || n < 1 || n > 64 {
-			return Part{}, fmt.Errorf("{subject:N} needs N between 1 and 64, got %q", rest)
+			return Part{}, fmt.Sprintf("{subject:N} needs N between 1 and 64, got %q", rest), false
 		}
-		return Part{Var: VarSubjectToken, Token: n}, nil
+		return Part{Var: VarSubjectToken, Token: n}, "", false
 	}
-	return Part{}, fmt.Errorf("unknown variable {%s}; allowed: %s", name, Names)
+	return Part{}, fmt.Sprintf("unknown variable {%s}", name), true
 }
 
 // MustParse is like Parse but panics on error. It is meant for tests and
