@@ -237,6 +237,14 @@ func newLogger(format, level string, stderr io.Writer) (*slog.Logger, error) {
 	case "text":
 		return slog.New(slog.NewTextHandler(stderr, opts)), nil
 	case "json":
+		// Durations as Go duration strings ("1.5s"), as in text logs, not
+		// integer nanoseconds.
+		opts.ReplaceAttr = func(_ []string, a slog.Attr) slog.Attr {
+			if a.Value.Kind() == slog.KindDuration {
+				return slog.String(a.Key, a.Value.Duration().String())
+			}
+			return a
+		}
 		return slog.New(slog.NewJSONHandler(stderr, opts)), nil
 	}
 	return nil, fmt.Errorf("-log-format %q: want text or json", format)
