@@ -208,7 +208,9 @@ func (c *checker) envName(t map[string]any, p keyPath, key string) string {
 		return ""
 	}
 	if why := checkEnvName(s); why != "" {
-		c.report(p.key(key), "%q %s", s, why)
+		// The value is not repeated: it may be the secret itself, pasted
+		// where the name of its variable belongs.
+		c.report(p.key(key), "%s (the value is not shown, in case it is a secret pasted in; secrets are never read from the file)", why)
 		return ""
 	}
 	return s
@@ -229,7 +231,7 @@ func (c *checker) s3(t map[string]any, p keyPath) (S3, bool) {
 	}
 	if e, ok := c.str(t, p, "endpoint", ""); ok && e != "" {
 		if why := checkEndpoint(e); why != "" {
-			c.report(p.key("endpoint"), "%q %s", e, why)
+			c.report(p.key("endpoint"), "%q %s", RedactURL(e), why)
 		}
 		s.Endpoint = e
 	}
@@ -259,7 +261,7 @@ func (c *checker) s3(t map[string]any, p keyPath) (S3, bool) {
 
 	s.AllowInsecureHTTP, _ = c.boolean(t, p, "allow_insecure_http", false)
 	if u, err := url.Parse(s.Endpoint); err == nil && u.Scheme == "http" && !s.AllowInsecureHTTP && !isLoopback(u.Hostname()) {
-		c.report(p.key("endpoint"), "%q is plain HTTP to a host that is not a loopback address: credentials and data would cross the network unencrypted; use https://, or set allow_insecure_http = true", s.Endpoint)
+		c.report(p.key("endpoint"), "%q is plain HTTP to a host that is not a loopback address: credentials and data would cross the network unencrypted; use https://, or set allow_insecure_http = true", RedactURL(s.Endpoint))
 	}
 	s.TLSCAFile, _ = c.str(t, p, "tls_ca_file", "")
 	if sse, ok := c.str(t, p, "sse", ""); ok {

@@ -140,6 +140,27 @@ func looksLikeAccessKeyID(s string) bool {
 	return true
 }
 
+// RedactURL returns s with the user information of a URL (a user and
+// password, or a token in the user's place) replaced by "REDACTED", so that
+// a message or log line never repeats a secret. Any other text that holds
+// an '@' (a URL that does not parse, or a secret in its path) is redacted up
+// to the last '@'.
+func RedactURL(s string) string {
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		u.User = url.User("REDACTED")
+		return u.String()
+	}
+	at := strings.LastIndexByte(s, '@')
+	if at < 0 {
+		return s
+	}
+	start := 0
+	if i := strings.Index(s, "://"); i >= 0 && i < at {
+		start = i + len("://")
+	}
+	return s[:start] + "REDACTED" + s[at:]
+}
+
 // checkNATSURLs checks a comma-separated list of server URLs.
 func checkNATSURLs(list string) string {
 	for _, s := range strings.Split(list, ",") {
@@ -149,11 +170,11 @@ func checkNATSURLs(list string) string {
 		case s == "":
 			return "has an empty entry; give server URLs separated by commas, such as \"nats://a:4222,nats://b:4222\""
 		case err != nil || u.Host == "" || u.Hostname() == "" || u.Opaque != "":
-			return fmt.Sprintf("%q is not a server URL; write scheme://host:port with scheme nats, tls, ws or wss, such as \"nats://127.0.0.1:4222\"", s)
+			return fmt.Sprintf("%q is not a server URL; write scheme://host:port with scheme nats, tls, ws or wss, such as \"nats://127.0.0.1:4222\"", RedactURL(s))
 		case u.Scheme != "nats" && u.Scheme != "tls" && u.Scheme != "ws" && u.Scheme != "wss":
-			return fmt.Sprintf("%q has scheme %q; allowed: nats, tls, ws, wss", s, u.Scheme)
+			return fmt.Sprintf("%q has scheme %q; allowed: nats, tls, ws, wss", RedactURL(s), u.Scheme)
 		case u.User != nil:
-			return fmt.Sprintf("%q holds credentials; secrets are never read from the file: use user with password_env, token_env, creds_file or nkey_seed_file", s)
+			return fmt.Sprintf("%q holds credentials; secrets are never read from the file: use user with password_env, token_env, creds_file or nkey_seed_file", RedactURL(s))
 		}
 	}
 	return ""

@@ -213,3 +213,20 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+func TestRedactURLHidesUserInformation(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"nats://127.0.0.1:4222", "nats://127.0.0.1:4222"},
+		{"nats://admin:Hunter2Pass@10.0.0.7:4222", "nats://REDACTED@10.0.0.7:4222"},
+		{"nats://s3cr3tToken@10.0.0.7:4222", "nats://REDACTED@10.0.0.7:4222"},
+		{"http://KEY:SECRET@minio:9000", "http://REDACTED@minio:9000"},
+		{"http://KEY:SE/CR%ET@minio:9000", "http://REDACTED@minio:9000"},
+		{"user:pa:ss@host", "REDACTED@host"},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		if got := RedactURL(tt.in); got != tt.want {
+			t.Errorf("RedactURL(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
