@@ -60,8 +60,19 @@ func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, ex
 		defer cancel()
 		srv.Shutdown(sctx)
 	}()
-	log.Info("serving metrics", "addr", ln.Addr().String())
+	logServing(log, ln.Addr())
 	return nil
+}
+
+// logServing says where the metrics are served, with a warning when that is
+// more than the loopback interface: the endpoints have no authentication.
+func logServing(log *slog.Logger, addr net.Addr) {
+	if tcp, ok := addr.(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+		log.Warn("metrics, health and readiness are served beyond loopback, without authentication; bind 127.0.0.1, or put a firewall or proxy in front",
+			"addr", addr.String())
+		return
+	}
+	log.Info("serving metrics", "addr", addr.String())
 }
 
 // newRegistry returns a registry with the process and Go collectors and the
