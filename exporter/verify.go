@@ -3,6 +3,7 @@ package exporter
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"io"
 	"path"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -61,9 +63,14 @@ type Report struct {
 	Scope     Range // sequences checked
 	Filtered  bool  // the consumer sees only some subjects: only messages still in the stream are checked
 	Objects   int   // data objects of the stream
-	Rejected  int   // objects of rejected messages
 	Messages  int   // sequences in data objects within scope
-	Markers   []*lossmarker.Marker
+	// MetadataOnly counts the data objects a deep check could read only
+	// from their metadata: raw records carry no sequence.
+	MetadataOnly     int
+	Rejected         int // objects of rejected messages, under _jetlake/rejected/
+	RejectedMessages int // sequences within scope in those objects
+	Notes            []string // how the scope or the checks were narrowed, and why
+	Markers          []*lossmarker.Marker
 	Missing   []Range  // in scope, in no object and no marker
 	Overlaps  []string // sequences in more than one object, with the objects
 	Problems  []string // objects whose name, metadata and records disagree
@@ -94,8 +101,10 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 	}
 	// Data objects, by stream.
 	type object struct {
-		key  string
-		seqs []uint64
+		key      string
+		seqs     []uint64
+		fromMeta bool   // read from metadata though a deep check was asked
+		problem  string // why its sequences are unknown or in doubt
 	}
 	byStream := map[string][]object{}
 	var listed int
@@ -119,25 +128,34 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 		}
 		stream := md[MetaStream]
 		o := object{key: key}
-		if opts.Deep || md[MetaSeqs] == "" {
+		meta := md[MetaSeqs]
+		fromRecords := opts.Deep || meta == ""
+		if fromRecords {
 			body, err := store.Get(ctx, key)
 			if err != nil {
 				return err
 			}
 			o.seqs, err = recordSequences(key, body)
-			if err != nil {
-				return err
+			switch {
+			case errors.Is(err, errNoRecords) && meta != "":
+				fromRecords, o.fromMeta = false, opts.Deep
+			case errors.Is(err, errNoRecords):
+				o.problem = fmt.Sprintf("%s: %v, and its %s sequences from %d to %d are too sparse for its metadata: verify can not check it",
+					key, errNoRecords, md[MetaCount], first, last)
+			case err != nil:
+				o.problem = err.Error()
 			}
-		} else {
+		}
+		if !fromRecords {
 			var set seqSet
-			if err := set.UnmarshalJSON([]byte(strconv.Quote(md[MetaSeqs]))); err != nil {
-				return fmt.Errorf("%s: metadata %s: %w", key, MetaSeqs, err)
+			if err := set.UnmarshalJSON([]byte(strconv.Quote(meta))); err != nil {
+				o.problem = fmt.Sprintf("%s: metadata %s: %v", key, MetaSeqs, err)
 			}
 			set.All(func(q uint64) { o.seqs = append(o.seqs, q) })
 		}
-		if len(o.seqs) == 0 || slices.Min(o.seqs) != first || slices.Max(o.seqs) != last ||
-			md[MetaCount] != "" && md[MetaCount] != strconv.Itoa(len(o.seqs)) {
-			o.seqs = append(o.seqs, 0) // reported below
+		if o.problem == "" && (len(o.seqs) == 0 || slices.Min(o.seqs) != first || slices.Max(o.seqs) != last ||
+			md[MetaCount] != "" && md[MetaCount] != strconv.Itoa(len(o.seqs))) {
+			o.problem = fmt.Sprintf("%s: its name, metadata and records disagree on the sequences it holds", key)
 		}
 		byStream[stream] = append(byStream[stream], o)
 		return nil
@@ -178,12 +196,11 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 			if err != nil {
 				return err
 			}
-			seqs, err := recordSequences(key, body)
-			if err != nil {
-				rep.Problems = append(rep.Problems, err.Error())
-				return nil
+			o := object{key: key}
+			if o.seqs, err = recordSequences(key, body); err != nil {
+				o.problem = err.Error()
 			}
-			rejected = append(rejected, object{key: key, seqs: seqs})
+			rejected = append(rejected, o)
 			return nil
 		}); err != nil {
 			return nil, fmt.Errorf("list rejected messages: %w", err)
@@ -199,6 +216,10 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 
 		// Scope.
 		from, to := opts.FromSeq, opts.ToSeq
+		if to > si.State.LastSeq {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("-to-seq %d is past the stream's last sequence: checking up to %d", to, si.State.LastSeq))
+			to = si.State.LastSeq
+		}
 		if to == 0 {
 			to = si.State.LastSeq
 			if cons, err := stream.Consumer(ctx, sc.Consumer); err == nil {
@@ -223,15 +244,19 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 
 		// Which object holds each sequence.
 		holder := map[uint64]string{}
+		data := len(byStream[sc.Stream])
 		for i, o := range append(byStream[sc.Stream], rejected...) {
-			if i < len(byStream[sc.Stream]) {
+			if i < data {
 				rep.Objects++
+				if o.fromMeta {
+					rep.MetadataOnly++
+				}
+			}
+			if o.problem != "" {
+				rep.Problems = append(rep.Problems, o.problem)
+				continue
 			}
 			for _, q := range o.seqs {
-				if q == 0 {
-					rep.Problems = append(rep.Problems, fmt.Sprintf("%s: its name, metadata and records disagree on the sequences it holds", o.key))
-					continue
-				}
 				if q < from || q > to {
 					continue
 				}
@@ -242,19 +267,17 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 					continue
 				}
 				holder[q] = o.key
-				rep.Messages++
-			}
-		}
-		covered := func(q uint64) bool {
-			if _, ok := holder[q]; ok {
-				return true
-			}
-			for _, m := range rep.Markers {
-				if q >= m.FirstSeq && q <= m.LastSeq {
-					return true
+				if i < data {
+					rep.Messages++
+				} else {
+					rep.RejectedMessages++
 				}
 			}
-			return false
+		}
+		lost := markedRanges(rep.Markers)
+		covered := func(q uint64) bool {
+			_, ok := holder[q]
+			return ok || lost.has(q)
 		}
 		if to < from {
 			continue
@@ -341,8 +364,9 @@ func parseObjectName(name string) (first, last uint64, ok bool) {
 // recordSequences reads the sequence of every record of an object: JSON
 // written with metadata (compressed or not), or parquet.
 func recordSequences(key string, body []byte) ([]uint64, error) {
+	kind := key // the key without its compression suffix, which names the format
 	switch {
-	case strings.HasSuffix(key, ".gz"):
+	case strings.HasSuffix(kind, ".gz"):
 		zr, err := gzip.NewReader(bytes.NewReader(body))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", key, err)
@@ -350,8 +374,8 @@ func recordSequences(key string, body []byte) ([]uint64, error) {
 		if body, err = io.ReadAll(zr); err != nil {
 			return nil, fmt.Errorf("%s: %w", key, err)
 		}
-		key = strings.TrimSuffix(key, ".gz")
-	case strings.HasSuffix(key, ".zst"):
+		kind = strings.TrimSuffix(kind, ".gz")
+	case strings.HasSuffix(kind, ".zst"):
 		zr, err := zstd.NewReader(nil)
 		if err != nil {
 			return nil, err
@@ -360,8 +384,8 @@ func recordSequences(key string, body []byte) ([]uint64, error) {
 		if body, err = zr.DecodeAll(body, nil); err != nil {
 			return nil, fmt.Errorf("%s: %w", key, err)
 		}
-		key = strings.TrimSuffix(key, ".zst")
-	case strings.HasSuffix(key, ".parquet"):
+		kind = strings.TrimSuffix(kind, ".zst")
+	case strings.HasSuffix(kind, ".parquet"):
 		type row struct {
 			Sequence int64 `parquet:"sequence"`
 		}
@@ -387,7 +411,7 @@ func recordSequences(key string, body []byte) ([]uint64, error) {
 		return nil
 	}
 	switch {
-	case strings.HasSuffix(key, ".jsonl"):
+	case strings.HasSuffix(kind, ".jsonl"):
 		sc := bufio.NewScanner(bytes.NewReader(body))
 		sc.Buffer(nil, 1<<30)
 		for n := 1; sc.Scan(); n++ {
@@ -400,7 +424,7 @@ func recordSequences(key string, body []byte) ([]uint64, error) {
 			}
 		}
 		return out, sc.Err()
-	case strings.HasSuffix(key, ".json"):
+	case strings.HasSuffix(kind, ".json"):
 		var rs []rec
 		if err := json.Unmarshal(body, &rs); err != nil {
 			return nil, fmt.Errorf("%s: %w", key, err)
@@ -412,7 +436,39 @@ func recordSequences(key string, body []byte) ([]uint64, error) {
 		}
 		return out, nil
 	}
-	return nil, fmt.Errorf("%s: verify can not read the records of this format; its metadata names no sequence set", key)
+	return nil, fmt.Errorf("%s: %w", key, errNoRecords)
+}
+
+// errNoRecords says an object's records can not be read back one by one:
+// raw objects hold the payloads only.
+var errNoRecords = errors.New("raw objects hold payloads only, with no sequence per record")
+
+// ranges is a sorted list of disjoint ranges.
+type ranges []Range
+
+// markedRanges returns the sequences the markers name, sorted and merged, so
+// that looking one up costs O(log M) for M markers.
+func markedRanges(markers []*lossmarker.Marker) ranges {
+	out := make(ranges, 0, len(markers))
+	for _, m := range markers {
+		out = append(out, Range{m.FirstSeq, m.LastSeq})
+	}
+	slices.SortFunc(out, func(a, b Range) int { return cmp.Compare(a.First, b.First) })
+	merged := out[:0]
+	for _, r := range out {
+		if n := len(merged); n > 0 && r.First <= merged[n-1].Last+1 {
+			merged[n-1].Last = max(merged[n-1].Last, r.Last)
+			continue
+		}
+		merged = append(merged, r)
+	}
+	return merged
+}
+
+// has reports whether q is in one of the ranges.
+func (rs ranges) has(q uint64) bool {
+	i := sort.Search(len(rs), func(i int) bool { return rs[i].Last >= q })
+	return i < len(rs) && rs[i].First <= q
 }
 
 // toRanges turns sorted sequences into ranges.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
 )
 
@@ -43,29 +44,16 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 	if !*quiet {
 		opts.Progress = stderr
 	}
+	// Every connector is checked and reported, whatever happened to the
+	// ones before it.
 	allOK := true
 	for _, c := range conns {
-		store, err := exporter.NewS3Store(c.S3)
+		reports, err := verifyConnector(ctx, c, opts)
 		if err != nil {
 			fmt.Fprintf(stderr, "jetlake verify: connector %s: %v\n", c.Name, err)
-			return exitFailure
-		}
-		nc, err := exporter.Dial(c)
-		if err != nil {
-			fmt.Fprintf(stderr, "jetlake verify: connector %s: %v\n", c.Name, err)
-			return exitFailure
-		}
-		js, err := exporter.NewJetStream(nc, c.NATS)
-		if err != nil {
-			nc.Close()
-			fmt.Fprintf(stderr, "jetlake verify: %v\n", err)
-			return exitFailure
-		}
-		reports, err := exporter.Verify(ctx, c, js, store, opts)
-		nc.Close()
-		if err != nil {
-			fmt.Fprintf(stderr, "jetlake verify: connector %s: %v\n", c.Name, err)
-			return exitFailure
+			fmt.Fprintf(stdout, "connector %s: NOT CHECKED: %v\n", c.Name, err)
+			allOK = false
+			continue
 		}
 		for _, r := range reports {
 			printReport(stdout, r)
@@ -78,12 +66,43 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// verifyConnector connects to the connector's store and NATS servers and
+// verifies its streams.
+func verifyConnector(ctx context.Context, c *config.Connector, opts exporter.VerifyOptions) ([]*exporter.Report, error) {
+	store, err := exporter.NewS3Store(c.S3)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := exporter.Dial(c)
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	js, err := exporter.NewJetStream(nc, c.NATS)
+	if err != nil {
+		return nil, err
+	}
+	return exporter.Verify(ctx, c, js, store, opts)
+}
+
+// maxProblems bounds the problem and overlap lines printed per stream.
+const maxProblems = 100
+
 func printReport(w io.Writer, r *exporter.Report) {
 	fmt.Fprintf(w, "connector %s, stream %s, consumer %s: sequences %s\n", r.Connector, r.Stream, r.Consumer, r.Scope)
 	if r.Filtered {
 		fmt.Fprintln(w, "  filtered consumer: checking the matching messages still in the stream")
 	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
 	fmt.Fprintf(w, "  %d data objects holding %d sequences in scope, %d loss markers\n", r.Objects, r.Messages, len(r.Markers))
+	if r.MetadataOnly > 0 {
+		fmt.Fprintf(w, "  %d raw objects checked from their metadata only: raw records carry no sequence to read back\n", r.MetadataOnly)
+	}
+	if r.Rejected > 0 {
+		fmt.Fprintf(w, "  %d rejected messages in scope, in %d objects under _jetlake/rejected/\n", r.RejectedMessages, r.Rejected)
+	}
 	for _, m := range r.Markers {
 		subject := ""
 		if m.Subject != "" {
@@ -91,7 +110,11 @@ func printReport(w io.Writer, r *exporter.Report) {
 		}
 		fmt.Fprintf(w, "  LOST %s (%s, %d messages%s): %s\n", exporter.Range{First: m.FirstSeq, Last: m.LastSeq}, m.Reason, m.Count, subject, m.Error)
 	}
-	for _, p := range r.Problems {
+	for i, p := range r.Problems {
+		if i == maxProblems {
+			fmt.Fprintf(w, "  ... (%d problems in all)\n", len(r.Problems))
+			break
+		}
 		fmt.Fprintf(w, "  PROBLEM %s\n", p)
 	}
 	for _, o := range r.Overlaps {
