@@ -67,13 +67,13 @@ type Report struct {
 	// MetadataOnly counts the data objects a deep check could read only
 	// from their metadata: raw records carry no sequence.
 	MetadataOnly     int
-	Rejected         int // objects of rejected messages, under _jetlake/rejected/
-	RejectedMessages int // sequences within scope in those objects
+	Rejected         int      // objects of rejected messages, under _jetlake/rejected/
+	RejectedMessages int      // sequences within scope in those objects
 	Notes            []string // how the scope or the checks were narrowed, and why
 	Markers          []*lossmarker.Marker
-	Missing   []Range  // in scope, in no object and no marker
-	Overlaps  []string // sequences in more than one object, with the objects
-	Problems  []string // objects whose name, metadata and records disagree
+	Missing          []Range  // in scope, in no object and no marker
+	Overlaps         []string // sequences in more than one object, with the objects
+	Problems         []string // objects whose name, metadata and records disagree
 }
 
 // OK reports whether every sequence in scope is in exactly one data object
