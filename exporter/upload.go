@@ -31,6 +31,8 @@ const (
 	MetaStreamCreated = "Jetlake-Stream-Created"
 	// MetaIntent is the id of the intent the object was written under.
 	MetaIntent = "Jetlake-Intent"
+	// MetaConsumer names the consumer whose loss a marker records.
+	MetaConsumer = "Jetlake-Consumer"
 	// MetaSeqs is the exact set of sequences in the object, in the intent's
 	// encoding, when it is short enough for object metadata; verify uses it.
 	MetaSeqs = "Jetlake-Seqs"
@@ -109,8 +111,33 @@ func (e *Exporter) writeMarker(ctx context.Context, j *job) *result {
 		"first_seq", m.FirstSeq, "last_seq", m.LastSeq, "count", m.Count, "reason", string(m.Reason), "error", m.Error, "marker", res.key)
 	c := &committer{e: e, stream: j.stream.cfg.Stream, key: res.key, ackWait: j.stream.cfg.AckWait, progress: time.Now()}
 	c.msgs = j.term
+	// Written like data: conditionally, and what is found at the key is
+	// checked, so that a marker of another connector sharing the prefix is
+	// never overwritten.
+	opts := PutOptions{
+		ContentType: "application/json",
+		Metadata:    map[string]string{MetaStream: m.Stream, MetaConsumer: m.Consumer},
+		IfNoneMatch: e.conditional,
+	}
 	if res.err = c.do(ctx, "write loss marker", func(ctx context.Context) error {
-		return e.store.Put(ctx, res.key, formats.NewBody(body), PutOptions{ContentType: "application/json"})
+		if !e.conditional {
+			md, err := e.store.Head(ctx, res.key)
+			switch {
+			case err == nil:
+				return existingMarker(res.key, md, m)
+			case !errors.Is(err, ErrNotFound):
+				return err
+			}
+		}
+		err := e.store.Put(ctx, res.key, formats.NewBody(body), opts)
+		if errors.Is(err, ErrExists) {
+			md, herr := e.store.Head(ctx, res.key)
+			if herr != nil {
+				return herr
+			}
+			return existingMarker(res.key, md, m)
+		}
+		return err
 	}); res.err != nil {
 		return res
 	}
@@ -245,6 +272,17 @@ func (e *Exporter) upload(ctx context.Context, j *job) *result {
 	return res
 }
 
+// existingMarker decides about an object found at the key of a loss marker:
+// the same consumer's marker of the same range (an earlier attempt, or the
+// same loss found again after a restart) is fine; anything else is a
+// collision.
+func existingMarker(key string, md map[string]string, m *lossmarker.Marker) error {
+	if md[MetaStream] == m.Stream && md[MetaConsumer] == m.Consumer {
+		return nil
+	}
+	return &CollisionError{Key: key, Stream: md[MetaStream], Consumer: md[MetaConsumer]}
+}
+
 // existing decides about an object found at the key of a batch: written by
 // this very batch in an earlier attempt (fine), or by something else (a
 // collision: stop, ack nothing).
@@ -263,9 +301,14 @@ type CollisionError struct {
 	Intent        string // intent id in the existing object's metadata
 	Stream        string
 	StreamCreated string
+	Consumer      string // of an existing loss marker
 }
 
 func (e *CollisionError) Error() string {
+	if e.Intent == "" && e.StreamCreated == "" {
+		return fmt.Sprintf("loss marker %s already exists and records another consumer's loss (stream %q, consumer %q): "+
+			"two connectors write to the same prefix; give this connector its own s3.prefix", e.Key, e.Stream, e.Consumer)
+	}
 	return fmt.Sprintf("object %s already exists and holds another batch (intent %q, stream %q created %s): "+
 		"the stream was re-created or its consumer reset, or two connectors write to the same prefix; "+
 		"give this connector its own s3.prefix", e.Key, e.Intent, e.Stream, e.StreamCreated)
