@@ -58,7 +58,7 @@ var (
 	natsSpec = spec{
 		name: "nats", where: "in [nats]", header: "[nats]",
 		keys: []string{"url", "creds_file", "nkey_seed_file", "token_env", "user", "password_env", "tls_ca_file", "tls_cert_file", "tls_key_file",
-			"tls_required", "jetstream_domain", "jetstream_api_prefix", "inbox_prefix"},
+			"tls_required", "allow_insecure_auth", "jetstream_domain", "jetstream_api_prefix", "inbox_prefix"},
 		secrets: map[string]string{
 			"password":  neverSecrets + "name an environment variable with password_env",
 			"token":     neverSecrets + "name an environment variable with token_env",

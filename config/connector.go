@@ -187,6 +187,16 @@ func (c *checker) nats(t map[string]any, p keyPath) NATS {
 	case n.User == "" && n.PasswordEnv != "":
 		c.report(p.key("password_env"), "needs user, the name to log in with")
 	}
+	n.AllowInsecureAuth, _ = c.boolean(t, p, "allow_insecure_auth", false)
+	if (n.TokenEnv != "" || n.PasswordEnv != "") && !n.AllowInsecureAuth && !n.TLSRequired && n.TLSCAFile == "" && n.TLSCertFile == "" {
+		if u := plainRemoteURL(n.URL); u != "" {
+			secret := "password"
+			if n.TokenEnv != "" {
+				secret = "token"
+			}
+			c.report(p.key("url"), "%q is plain text to a host that is not a loopback address: the %s would cross the network unencrypted; use tls:// or wss://, set tls_required = true or tls_ca_file, or set allow_insecure_auth = true", u, secret)
+		}
+	}
 	switch {
 	case n.TLSCertFile != "" && n.TLSKeyFile == "":
 		c.report(p.key("tls_cert_file"), "needs tls_key_file: a client certificate goes with its private key")

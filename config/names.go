@@ -180,6 +180,20 @@ func checkNATSURLs(list string) string {
 	return ""
 }
 
+// plainRemoteURL returns the first URL of a valid server list that connects
+// without TLS (nats:// or ws://) to a host that is not a loopback address,
+// or "" when there is none.
+func plainRemoteURL(list string) string {
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		u, err := url.Parse(s)
+		if err == nil && (u.Scheme == "nats" || u.Scheme == "ws") && !isLoopback(u.Hostname()) {
+			return s
+		}
+	}
+	return ""
+}
+
 // checkEndpoint checks the URL of an S3-compatible server.
 func checkEndpoint(s string) string {
 	u, err := url.Parse(s)

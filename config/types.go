@@ -46,6 +46,9 @@ type NATS struct {
 	TLSCertFile  string // set together with TLSKeyFile
 	TLSKeyFile   string
 	TLSRequired  bool // refuse a connection without TLS
+	// AllowInsecureAuth allows a password or token to go in plain text to a
+	// server that is not on a loopback address.
+	AllowInsecureAuth bool
 
 	JetStreamDomain    string // JetStream domain, for leaf-node setups
 	JetStreamAPIPrefix string // JetStream API prefix, e.g. for imported JetStream
