@@ -71,3 +71,15 @@ func FiltersCover(filters, streamSubjects []string) bool {
 	}
 	return true
 }
+
+// ExampleSubject turns filter into a concrete subject that matches it, for
+// sample object keys: each wildcard becomes the token "example".
+func ExampleSubject(filter string) string {
+	toks := strings.Split(filter, ".")
+	for i, t := range toks {
+		if t == "*" || t == ">" {
+			toks[i] = "example"
+		}
+	}
+	return strings.Join(toks, ".")
+}

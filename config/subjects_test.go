@@ -1,6 +1,9 @@
 package config
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestSubjectMatches(t *testing.T) {
 	tests := []struct {
@@ -102,5 +105,17 @@ func TestFiltersCover(t *testing.T) {
 		if got := FiltersCover(tt.filters, tt.streamSubjects); got != tt.want {
 			t.Errorf("%s: FiltersCover(%q, %q) = %v, want %v", tt.name, tt.filters, tt.streamSubjects, got, tt.want)
 		}
+	}
+}
+
+func TestExampleSubject(t *testing.T) {
+	for _, filter := range []string{"a.b", "a.*", "a.>", "*.b.>", ">"} {
+		got := ExampleSubject(filter)
+		if strings.ContainsAny(got, "*>") || !SubjectMatches(filter, got) {
+			t.Errorf("ExampleSubject(%q) = %q: not a concrete subject the filter matches", filter, got)
+		}
+	}
+	if got := ExampleSubject("a.*.c.>"); got != "a.example.c.example" {
+		t.Errorf("ExampleSubject(%q) = %q, want %q", "a.*.c.>", got, "a.example.c.example")
 	}
 }
