@@ -244,7 +244,7 @@ func CheckConsumer(c *config.Connector, s config.Stream, key string, have jetstr
 	if !slices.Equal(haveFilters, s.Subjects) {
 		add(false, false, "filter subjects %s; jetlake sets them to %s on start", listOrWhole(haveFilters), listOrWhole(s.Subjects))
 	}
-	if have.PinnedTTL != want.PinnedTTL {
+	if s.Failover == config.FailoverPinned && have.PinnedTTL != want.PinnedTTL {
 		add(false, false, "pinned TTL %s; jetlake sets it to %s (%s.priority_timeout) on start",
 			config.FormatDuration(have.PinnedTTL), config.FormatDuration(want.PinnedTTL), key)
 	}
