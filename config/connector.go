@@ -13,12 +13,15 @@ import (
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 
+// DefaultStateBucket is the JetStream key-value bucket holding the intents
+// of uploads in flight when [state] names none.
+const DefaultStateBucket = "jetlake_state"
+
 // Defaults and limits of connector settings.
 const (
 	defaultShutdownTimeout    = 30 * time.Second
 	defaultReadyUploadFailure = time.Minute
 	defaultPriorityTimeout    = 30 * time.Second
-	defaultStateBucket        = "jetlake_state"
 	defaultRegion             = "us-east-1"
 	defaultUploadConcurrency  = 4
 	defaultPathTemplate       = "{stream}/{subject}/{date}/{hour}"
@@ -305,10 +308,10 @@ func (c *checker) s3(t map[string]any, p keyPath) (S3, bool) {
 // state checks [state]: where the exporter keeps its intents.
 func (c *checker) state(t map[string]any, p keyPath) State {
 	c.unknown(t, p, &stateSpec)
-	st := State{Bucket: defaultStateBucket, Replicas: 1}
-	if b, ok := c.str(t, p, "bucket", defaultStateBucket); ok {
+	st := State{Bucket: DefaultStateBucket, Replicas: 1}
+	if b, ok := c.str(t, p, "bucket", DefaultStateBucket); ok {
 		if why := checkToken(b); why != "" || b == "" {
-			c.report(p.key("bucket"), "%q is not a key-value bucket name; allowed: letters, digits, '_' and '-', such as %q", b, defaultStateBucket)
+			c.report(p.key("bucket"), "%q is not a key-value bucket name; allowed: letters, digits, '_' and '-', such as %q", b, DefaultStateBucket)
 		}
 		st.Bucket = b
 	}
@@ -783,7 +786,7 @@ func (c *checker) subjects(subjects []string, p keyPath) []string {
 		}
 		overlap := false
 		for _, prev := range out {
-			if subjectsOverlap(prev, s) {
+			if SubjectsOverlap(prev, s) {
 				c.report(ep, "%q overlaps %q; the filter subjects of one consumer must not overlap", s, prev)
 				overlap = true
 				break

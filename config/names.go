@@ -69,22 +69,6 @@ func checkSubject(s string) string {
 	return ""
 }
 
-// subjectsOverlap reports whether some subject matches both filters a and b,
-// both valid.
-func subjectsOverlap(a, b string) bool {
-	ta, tb := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; ; i++ {
-		switch {
-		case i == len(ta) || i == len(tb):
-			return len(ta) == len(tb)
-		case ta[i] == ">" || tb[i] == ">":
-			return true
-		case ta[i] != tb[i] && ta[i] != "*" && tb[i] != "*":
-			return false
-		}
-	}
-}
-
 // checkBucket checks an S3 bucket name the way minio-go does.
 func checkBucket(s string) string {
 	const allowed = "use 3 to 63 lowercase letters, digits, '.' and '-', starting and ending with a letter or digit"

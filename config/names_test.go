@@ -36,31 +36,6 @@ func TestCheckSubject(t *testing.T) {
 	}
 }
 
-func TestSubjectsOverlap(t *testing.T) {
-	tests := []struct {
-		a, b string
-		want bool
-	}{
-		{"a.b", "a.b", true},
-		{"a.b", "a.c", false},
-		{"a.>", "a.b.c", true},
-		{"a.>", "a", false},
-		{"a.*", "a.b", true},
-		{"a.*", "a.b.c", false},
-		{"*.b", "a.*", true},
-		{">", "x", true},
-		{"a.b", "a.b.c", false},
-	}
-	for _, tt := range tests {
-		if got := subjectsOverlap(tt.a, tt.b); got != tt.want {
-			t.Errorf("subjectsOverlap(%q, %q) = %v, want %v", tt.a, tt.b, got, tt.want)
-		}
-		if got := subjectsOverlap(tt.b, tt.a); got != tt.want {
-			t.Errorf("subjectsOverlap(%q, %q) = %v, want %v", tt.b, tt.a, got, tt.want)
-		}
-	}
-}
-
 func TestCheckBucket(t *testing.T) {
 	tests := []struct {
 		in    string

@@ -108,7 +108,7 @@ replicas = 3
 	healthy := func(replicas int) {
 		t.Helper()
 		waitFor(t, 2*time.Minute, "a healthy cluster", func() bool {
-			for _, name := range []string{"CLUSTER", "KV_" + exporter.StateBucket} {
+			for _, name := range []string{"CLUSTER", "KV_" + config.DefaultStateBucket} {
 				ictx, cancel := context.WithTimeout(ctx, 2*time.Second)
 				st, err := js.Stream(ictx, name)
 				if err != nil {
@@ -198,7 +198,7 @@ replicas = 3
 		t.Fatalf("verify: scope %v, %d messages, missing %v, overlaps %v, problems %v, loss markers %d (nothing was lost)",
 			r.Scope, r.Messages, r.Missing, r.Overlaps, r.Problems, len(r.Markers))
 	}
-	kv, err := js.KeyValue(ctx, exporter.StateBucket)
+	kv, err := js.KeyValue(ctx, config.DefaultStateBucket)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -114,19 +115,19 @@ func consumerConfig(connector string, s config.Stream) jetstream.ConsumerConfig 
 	return cc
 }
 
-// ensureConsumer returns the durable consumer of s, creating it when it is
-// missing. An existing consumer must ack explicitly and redeliver without
-// limit; its AckWait, MaxAckPending and filter subjects are updated to the
-// configured values.
-func ensureConsumer(ctx context.Context, js jetstream.JetStream, connector string, s config.Stream) (jetstream.Consumer, error) {
-	want := consumerConfig(connector, s)
+// ensureConsumer returns the durable consumer of s, one of c's streams,
+// creating it when it is missing. An existing consumer that CheckConsumer
+// refuses is a *ConfigError; its AckWait, MaxAckPending, filter subjects and
+// pinned TTL are updated to the configured values.
+func ensureConsumer(ctx context.Context, js jetstream.JetStream, c *config.Connector, s config.Stream) (jetstream.Consumer, error) {
 	stream, err := js.Stream(ctx, s.Stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, &ConfigError{Stream: s.Stream, Msg: "stream not found: create it, or fix streams.stream"}
+		return nil, &ConfigError{Stream: s.Stream, Msg: "stream not found: create it, or fix " + streamKey(c, s) + ".stream"}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", s.Stream, err)
 	}
+	want := consumerConfig(c.Name, s)
 	cons, err := stream.Consumer(ctx, s.Consumer)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		cons, err = stream.CreateConsumer(ctx, want)
@@ -139,23 +140,13 @@ func ensureConsumer(ctx context.Context, js jetstream.JetStream, connector strin
 		return nil, fmt.Errorf("stream %s: consumer %s: %w", s.Stream, s.Consumer, err)
 	}
 	have := cons.CachedInfo().Config
-	if have.AckPolicy != jetstream.AckExplicitPolicy {
-		return nil, &ConfigError{Stream: s.Stream, Consumer: s.Consumer, Msg: fmt.Sprintf(
-			"ack policy is %s; jetlake needs explicit acks: delete the consumer (jetlake re-creates it) or name another consumer", have.AckPolicy)}
+	problems := CheckConsumer(c, s, streamKey(c, s), have)
+	for _, p := range problems {
+		if p.Refused {
+			return nil, &ConfigError{Stream: s.Stream, Consumer: s.Consumer, Msg: p.Msg}
+		}
 	}
-	if have.MaxDeliver > 0 {
-		return nil, &ConfigError{Stream: s.Stream, Consumer: s.Consumer, Msg: fmt.Sprintf(
-			"MaxDeliver is %d; jetlake needs -1 (unlimited) so an outage never drops messages: update the consumer's max_deliver to -1", have.MaxDeliver)}
-	}
-	if have.PriorityPolicy != want.PriorityPolicy || !slices.Equal(have.PriorityGroups, want.PriorityGroups) {
-		return nil, &ConfigError{Stream: s.Stream, Consumer: s.Consumer, Msg: fmt.Sprintf(
-			"priority policy is %s with groups %v, the connector wants %s with %v (failover = %q); "+
-				"a consumer's priority policy can not be changed: delete the consumer (jetlake re-creates it) or name another consumer",
-			policyName(have.PriorityPolicy), have.PriorityGroups, policyName(want.PriorityPolicy), want.PriorityGroups, s.Failover)}
-	}
-	if have.AckWait == want.AckWait && have.MaxAckPending == want.MaxAckPending && have.PinnedTTL == want.PinnedTTL &&
-		have.FilterSubject == want.FilterSubject && slices.Equal(have.FilterSubjects, want.FilterSubjects) &&
-		have.Metadata[MetaConsumerConnector] == connector {
+	if len(problems) == 0 && have.Metadata[MetaConsumerConnector] == c.Name {
 		return cons, nil
 	}
 	upd := have
@@ -163,7 +154,7 @@ func ensureConsumer(ctx context.Context, js jetstream.JetStream, connector strin
 	if upd.Metadata == nil {
 		upd.Metadata = map[string]string{}
 	}
-	upd.Metadata[MetaConsumerConnector] = connector
+	upd.Metadata[MetaConsumerConnector] = c.Name
 	upd.AckWait, upd.MaxAckPending, upd.PinnedTTL = want.AckWait, want.MaxAckPending, want.PinnedTTL
 	upd.FilterSubject, upd.FilterSubjects = want.FilterSubject, want.FilterSubjects
 	cons, err = stream.UpdateConsumer(ctx, upd)
@@ -173,8 +164,103 @@ func ensureConsumer(ctx context.Context, js jetstream.JetStream, connector strin
 	return cons, nil
 }
 
-// policyName names a priority policy as the server's API does.
-func policyName(p jetstream.PriorityPolicy) string {
+// streamKey names s in messages the way plan does: streams[N], N counted
+// from 1 in the order of the file.
+func streamKey(c *config.Connector, s config.Stream) string {
+	i := slices.IndexFunc(c.Streams, func(cs config.Stream) bool { return cs.Stream == s.Stream && cs.Consumer == s.Consumer })
+	if i < 0 {
+		return "streams"
+	}
+	return fmt.Sprintf("streams[%d]", i+1)
+}
+
+// ConsumerProblem is one way an existing consumer differs from what its
+// connector needs.
+type ConsumerProblem struct {
+	// Refused: jetlake cannot change the setting, so jetlake run refuses
+	// the consumer until someone fixes it. Otherwise run sets the setting
+	// to the configured value on start.
+	Refused bool
+	// Harmful: a setting run changes on start that, as it is until then,
+	// works against the connector's limits (messages held in a buffer
+	// redelivered, or deliveries stopped before a file is full).
+	Harmful bool
+	// Msg says what is wrong and what to do; it follows
+	// "stream S, consumer C: ".
+	Msg string
+}
+
+// CheckConsumer compares have, the configuration of an existing consumer,
+// with what connector c needs for its stream s. key names s in the
+// messages ("streams[2]"). The ack policy, MaxDeliver, headers-only
+// delivery and the priority policy are refused; AckWait, MaxAckPending,
+// the filter subjects and the pinned TTL are what run updates. No problems:
+// the consumer fits.
+func CheckConsumer(c *config.Connector, s config.Stream, key string, have jetstream.ConsumerConfig) []ConsumerProblem {
+	var out []ConsumerProblem
+	add := func(refused, harmful bool, format string, args ...any) {
+		out = append(out, ConsumerProblem{Refused: refused, Harmful: harmful, Msg: fmt.Sprintf(format, args...)})
+	}
+	rename := fmt.Sprintf("or set %s.consumer to another name", key)
+	if have.AckPolicy != jetstream.AckExplicitPolicy {
+		add(true, false, "AckPolicy %s; jetlake needs explicit acks (buffers are uploaded out of stream order, so an ack of one message must not ack others): "+
+			"delete the consumer (jetlake re-creates it, starting at deliver_policy %q) %s", apiName(have.AckPolicy), s.DeliverPolicy, rename)
+	}
+	if have.MaxDeliver > 0 {
+		add(true, false, "MaxDeliver %d; jetlake needs -1 (unlimited) so an outage never ends in max-deliveries drops: "+
+			"update the consumer's max_deliver to -1, or delete the consumer (jetlake re-creates it) %s", have.MaxDeliver, rename)
+	}
+	if have.HeadersOnly {
+		add(true, false, "delivers headers only, without the message data: delete the consumer (jetlake re-creates it) %s", rename)
+	}
+	want := consumerConfig(c.Name, s)
+	if have.PriorityPolicy != want.PriorityPolicy || !slices.Equal(have.PriorityGroups, want.PriorityGroups) {
+		add(true, false, "priority policy %s with groups %v does not fit failover = %q, which needs %s with groups %v; "+
+			"a priority policy cannot be changed: delete the consumer (jetlake re-creates it) %s",
+			apiName(have.PriorityPolicy), have.PriorityGroups, s.Failover, apiName(want.PriorityPolicy), want.PriorityGroups, rename)
+	}
+	switch minAck := 2 * c.Rotation.MaxFileAge; {
+	case have.AckWait < minAck:
+		add(false, true, "AckWait %s is less than 2 × max_file_age (%s); jetlake sets it to %s on start",
+			config.FormatDuration(have.AckWait), config.FormatDuration(c.Rotation.MaxFileAge), config.FormatDuration(s.AckWait))
+	case have.AckWait != s.AckWait:
+		add(false, false, "AckWait %s; jetlake sets it to %s (%s.ack_wait) on start", config.FormatDuration(have.AckWait), config.FormatDuration(s.AckWait), key)
+	}
+	perFile := c.Rotation.MaxMessagesPerFile
+	switch {
+	case have.MaxAckPending > 0 && perFile > 0 && have.MaxAckPending < perFile:
+		add(false, true, "MaxAckPending %d is less than max_messages_per_file (%d): files would be cut at 90%% of it; jetlake sets it to %d on start",
+			have.MaxAckPending, perFile, s.MaxAckPending)
+	case have.MaxAckPending > 0 && have.MaxAckPending < s.MaxAckPending:
+		add(false, true, "MaxAckPending %d is less than %d, what %s.max_ack_pending and the rotation limits ask for: the server would stop delivering sooner; jetlake sets it to %d on start",
+			have.MaxAckPending, s.MaxAckPending, key, s.MaxAckPending)
+	case have.MaxAckPending != s.MaxAckPending:
+		add(false, false, "MaxAckPending %d; jetlake sets it to %d on start", have.MaxAckPending, s.MaxAckPending)
+	}
+	haveFilters := have.FilterSubjects
+	if have.FilterSubject != "" {
+		haveFilters = []string{have.FilterSubject}
+	}
+	if !slices.Equal(haveFilters, s.Subjects) {
+		add(false, false, "filter subjects %s; jetlake sets them to %s on start", listOrWhole(haveFilters), listOrWhole(s.Subjects))
+	}
+	if s.Failover == config.FailoverPinned && have.PinnedTTL != want.PinnedTTL {
+		add(false, false, "pinned TTL %s; jetlake sets it to %s (%s.priority_timeout) on start",
+			config.FormatDuration(have.PinnedTTL), config.FormatDuration(want.PinnedTTL), key)
+	}
+	return out
+}
+
+func listOrWhole(subjects []string) string {
+	if len(subjects) == 0 {
+		return "(none: the whole stream)"
+	}
+	return "[" + strings.Join(subjects, ", ") + "]"
+}
+
+// apiName names a policy as the server's API and the nats CLI do ("all",
+// not "AckAll").
+func apiName(p json.Marshaler) string {
 	b, err := p.MarshalJSON()
 	if err != nil || string(b) == `""` {
 		return "none"

@@ -40,7 +40,7 @@ type Options struct {
 	Logger    *slog.Logger
 	UntilIdle bool        // return once every consumer has nothing pending and everything is acked
 	Store     ObjectStore // nil: S3 from the connector's [s3] settings
-	Intents   IntentStore // nil: the JetStream key-value bucket StateBucket
+	Intents   IntentStore // nil: the JetStream key-value bucket of [state]
 	Version   string      // exporter version, written into object metadata
 	// MaxObjectSize is the largest object the store accepts in one
 	// PutObject; a message that can not fit is poison. Zero means 5 GiB.
@@ -191,7 +191,7 @@ func (e *Exporter) Run(ctx context.Context) error {
 		var kv *kvIntents
 		err := retry(ctx, e.log, "state bucket", func(ctx context.Context) error {
 			var err error
-			kv, err = openIntents(ctx, js, e.stateBucket(), e.cfg.State.Replicas)
+			kv, err = openIntents(ctx, js, e.cfg.State.Bucket, e.cfg.State.Replicas)
 			return err
 		})
 		if err != nil {

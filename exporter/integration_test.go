@@ -549,7 +549,7 @@ func TestExistingConsumerWithFiniteMaxDeliverIsRefused(t *testing.T) {
 	}
 	done, _ := e.run(ctx, e.connector(), false)
 	err := <-done
-	if err == nil || !strings.Contains(err.Error(), "MaxDeliver is 5") {
+	if err == nil || !strings.Contains(err.Error(), "MaxDeliver 5; jetlake needs -1 (unlimited)") {
 		t.Fatalf("Run = %v, want a refusal naming MaxDeliver", err)
 	}
 }

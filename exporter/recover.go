@@ -5,28 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nuid"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/lossmarker"
-	"github.com/jetlake/jetlake/pathtemplate"
 )
-
-// StateBucket is the default JetStream key-value bucket holding intents
-// ([state] bucket).
-const StateBucket = "jetlake_state"
-
-func (e *Exporter) stateBucket() string {
-	if e.cfg.State.Bucket != "" {
-		return e.cfg.State.Bucket
-	}
-	return StateBucket
-}
 
 // committed is a stored batch whose intent is kept: its messages may come
 // back and must then be acked, not written again.
@@ -42,47 +27,11 @@ type committed struct {
 	seqs  []byte // seqSet.MarshalJSON, until expanded
 }
 
-// probe checks whether the store honours conditional writes, with two writes
-// of one new object under <prefix>/_jetlake/probe/. Without them
-// exactly-once still holds for a single writer, but a second writer on the
-// same prefix can overwrite objects unnoticed.
-func (e *Exporter) probe(ctx context.Context) error {
-	key := string(pathtemplate.AppendEscaped([]byte(lossmarker.Dir+"/probe/"), e.cfg.Name)) + "-" + nuid.Next()
-	if e.cfg.S3.Prefix != "" {
-		key = e.cfg.S3.Prefix + "/" + key
-	}
-	opts := PutOptions{ContentType: "text/plain", IfNoneMatch: true}
-	body := formats.NewBody([]byte("jetlake conditional-write probe\n"))
-	if err := retry(ctx, e.log, "object store", func(ctx context.Context) error {
-		return e.store.Put(ctx, key, body, opts)
-	}); err != nil {
-		return err
-	}
-	var second error
-	if err := retry(ctx, e.log, "object store", func(ctx context.Context) error {
-		second = e.store.Put(ctx, key, body, opts)
-		if second == nil || errors.Is(second, ErrExists) {
-			return nil
-		}
-		return second
-	}); err != nil {
-		return err
-	}
-	e.conditional = errors.Is(second, ErrExists)
-	if e.conditional {
-		e.log.Info("object store honours conditional writes: exactly-once objects", "probe", key)
-	} else {
-		e.log.Warn("object store ignores If-None-Match: exactly-once holds only while this connector is the only writer under its prefix",
-			"probe", key)
-	}
-	return nil
-}
-
 // setupStream makes sure the consumer exists, records the stream's
 // identity, recovers the intents left by an earlier process, and resets the
 // consumer to its ack floor so unacked messages come back at once.
 func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *streamState) error {
-	cons, err := ensureConsumer(ctx, js, e.cfg.Name, s.cfg)
+	cons, err := ensureConsumer(ctx, js, e.cfg, s.cfg)
 	if err != nil {
 		return err
 	}
@@ -112,7 +61,7 @@ func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *s
 	if err != nil {
 		return fmt.Errorf("stream %s, consumer %s: %w", s.cfg.Stream, s.cfg.Consumer, err)
 	}
-	s.gapCheck = coversStream(s.cfg.Subjects, si.Config.Subjects)
+	s.gapCheck = config.FiltersCover(s.cfg.Subjects, si.Config.Subjects)
 	s.next = 0
 	if info.Delivered.Stream > 0 {
 		s.next = info.Delivered.Stream + 1
@@ -139,18 +88,6 @@ func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *s
 		}
 	}
 	return nil
-}
-
-// coversStream reports whether filters select every subject of the stream:
-// then every stream sequence is delivered, and a jump is a gap.
-func coversStream(filters, streamSubjects []string) bool {
-	if len(filters) == 0 || slices.Contains(filters, ">") {
-		return true
-	}
-	a, b := slices.Clone(filters), slices.Clone(streamSubjects)
-	slices.Sort(a)
-	slices.Sort(b)
-	return slices.Equal(a, b)
 }
 
 // recover loads the intents another process (an earlier run, or the

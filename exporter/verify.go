@@ -212,7 +212,7 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 			return nil, fmt.Errorf("stream %s: %w", sc.Stream, err)
 		}
 		si := stream.CachedInfo()
-		rep.Filtered = !coversStream(sc.Subjects, si.Config.Subjects)
+		rep.Filtered = !config.FiltersCover(sc.Subjects, si.Config.Subjects)
 
 		// Scope.
 		from, to := opts.FromSeq, opts.ToSeq

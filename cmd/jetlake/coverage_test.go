@@ -11,31 +11,6 @@ import (
 	"github.com/jetlake/jetlake/exporter"
 )
 
-func TestFilterOverlapAndMatching(t *testing.T) {
-	for _, tt := range []struct {
-		a, b string
-		want bool
-	}{
-		{"a.b", "a.b", true}, {"a.b", "a.c", false}, {"a.*", "a.c", true}, {"a.>", "a.b.c", true},
-		{"a.>", "a", false}, {"a.*", "a.b.c", false}, {">", "x.y", true}, {"*.b", "a.*", true},
-	} {
-		if _, _, got := overlap([]string{tt.a}, []string{tt.b}); got != tt.want {
-			t.Errorf("overlap(%s, %s) = %v, want %v", tt.a, tt.b, got, tt.want)
-		}
-	}
-	for _, tt := range []struct {
-		filter, subject string
-		want            bool
-	}{
-		{"a.b", "a.b", true}, {"a.*", "a.b", true}, {"a.*", "a.b.c", false}, {"a.>", "a.b.c", true},
-		{"a.>", "a", false}, {">", "a", true}, {"a.b", "a", false},
-	} {
-		if got := subjectMatches(tt.filter, tt.subject); got != tt.want {
-			t.Errorf("subjectMatches(%s, %s) = %v, want %v", tt.filter, tt.subject, got, tt.want)
-		}
-	}
-}
-
 func TestPlanWarnsAboutOverlappingAndUncoveredFilters(t *testing.T) {
 	ctx := context.Background()
 	js := streamAndBucket(t, natsSrv, minioSrv, "cover", jetstream.StreamConfig{})

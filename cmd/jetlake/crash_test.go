@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/exportertest"
 )
@@ -208,7 +209,7 @@ func (c *crashEnv) exactlyOnce(n uint64) {
 // intents returns how many intents of the connector the state bucket holds.
 func (c *crashEnv) intents() int {
 	c.t.Helper()
-	kv, err := c.js.KeyValue(context.Background(), exporter.StateBucket)
+	kv, err := c.js.KeyValue(context.Background(), config.DefaultStateBucket)
 	if err != nil {
 		return 0
 	}

@@ -166,7 +166,7 @@ func summary(c *config.Connector, now time.Time) string {
 			s.Stream, subjects, s.Consumer, s.AckWait, s.MaxAckPending)
 		subject := "example"
 		if len(s.Subjects) > 0 {
-			subject = sampleSubject(s.Subjects[0])
+			subject = config.ExampleSubject(s.Subjects[0])
 		}
 		dir := c.Output.PathTemplate.Dir(&pathtemplate.Values{Stream: s.Stream, Subject: subject, Consumer: s.Consumer, Time: now})
 		key, err := pathtemplate.Key(c.S3.Prefix, dir, 1, 500, ext)
@@ -183,20 +183,6 @@ func summary(c *config.Connector, now time.Time) string {
 	fmt.Fprintf(&b, "  rotation: %s, %s, %s; max_buffered_bytes %s\n",
 		config.FormatSize(c.Rotation.MaxFileSize), count, c.Rotation.MaxFileAge, config.FormatSize(c.Rotation.MaxBufferedBytes))
 	return b.String()
-}
-
-// sampleSubject turns a filter subject into a concrete one.
-func sampleSubject(filter string) string {
-	toks := strings.Split(filter, ".")
-	for i, t := range toks {
-		switch t {
-		case "*":
-			toks[i] = "example"
-		case ">":
-			toks[i] = "example"
-		}
-	}
-	return strings.Join(toks, ".")
 }
 
 func extension(format string) string {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,26 +11,19 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nuid"
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/plan"
 	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/lossmarker"
-	"github.com/jetlake/jetlake/pathtemplate"
 )
-
-// maxSampleSubjects is how many concrete subjects plan lists per wildcard
-// filter.
-const maxSampleSubjects = 5
 
 // cmdPlan is a dry run: it prints what jetlake run would do with the
 // configuration and checks, online, everything it needs. It changes nothing
@@ -64,11 +56,10 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
-		p := &planner{c: c, cleanup: *cleanup, timeout: *timeout, now: time.Now().UTC()}
-		p.run(ctx)
-		p.print(stdout)
-		failed += p.failed
-		warned += p.warned
+		res := plan.Run(ctx, c, plan.Options{Cleanup: *cleanup, Timeout: *timeout, Now: time.Now().UTC(), Ext: objectExt(c)})
+		printPlan(stdout, c, res, *cleanup)
+		failed += res.Count(plan.Fail)
+		warned += res.Count(plan.Warn)
 	}
 	fmt.Fprintf(stdout, "\nplan: %d %s failed, %d %s\n", failed, plural(failed, "check", "checks"), warned, plural(warned, "warning", "warnings"))
 	if failed > 0 {
@@ -84,317 +75,6 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// Check outcomes.
-const (
-	statusOK   = "ok"
-	statusNote = "note"
-	statusWarn = "warn"
-	statusFail = "FAIL"
-	statusSkip = "skip"
-)
-
-type checkLine struct {
-	status string
-	msg    string
-}
-
-// sampleKeys are the lines that show the sample object keys of one
-// stream.
-type sampleKeys struct {
-	lines []string
-}
-
-// planner plans one connector.
-type planner struct {
-	c       *config.Connector
-	cleanup bool
-	timeout time.Duration
-	now     time.Time
-
-	checks         []checkLine
-	samples        []sampleKeys
-	failed, warned int
-}
-
-func (p *planner) add(status, format string, args ...any) {
-	p.checks = append(p.checks, checkLine{status, fmt.Sprintf(format, args...)})
-	switch status {
-	case statusFail:
-		p.failed++
-	case statusWarn:
-		p.warned++
-	}
-}
-
-// op bounds one network call.
-func (p *planner) op(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, p.timeout)
-}
-
-func (p *planner) run(ctx context.Context) {
-	if !p.c.Enabled {
-		p.add(statusSkip, "connector is disabled (enabled = false): no online checks")
-		for _, s := range p.c.Streams {
-			p.samples = append(p.samples, p.sampleKeys(s, nil, "examples from the filter subjects"))
-		}
-		return
-	}
-	p.checkNATS(ctx)
-	p.checkS3(ctx)
-}
-
-// checkNATS connects with the connector's credentials and checks every
-// stream, consumer and the state bucket.
-func (p *planner) checkNATS(ctx context.Context) {
-	c := p.c
-	var missing []string
-	for _, f := range [][2]string{{"token_env", c.NATS.TokenEnv}, {"password_env", c.NATS.PasswordEnv}} {
-		if f[1] != "" && os.Getenv(f[1]) == "" {
-			missing = append(missing, fmt.Sprintf("nats.%s names %s, which is %s", f[0], f[1], envStatus(f[1])))
-		}
-	}
-	for _, f := range [][2]string{{"creds_file", c.NATS.CredsFile}, {"nkey_seed_file", c.NATS.NkeySeedFile}, {"tls_ca_file", c.NATS.TLSCAFile}, {"tls_cert_file", c.NATS.TLSCertFile}, {"tls_key_file", c.NATS.TLSKeyFile}} {
-		if st := fileStatus(f[1]); st != "" && st != "readable" {
-			missing = append(missing, fmt.Sprintf("nats.%s %s is %s", f[0], f[1], st))
-		}
-	}
-	var err error
-	var nc *nats.Conn
-	if len(missing) > 0 {
-		err = errors.New(strings.Join(missing, "; "))
-		p.add(statusFail, "nats: cannot connect: %v", err)
-	} else if nc, err = exporter.Dial(c); err != nil {
-		hint := ""
-		switch {
-		case errors.Is(err, nats.ErrNoServers):
-			hint = ": check [nats] url and that the server is reachable from here"
-		case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked):
-			hint = ": check the credentials in [nats]"
-		}
-		p.add(statusFail, "nats: %v%s", err, hint)
-	}
-	if err != nil {
-		for _, s := range c.Streams {
-			p.add(statusSkip, "stream %s: not checked: NATS not reachable", s.Stream)
-			p.samples = append(p.samples, p.sampleKeys(s, nil, "examples from the filter subjects: NATS not reachable"))
-		}
-		return
-	}
-	defer nc.Close()
-	p.add(statusOK, "nats: connected to %s (nats-server %s)", nc.ConnectedUrlRedacted(), nc.ConnectedServerVersion())
-	js, err := exporter.NewJetStream(nc, c.NATS)
-	if err != nil {
-		p.add(statusFail, "nats: %v", err)
-		return
-	}
-	for i, s := range c.Streams {
-		p.checkStream(ctx, nc, js, i, s)
-	}
-	p.checkStateBucket(ctx, js)
-}
-
-func (p *planner) checkStream(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, i int, s config.Stream) {
-	key := fmt.Sprintf("streams[%d]", i+1)
-	octx, cancel := p.op(ctx)
-	st, err := js.Stream(octx, s.Stream)
-	cancel()
-	switch {
-	case errors.Is(err, jetstream.ErrStreamNotFound):
-		p.add(statusFail, "stream %s: not found: create it, or fix %s.stream", s.Stream, key)
-		p.samples = append(p.samples, p.sampleKeys(s, nil, "examples from the filter subjects: the stream does not exist"))
-		return
-	case err != nil:
-		p.add(statusFail, "stream %s: %v", s.Stream, err)
-		p.samples = append(p.samples, p.sampleKeys(s, nil, "examples from the filter subjects: stream info failed"))
-		return
-	}
-	si := st.CachedInfo()
-	filters := s.Subjects
-	switch {
-	case len(si.Config.Subjects) == 0:
-		p.add(statusOK, "stream %s: exists (%d messages); it has no subjects of its own (mirror or sources), so the filters are not checked against them", s.Stream, si.State.Msgs)
-	default:
-		var outside []string
-		for _, f := range filters {
-			if !slices.ContainsFunc(si.Config.Subjects, func(ss string) bool { return subjectWithin(f, ss) }) {
-				outside = append(outside, f)
-			}
-		}
-		if len(outside) > 0 {
-			p.add(statusFail, "stream %s: filter %s not within the stream's subjects %s: fix %s.subjects",
-				s.Stream, strings.Join(outside, ", "), strings.Join(si.Config.Subjects, ", "), key)
-		} else if len(filters) == 0 {
-			p.add(statusOK, "stream %s: exists (%d messages, subjects %s); the consumer reads the whole stream", s.Stream, si.State.Msgs, strings.Join(si.Config.Subjects, ", "))
-		} else {
-			p.add(statusOK, "stream %s: exists (%d messages); its subjects %s cover the filters %s",
-				s.Stream, si.State.Msgs, strings.Join(si.Config.Subjects, ", "), strings.Join(filters, ", "))
-		}
-	}
-	p.samples = append(p.samples, p.streamSamples(ctx, nc, s))
-	p.checkConsumer(ctx, st, key, s)
-	p.checkCoverage(ctx, nc, st, s)
-}
-
-// subjectWithin reports whether every subject that matches filter also
-// matches subject (a stream's subject, wildcards allowed).
-func subjectWithin(filter, subject string) bool {
-	f, s := strings.Split(filter, "."), strings.Split(subject, ".")
-	for i := range f {
-		switch {
-		case i >= len(s):
-			return false
-		case s[i] == ">":
-			return true
-		case f[i] == ">":
-			return false
-		case s[i] == "*":
-		case f[i] == "*" || f[i] != s[i]:
-			return false
-		}
-	}
-	return len(f) == len(s)
-}
-
-// streamSamples renders sample keys from the subjects the stream holds.
-func (p *planner) streamSamples(ctx context.Context, nc *nats.Conn, s config.Stream) sampleKeys {
-	if !p.c.Output.PathTemplate.UsesSubject() {
-		return p.sampleKeys(s, nil, "")
-	}
-	filters := s.Subjects
-	if len(filters) == 0 {
-		filters = []string{">"}
-	}
-	var subjects []subjectSample
-	for _, f := range filters {
-		if !strings.ContainsAny(f, "*>") {
-			subjects = append(subjects, subjectSample{filter: f, subjects: []string{f}, total: 1})
-			continue
-		}
-		octx, cancel := p.op(ctx)
-		subs, total, err := streamSubjects(octx, nc, p.c.NATS, s.Stream, f)
-		cancel()
-		if err != nil {
-			p.add(statusNote, "stream %s: could not list the subjects matching %s: %v", s.Stream, f, err)
-		}
-		subjects = append(subjects, subjectSample{filter: f, subjects: subs, total: total})
-	}
-	return p.sampleKeys(s, subjects, "")
-}
-
-type subjectSample struct {
-	filter   string
-	subjects []string // up to maxSampleSubjects, sorted
-	total    int      // subjects in the stream matching filter
-}
-
-// streamSubjects returns up to maxSampleSubjects subjects of stream that
-// match filter, and how many there are. It asks for one page of stream
-// info only: a stream may hold millions of subjects.
-func streamSubjects(ctx context.Context, nc *nats.Conn, n config.NATS, stream, filter string) ([]string, int, error) {
-	req, err := json.Marshal(map[string]string{"subjects_filter": filter})
-	if err != nil {
-		return nil, 0, err
-	}
-	msg, err := nc.RequestWithContext(ctx, apiPrefix(n)+"STREAM.INFO."+stream, req)
-	if err != nil {
-		return nil, 0, err
-	}
-	var resp struct {
-		Error *struct {
-			Description string `json:"description"`
-		} `json:"error"`
-		Total int `json:"total"`
-		State struct {
-			Subjects map[string]uint64 `json:"subjects"`
-		} `json:"state"`
-	}
-	if err := json.Unmarshal(msg.Data, &resp); err != nil {
-		return nil, 0, err
-	}
-	if resp.Error != nil {
-		return nil, 0, errors.New(resp.Error.Description)
-	}
-	subs := make([]string, 0, len(resp.State.Subjects))
-	for s := range resp.State.Subjects {
-		subs = append(subs, s)
-	}
-	slices.Sort(subs)
-	total := max(resp.Total, len(subs))
-	if len(subs) > maxSampleSubjects {
-		subs = subs[:maxSampleSubjects]
-	}
-	return subs, total, nil
-}
-
-// apiPrefix is the JetStream API prefix the [nats] settings select.
-func apiPrefix(n config.NATS) string {
-	switch {
-	case n.JetStreamDomain != "":
-		return "$JS." + n.JetStreamDomain + ".API."
-	case n.JetStreamAPIPrefix != "":
-		return strings.TrimSuffix(n.JetStreamAPIPrefix, ".") + "."
-	}
-	return jetstream.DefaultAPIPrefix
-}
-
-// sampleKeys renders sample object keys for s. subjects are the concrete
-// subjects per filter; nil means none are known and examples are made up
-// from the filters.
-func (p *planner) sampleKeys(s config.Stream, subjects []subjectSample, why string) sampleKeys {
-	c := p.c
-	var out sampleKeys
-	header := fmt.Sprintf("stream %s", s.Stream)
-	if why != "" {
-		header += " (" + why + ")"
-	}
-	ext := objectExt(c)
-	render := func(subject string) string {
-		dir := c.Output.PathTemplate.Dir(&pathtemplate.Values{Stream: s.Stream, Subject: subject, Consumer: s.Consumer, Time: p.now})
-		key, err := pathtemplate.Key(c.S3.Prefix, dir, 1, 500, ext)
-		if err != nil {
-			return err.Error()
-		}
-		return "s3://" + c.S3.Bucket + "/" + key
-	}
-	if !c.Output.PathTemplate.UsesSubject() {
-		out.lines = append(out.lines, header+": the template does not use the subject:", "  "+render("example"))
-		return out
-	}
-	out.lines = append(out.lines, header+":")
-	if subjects == nil {
-		filters := s.Subjects
-		if len(filters) == 0 {
-			filters = []string{">"}
-		}
-		for _, f := range filters {
-			subj := sampleSubject(f)
-			out.lines = append(out.lines, fmt.Sprintf("  %s (example of %s)", render(subj), f))
-		}
-		return out
-	}
-	for _, ss := range subjects {
-		switch {
-		case !strings.ContainsAny(ss.filter, "*>"):
-			out.lines = append(out.lines, "  "+render(ss.filter))
-		case len(ss.subjects) == 0:
-			out.lines = append(out.lines, fmt.Sprintf("  %s (example: the stream holds no subject matching %s yet)", render(sampleSubject(ss.filter)), ss.filter))
-		default:
-			out.lines = append(out.lines, fmt.Sprintf("  filter %s: %d %s in the stream%s", ss.filter, ss.total, plural(ss.total, "subject", "subjects"), shown(len(ss.subjects), ss.total)))
-			for _, subj := range ss.subjects {
-				out.lines = append(out.lines, "    "+render(subj))
-			}
-		}
-	}
-	return out
-}
-
-func shown(n, total int) string {
-	if n < total {
-		return fmt.Sprintf(", the first %d", n)
-	}
-	return ""
-}
-
 // objectExt is the extension of the connector's objects, compression
 // included.
 func objectExt(c *config.Connector) string {
@@ -405,240 +85,8 @@ func objectExt(c *config.Connector) string {
 	return enc.Ext()
 }
 
-// checkConsumer compares an existing consumer with what jetlake run needs:
-// the ack policy, MaxDeliver and priority policy cannot be changed by
-// jetlake and fail the plan; AckWait, MaxAckPending and the filters are
-// set by jetlake on start and are reported with what they become.
-func (p *planner) checkConsumer(ctx context.Context, st jetstream.Stream, key string, s config.Stream) {
-	c := p.c
-	name := fmt.Sprintf("stream %s, consumer %s", s.Stream, s.Consumer)
-	octx, cancel := p.op(ctx)
-	cons, err := st.Consumer(octx, s.Consumer)
-	cancel()
-	switch {
-	case errors.Is(err, jetstream.ErrConsumerNotFound):
-		p.add(statusOK, "%s: does not exist yet; jetlake creates it on start: AckExplicit, AckWait %s, MaxAckPending %d, MaxDeliver -1, deliver %s%s",
-			name, config.FormatDuration(s.AckWait), s.MaxAckPending, s.DeliverPolicy, filterText(s.Subjects))
-		return
-	case errors.Is(err, jetstream.ErrNotPullConsumer):
-		p.add(statusFail, "%s: a push consumer (it has a deliver subject); jetlake reads with a pull consumer: delete the consumer (jetlake re-creates it) or set %s.consumer to another name", name, key)
-		return
-	case err != nil:
-		p.add(statusFail, "%s: %v", name, err)
-		return
-	}
-	info := cons.CachedInfo()
-	have := info.Config
-	bad := false
-	fail := func(format string, args ...any) {
-		bad = true
-		p.add(statusFail, name+": "+format, args...)
-	}
-	if have.AckPolicy != jetstream.AckExplicitPolicy {
-		fail("AckPolicy %s; jetlake needs explicit acks (buffers are uploaded out of stream order, so an ack of one message must not ack others): "+
-			"delete the consumer (jetlake re-creates it, starting at deliver_policy %q) or set %s.consumer to another name", jsonName(have.AckPolicy), s.DeliverPolicy, key)
-	}
-	if have.MaxDeliver > 0 {
-		fail("MaxDeliver %d; jetlake needs -1 (unlimited) so an outage never ends in max-deliveries drops: "+
-			"update the consumer's max_deliver to -1, or delete the consumer (jetlake re-creates it) or set %s.consumer to another name", have.MaxDeliver, key)
-	}
-	if have.HeadersOnly {
-		fail("delivers headers only, without the message data: delete the consumer (jetlake re-creates it) or set %s.consumer to another name", key)
-	}
-	wantPinned := s.Failover == config.FailoverPinned
-	havePinned := have.PriorityPolicy == jetstream.PriorityPolicyPinned && slices.Equal(have.PriorityGroups, []string{exporter.PriorityGroup})
-	if wantPinned != havePinned || !wantPinned && (have.PriorityPolicy != jetstream.PriorityPolicyNone || len(have.PriorityGroups) > 0) {
-		fail("priority policy %s with groups %v does not fit failover = %q; a priority policy cannot be changed: delete the consumer (jetlake re-creates it) or set %s.consumer to another name",
-			jsonName(have.PriorityPolicy), have.PriorityGroups, s.Failover, key)
-	}
-	changes := 0
-	switch minAck := 2 * c.Rotation.MaxFileAge; {
-	case have.AckWait < minAck:
-		changes++
-		p.add(statusWarn, "%s: AckWait %s is less than 2 × max_file_age (%s); jetlake sets it to %s on start",
-			name, config.FormatDuration(have.AckWait), config.FormatDuration(c.Rotation.MaxFileAge), config.FormatDuration(s.AckWait))
-	case have.AckWait != s.AckWait:
-		changes++
-		p.add(statusNote, "%s: AckWait %s; jetlake sets it to %s (%s.ack_wait) on start", name, config.FormatDuration(have.AckWait), config.FormatDuration(s.AckWait), key)
-	}
-	perFile := c.Rotation.MaxMessagesPerFile
-	switch {
-	case have.MaxAckPending > 0 && perFile > 0 && have.MaxAckPending < perFile:
-		changes++
-		p.add(statusWarn, "%s: MaxAckPending %d is less than max_messages_per_file (%d): files would be cut at 90%% of it; jetlake sets it to %d on start",
-			name, have.MaxAckPending, perFile, s.MaxAckPending)
-	case have.MaxAckPending > 0 && have.MaxAckPending < s.MaxAckPending:
-		changes++
-		p.add(statusWarn, "%s: MaxAckPending %d is less than %d, what %s.max_ack_pending and the rotation limits ask for: the server would stop delivering sooner; jetlake sets it to %d on start",
-			name, have.MaxAckPending, s.MaxAckPending, key, s.MaxAckPending)
-	case have.MaxAckPending != s.MaxAckPending:
-		changes++
-		p.add(statusNote, "%s: MaxAckPending %d; jetlake sets it to %d on start", name, have.MaxAckPending, s.MaxAckPending)
-	}
-	haveFilters := have.FilterSubjects
-	if have.FilterSubject != "" {
-		haveFilters = []string{have.FilterSubject}
-	}
-	if !slices.Equal(haveFilters, s.Subjects) {
-		changes++
-		p.add(statusNote, "%s: filter subjects %s; jetlake sets them to %s on start", name, listOrWhole(haveFilters), listOrWhole(s.Subjects))
-	}
-	if wantPinned && have.PinnedTTL != s.PriorityTimeout {
-		changes++
-		p.add(statusNote, "%s: pinned TTL %s; jetlake sets it to %s (%s.priority_timeout) on start", name, config.FormatDuration(have.PinnedTTL), config.FormatDuration(s.PriorityTimeout), key)
-	}
-	if info.Paused {
-		until := "further notice"
-		if have.PauseUntil != nil {
-			until = have.PauseUntil.UTC().Format(time.RFC3339)
-		}
-		p.add(statusWarn, "%s: paused until %s: nothing is delivered until it resumes", name, until)
-	}
-	if !bad && changes == 0 {
-		p.add(statusOK, "%s: exists and fits: AckExplicit, AckWait %s, MaxAckPending %d, MaxDeliver %d; %d pending, %d unacked",
-			name, config.FormatDuration(have.AckWait), have.MaxAckPending, have.MaxDeliver, info.NumPending, info.NumAckPending)
-	}
-}
-
-// jsonName names a policy as the server's API and the nats CLI do ("all",
-// not "AckAll").
-func jsonName(p json.Marshaler) string {
-	b, err := p.MarshalJSON()
-	if err != nil || string(b) == `""` {
-		return "none"
-	}
-	return strings.Trim(string(b), `"`)
-}
-
-func filterText(subjects []string) string {
-	if len(subjects) == 0 {
-		return ", the whole stream"
-	}
-	return ", filters " + strings.Join(subjects, ", ")
-}
-
-func listOrWhole(subjects []string) string {
-	if len(subjects) == 0 {
-		return "(none: the whole stream)"
-	}
-	return "[" + strings.Join(subjects, ", ") + "]"
-}
-
-func stateBucket(c *config.Connector) string {
-	if c.State.Bucket != "" {
-		return c.State.Bucket
-	}
-	return exporter.StateBucket
-}
-
-func (p *planner) checkStateBucket(ctx context.Context, js jetstream.JetStream) {
-	b := stateBucket(p.c)
-	octx, cancel := p.op(ctx)
-	_, err := js.KeyValue(octx, b)
-	cancel()
-	switch {
-	case errors.Is(err, jetstream.ErrBucketNotFound):
-		p.add(statusOK, "state bucket %s: does not exist yet; jetlake creates it on first start (replicas %d), which needs %sINFO and %sSTREAM.CREATE.KV_%s",
-			b, max(p.c.State.Replicas, 1), apiPrefix(p.c.NATS), apiPrefix(p.c.NATS), b)
-	case err != nil:
-		p.add(statusFail, "state bucket %s: %v", b, err)
-	default:
-		p.add(statusOK, "state bucket %s: exists", b)
-	}
-}
-
-// checkS3 checks the bucket, writes the probe object twice (the second
-// write must be refused) and reads it back.
-func (p *planner) checkS3(ctx context.Context) {
-	c := p.c
-	store, err := exporter.NewS3Store(c.S3)
-	if err != nil {
-		p.add(statusFail, "s3: %v", err)
-		return
-	}
-	octx, cancel := p.op(ctx)
-	err = store.CheckBucket(octx)
-	cancel()
-	if err != nil {
-		p.add(statusFail, "bucket %s: %v", c.S3.Bucket, err)
-		p.add(statusSkip, "probe: not written: the bucket check failed")
-		return
-	}
-	where := "AWS S3"
-	if c.S3.Endpoint != "" {
-		where = c.S3.Endpoint
-	}
-	p.add(statusOK, "bucket %s: exists and the credentials reach it (%s, region %s)", c.S3.Bucket, where, c.S3.Region)
-
-	key := probeKey(c)
-	url := "s3://" + c.S3.Bucket + "/" + key
-	body := formats.NewBody([]byte("jetlake plan probe\n"))
-	opts := exporter.PutOptions{ContentType: "text/plain", IfNoneMatch: true}
-	octx, cancel = p.op(ctx)
-	err = store.Put(octx, key, body, opts)
-	cancel()
-	if err != nil {
-		p.add(statusFail, "probe: cannot write %s: %v (jetlake needs s3:PutObject under %s)", url, err, resourcePrefix(c))
-		return
-	}
-	p.add(statusOK, "probe: wrote %s", url)
-	octx, cancel = p.op(ctx)
-	err = store.Put(octx, key, body, opts)
-	cancel()
-	switch {
-	case errors.Is(err, exporter.ErrExists):
-		p.add(statusOK, "conditional writes: a second PUT with If-None-Match: * was refused, as it must be: objects are written exactly once")
-	case err == nil:
-		p.add(statusFail, "conditional writes: the store accepted a second PUT with If-None-Match: * and overwrote the probe: it ignores conditional writes. "+
-			"jetlake run still works, but exactly-once holds only while this connector is the only writer under its prefix; use a store that honours If-None-Match (AWS S3, recent MinIO)")
-	default:
-		p.add(statusFail, "conditional writes: the second PUT failed with %v, not with 412 Precondition Failed", err)
-	}
-	octx, cancel = p.op(ctx)
-	_, err = store.Head(octx, key)
-	cancel()
-	if err != nil {
-		p.add(statusFail, "probe: cannot read it back: %v (jetlake needs s3:GetObject under %s to check its own objects)", err, resourcePrefix(c))
-	} else {
-		p.add(statusOK, "probe: read back its metadata (HEAD)")
-	}
-	if !p.cleanup {
-		p.add(statusNote, "probe left in place; -cleanup removes it (needs s3:DeleteObject)")
-		return
-	}
-	octx, cancel = p.op(ctx)
-	err = removeObject(octx, c.S3, key)
-	cancel()
-	if err != nil {
-		p.add(statusFail, "probe: cannot remove %s: %v (-cleanup needs s3:DeleteObject on it)", url, err)
-		return
-	}
-	p.add(statusOK, "probe: removed")
-}
-
-// probeKey is where plan writes its probe: beside the exporter's own probes,
-// outside the table folders.
-func probeKey(c *config.Connector) string {
-	key := string(pathtemplate.AppendEscaped([]byte(lossmarker.Dir+"/probe/"), c.Name)) + "-plan-" + nuid.Next()
-	if c.S3.Prefix != "" {
-		key = c.S3.Prefix + "/" + key
-	}
-	return key
-}
-
-// removeObject deletes the probe: the only object jetlake ever deletes,
-// and only when asked to.
-func removeObject(ctx context.Context, c config.S3, key string) error {
-	store, err := exporter.NewS3Store(c)
-	if err != nil {
-		return err
-	}
-	return store.Delete(ctx, key)
-}
-
-// print writes the plan of the connector.
-func (p *planner) print(w io.Writer) {
-	c := p.c
+// printPlan writes the plan of connector c.
+func printPlan(w io.Writer, c *config.Connector, res *plan.Result, cleanup bool) {
 	fmt.Fprintf(w, "connector %s (%s)\n\n", c.Name, c.File)
 	fmt.Fprintln(w, "effective configuration (defaults filled in; secrets are never in the file, only the names of their variables and files):")
 	for _, l := range strings.Split(strings.TrimRight(effectiveConfig(c), "\n"), "\n") {
@@ -650,19 +98,17 @@ func (p *planner) print(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "sample object keys (messages of this hour; sequences are examples):\n")
-	for _, s := range p.samples {
-		for _, l := range s.lines {
-			fmt.Fprintln(w, "  "+l)
-		}
+	for _, l := range res.Samples {
+		fmt.Fprintln(w, "  "+l)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "checks:")
-	for _, l := range p.checks {
-		fmt.Fprintf(w, "  %-4s  %s\n", l.status, l.msg)
+	for _, l := range res.Checks {
+		fmt.Fprintf(w, "  %-4s  %s\n", l.Status, l.Msg)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "least-privilege S3 policy for the identity jetlake runs as (as a bucket policy, add a \"Principal\" to each statement):")
-	for _, l := range strings.Split(s3Policy(c, p.cleanup), "\n") {
+	for _, l := range strings.Split(s3Policy(c, cleanup), "\n") {
 		fmt.Fprintln(w, "  "+l)
 	}
 	if c.S3.SSE == config.SSEKMS {
@@ -714,17 +160,17 @@ func effectiveConfig(c *config.Connector) string {
 	n := c.NATS
 	b.WriteString("\n[nats]\n")
 	kv("url", redactURLs(n.URL), "")
-	opt("creds_file", n.CredsFile, fileStatus(n.CredsFile))
-	opt("nkey_seed_file", n.NkeySeedFile, fileStatus(n.NkeySeedFile))
-	opt("token_env", n.TokenEnv, envStatus(n.TokenEnv))
+	opt("creds_file", n.CredsFile, plan.FileStatus(n.CredsFile))
+	opt("nkey_seed_file", n.NkeySeedFile, plan.FileStatus(n.NkeySeedFile))
+	opt("token_env", n.TokenEnv, plan.EnvStatus(n.TokenEnv))
 	opt("user", n.User, "")
-	opt("password_env", n.PasswordEnv, envStatus(n.PasswordEnv))
+	opt("password_env", n.PasswordEnv, plan.EnvStatus(n.PasswordEnv))
 	if n.CredsFile == "" && n.NkeySeedFile == "" && n.TokenEnv == "" && n.User == "" {
 		b.WriteString("# no credentials: connects without authentication\n")
 	}
-	opt("tls_ca_file", n.TLSCAFile, fileStatus(n.TLSCAFile))
-	opt("tls_cert_file", n.TLSCertFile, fileStatus(n.TLSCertFile))
-	opt("tls_key_file", n.TLSKeyFile, fileStatus(n.TLSKeyFile))
+	opt("tls_ca_file", n.TLSCAFile, plan.FileStatus(n.TLSCAFile))
+	opt("tls_cert_file", n.TLSCertFile, plan.FileStatus(n.TLSCertFile))
+	opt("tls_key_file", n.TLSKeyFile, plan.FileStatus(n.TLSKeyFile))
 	kv("tls_required", n.TLSRequired, "")
 	opt("jetstream_domain", n.JetStreamDomain, "")
 	opt("jetstream_api_prefix", n.JetStreamAPIPrefix, "")
@@ -764,13 +210,13 @@ func effectiveConfig(c *config.Connector) string {
 	kv("prefix", s3.Prefix, "")
 	kv("path_style", s3.PathStyle, "")
 	if s3.AccessKeyIDEnv != "" {
-		kv("access_key_id_env", s3.AccessKeyIDEnv, envStatus(s3.AccessKeyIDEnv))
-		kv("secret_access_key_env", s3.SecretAccessKeyEnv, envStatus(s3.SecretAccessKeyEnv))
+		kv("access_key_id_env", s3.AccessKeyIDEnv, plan.EnvStatus(s3.AccessKeyIDEnv))
+		kv("secret_access_key_env", s3.SecretAccessKeyEnv, plan.EnvStatus(s3.SecretAccessKeyEnv))
 	} else {
 		b.WriteString("# credentials: the standard chain, first that works:\n")
 		fmt.Fprintf(&b, "#   AWS_ACCESS_KEY_ID (%s), AWS_SECRET_ACCESS_KEY (%s), AWS_SESSION_TOKEN (%s)\n",
-			envStatus("AWS_ACCESS_KEY_ID"), envStatus("AWS_SECRET_ACCESS_KEY"), envStatus("AWS_SESSION_TOKEN"))
-		fmt.Fprintf(&b, "#   MINIO_ROOT_USER (%s), MINIO_ROOT_PASSWORD (%s)\n", envStatus("MINIO_ROOT_USER"), envStatus("MINIO_ROOT_PASSWORD"))
+			plan.EnvStatus("AWS_ACCESS_KEY_ID"), plan.EnvStatus("AWS_SECRET_ACCESS_KEY"), plan.EnvStatus("AWS_SESSION_TOKEN"))
+		fmt.Fprintf(&b, "#   MINIO_ROOT_USER (%s), MINIO_ROOT_PASSWORD (%s)\n", plan.EnvStatus("MINIO_ROOT_USER"), plan.EnvStatus("MINIO_ROOT_PASSWORD"))
 		file := os.Getenv("AWS_SHARED_CREDENTIALS_FILE")
 		if file == "" {
 			if home, err := os.UserHomeDir(); err == nil {
@@ -781,18 +227,18 @@ func effectiveConfig(c *config.Connector) string {
 		if profile == "" {
 			profile = "default"
 		}
-		fmt.Fprintf(&b, "#   shared credentials file %s (%s), profile %s\n", file, fileStatus(file), profile)
+		fmt.Fprintf(&b, "#   shared credentials file %s (%s), profile %s\n", file, plan.FileStatus(file), profile)
 		b.WriteString("#   IAM: instance, task or pod role\n")
 	}
 	kv("upload_concurrency", s3.UploadConcurrency, "")
 	kv("allow_insecure_http", s3.AllowInsecureHTTP, "")
-	opt("tls_ca_file", s3.TLSCAFile, fileStatus(s3.TLSCAFile))
+	opt("tls_ca_file", s3.TLSCAFile, plan.FileStatus(s3.TLSCAFile))
 	opt("sse", s3.SSE, "")
 	opt("sse_kms_key_id", s3.SSEKMSKeyID, "")
 	opt("storage_class", s3.StorageClass, "")
 
 	b.WriteString("\n[state]\n")
-	kv("bucket", stateBucket(c), "")
+	kv("bucket", c.State.Bucket, "")
 	kv("replicas", max(c.State.Replicas, 1), "")
 
 	o := c.Output
@@ -871,41 +317,6 @@ func redactURLs(list string) string {
 	return strings.Join(parts, ",")
 }
 
-func envStatus(name string) string {
-	v, ok := os.LookupEnv(name)
-	switch {
-	case !ok:
-		return "not set"
-	case v == "":
-		return "set but empty"
-	}
-	return "set"
-}
-
-func fileStatus(path string) string {
-	if path == "" {
-		return ""
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return "missing"
-		}
-		return "not readable"
-	}
-	f.Close()
-	return "readable"
-}
-
-// resourcePrefix is the key prefix jetlake writes under, as an S3 ARN
-// resource pattern.
-func resourcePrefix(c *config.Connector) string {
-	if c.S3.Prefix == "" {
-		return "arn:aws:s3:::" + c.S3.Bucket + "/*"
-	}
-	return "arn:aws:s3:::" + c.S3.Bucket + "/" + c.S3.Prefix + "/*"
-}
-
 type policyStatement struct {
 	Sid       string         `json:"Sid"`
 	Effect    string         `json:"Effect"`
@@ -922,7 +333,7 @@ func s3Policy(c *config.Connector, cleanup bool) string {
 	sts := []policyStatement{{
 		Sid: "JetlakeObjects", Effect: "Allow",
 		Action:   []string{"s3:PutObject", "s3:GetObject"},
-		Resource: resourcePrefix(c),
+		Resource: plan.ResourcePrefix(c),
 	}}
 	list := policyStatement{Sid: "JetlakeList", Effect: "Allow", Action: []string{"s3:ListBucket"}, Resource: "arn:aws:s3:::" + c.S3.Bucket}
 	if c.S3.Prefix != "" {
@@ -964,7 +375,7 @@ func s3Policy(c *config.Connector, cleanup bool) string {
 // control on $JS.FC. TestPlanPermissionsAreEnoughToRun runs the exporter
 // with exactly this list.
 func natsPermissions(c *config.Connector) string {
-	api := apiPrefix(c.NATS)
+	api := exporter.APIPrefix(c.NATS)
 	var pub []string
 	seen := map[string]bool{}
 	add := func(s string) {
@@ -987,8 +398,8 @@ func natsPermissions(c *config.Connector) string {
 			add("$JS.ACK." + c.NATS.JetStreamDomain + ".*." + sc + ".>")
 		}
 	}
-	kv := "KV_" + stateBucket(c)
-	kvPut := "$KV." + stateBucket(c) + ".>"
+	kv := "KV_" + c.State.Bucket
+	kvPut := "$KV." + c.State.Bucket + ".>"
 	if api != jetstream.DefaultAPIPrefix {
 		kvPut = api + kvPut
 	}

@@ -1,0 +1,213 @@
+// Package plan checks online what jetlake run needs of a connector: that
+// NATS, its streams, consumers and state bucket and the S3 bucket are
+// there and fit, that the store honours conditional writes, and which
+// object keys the messages would get. It decides every outcome; printing
+// them is left to the caller. It changes nothing but a probe object under
+// <prefix>/_jetlake/probe/, which it removes when asked to.
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter"
+)
+
+// Status is the outcome of a check.
+type Status string
+
+// Check outcomes. Fail makes the plan fail; Warn is counted.
+const (
+	OK   Status = "ok"
+	Note Status = "note"
+	Warn Status = "warn"
+	Fail Status = "FAIL"
+	Skip Status = "skip"
+)
+
+// Check is the outcome of one check, in one line.
+type Check struct {
+	Status Status
+	Msg    string
+}
+
+// Result is the plan of one connector.
+type Result struct {
+	Checks []Check
+	// Samples are the lines that show sample object keys, stream after
+	// stream, indented below each stream's header line.
+	Samples []string
+}
+
+// Count returns how many checks have status s.
+func (r *Result) Count(s Status) int {
+	n := 0
+	for _, c := range r.Checks {
+		if c.Status == s {
+			n++
+		}
+	}
+	return n
+}
+
+// Options tune a plan. Timeout must be more than 0.
+type Options struct {
+	Cleanup bool          // remove the probe afterwards (needs s3:DeleteObject)
+	Timeout time.Duration // time limit of each network call
+	Now     time.Time     // the time of the sample keys' messages
+	Ext     string        // extension of the connector's objects, compression included
+}
+
+// maxSampleSubjects is how many concrete subjects a plan lists per
+// wildcard filter.
+const maxSampleSubjects = 5
+
+// Run plans connector c: every check of a connector that is enabled, and
+// sample keys for each of its streams.
+func Run(ctx context.Context, c *config.Connector, o Options) *Result {
+	p := &planner{c: c, o: o, r: &Result{}}
+	if !c.Enabled {
+		p.add(Skip, "connector is disabled (enabled = false): no online checks")
+		for _, s := range c.Streams {
+			p.sampleKeys(s, nil, "examples from the filter subjects")
+		}
+		return p.r
+	}
+	p.checkNATS(ctx)
+	p.checkS3(ctx)
+	return p.r
+}
+
+// planner plans one connector.
+type planner struct {
+	c *config.Connector
+	o Options
+	r *Result
+}
+
+func (p *planner) add(status Status, format string, args ...any) {
+	p.r.Checks = append(p.r.Checks, Check{status, fmt.Sprintf(format, args...)})
+}
+
+// op bounds one network call.
+func (p *planner) op(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, p.o.Timeout)
+}
+
+// checkNATS connects with the connector's credentials and checks every
+// stream, consumer and the state bucket.
+func (p *planner) checkNATS(ctx context.Context) {
+	c := p.c
+	var missing []string
+	for _, f := range [][2]string{{"token_env", c.NATS.TokenEnv}, {"password_env", c.NATS.PasswordEnv}} {
+		if f[1] != "" && os.Getenv(f[1]) == "" {
+			missing = append(missing, fmt.Sprintf("nats.%s names %s, which is %s", f[0], f[1], EnvStatus(f[1])))
+		}
+	}
+	for _, f := range [][2]string{{"creds_file", c.NATS.CredsFile}, {"nkey_seed_file", c.NATS.NkeySeedFile}, {"tls_ca_file", c.NATS.TLSCAFile}, {"tls_cert_file", c.NATS.TLSCertFile}, {"tls_key_file", c.NATS.TLSKeyFile}} {
+		if st := FileStatus(f[1]); st != "" && st != "readable" {
+			missing = append(missing, fmt.Sprintf("nats.%s %s is %s", f[0], f[1], st))
+		}
+	}
+	var err error
+	var nc *nats.Conn
+	if len(missing) > 0 {
+		err = errors.New(strings.Join(missing, "; "))
+		p.add(Fail, "nats: cannot connect: %v", err)
+	} else if nc, err = exporter.Dial(c); err != nil {
+		hint := ""
+		switch {
+		case errors.Is(err, nats.ErrNoServers):
+			hint = ": check [nats] url and that the server is reachable from here"
+		case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked):
+			hint = ": check the credentials in [nats]"
+		}
+		p.add(Fail, "nats: %v%s", err, hint)
+	}
+	if err != nil {
+		for _, s := range c.Streams {
+			p.add(Skip, "stream %s: not checked: NATS not reachable", s.Stream)
+			p.sampleKeys(s, nil, "examples from the filter subjects: NATS not reachable")
+		}
+		return
+	}
+	defer nc.Close()
+	p.add(OK, "nats: connected to %s (nats-server %s)", nc.ConnectedUrlRedacted(), nc.ConnectedServerVersion())
+	js, err := exporter.NewJetStream(nc, c.NATS)
+	if err != nil {
+		p.add(Fail, "nats: %v", err)
+		return
+	}
+	for i, s := range c.Streams {
+		p.checkStream(ctx, nc, js, i, s)
+	}
+	p.checkStateBucket(ctx, js)
+}
+
+func (p *planner) checkStream(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, i int, s config.Stream) {
+	key := fmt.Sprintf("streams[%d]", i+1)
+	octx, cancel := p.op(ctx)
+	st, err := js.Stream(octx, s.Stream)
+	cancel()
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		p.add(Fail, "stream %s: not found: create it, or fix %s.stream", s.Stream, key)
+		p.sampleKeys(s, nil, "examples from the filter subjects: the stream does not exist")
+		return
+	case err != nil:
+		p.add(Fail, "stream %s: %v", s.Stream, err)
+		p.sampleKeys(s, nil, "examples from the filter subjects: stream info failed")
+		return
+	}
+	si := st.CachedInfo()
+	filters := s.Subjects
+	switch {
+	case len(si.Config.Subjects) == 0:
+		p.add(OK, "stream %s: exists (%d messages); it has no subjects of its own (mirror or sources), so the filters are not checked against them", s.Stream, si.State.Msgs)
+	default:
+		var outside []string
+		for _, f := range filters {
+			if !slices.ContainsFunc(si.Config.Subjects, func(ss string) bool { return config.SubjectWithin(f, ss) }) {
+				outside = append(outside, f)
+			}
+		}
+		if len(outside) > 0 {
+			p.add(Fail, "stream %s: filter %s not within the stream's subjects %s: fix %s.subjects",
+				s.Stream, strings.Join(outside, ", "), strings.Join(si.Config.Subjects, ", "), key)
+		} else if len(filters) == 0 {
+			p.add(OK, "stream %s: exists (%d messages, subjects %s); the consumer reads the whole stream", s.Stream, si.State.Msgs, strings.Join(si.Config.Subjects, ", "))
+		} else {
+			p.add(OK, "stream %s: exists (%d messages); its subjects %s cover the filters %s",
+				s.Stream, si.State.Msgs, strings.Join(si.Config.Subjects, ", "), strings.Join(filters, ", "))
+		}
+	}
+	p.streamSamples(ctx, nc, s)
+	p.checkConsumer(ctx, st, key, s)
+	p.checkCoverage(ctx, nc, st, s)
+}
+
+func (p *planner) checkStateBucket(ctx context.Context, js jetstream.JetStream) {
+	b := p.c.State.Bucket
+	octx, cancel := p.op(ctx)
+	_, err := js.KeyValue(octx, b)
+	cancel()
+	switch {
+	case errors.Is(err, jetstream.ErrBucketNotFound):
+		api := exporter.APIPrefix(p.c.NATS)
+		p.add(OK, "state bucket %s: does not exist yet; jetlake creates it on first start (replicas %d), which needs %sINFO and %sSTREAM.CREATE.KV_%s",
+			b, max(p.c.State.Replicas, 1), api, api, b)
+	case err != nil:
+		p.add(Fail, "state bucket %s: %v", b, err)
+	default:
+		p.add(OK, "state bucket %s: exists", b)
+	}
+}

@@ -1,0 +1,114 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/pathtemplate"
+)
+
+// subjectSample is what the stream holds of one filter.
+type subjectSample struct {
+	filter   string
+	subjects []string // up to maxSampleSubjects, sorted
+	total    int      // subjects in the stream matching filter
+}
+
+// streamSamples adds sample keys from the subjects the stream holds.
+func (p *planner) streamSamples(ctx context.Context, nc *nats.Conn, s config.Stream) {
+	if !p.c.Output.PathTemplate.UsesSubject() {
+		p.sampleKeys(s, nil, "")
+		return
+	}
+	filters := s.Subjects
+	if len(filters) == 0 {
+		filters = []string{">"}
+	}
+	var subjects []subjectSample
+	for _, f := range filters {
+		if !strings.ContainsAny(f, "*>") {
+			subjects = append(subjects, subjectSample{filter: f, subjects: []string{f}, total: 1})
+			continue
+		}
+		// One page of stream info is enough for a sample: a stream may
+		// hold millions of subjects.
+		octx, cancel := p.op(ctx)
+		subs, total, err := exporter.StreamSubjects(octx, nc, p.c.NATS, s.Stream, f, maxSampleSubjects)
+		cancel()
+		if err != nil {
+			p.add(Note, "stream %s: could not list the subjects matching %s: %v", s.Stream, f, err)
+		}
+		subjects = append(subjects, subjectSample{filter: f, subjects: subs[:min(len(subs), maxSampleSubjects)], total: total})
+	}
+	p.sampleKeys(s, subjects, "")
+}
+
+// sampleKeys adds sample object keys for s. subjects are the concrete
+// subjects per filter; nil means none are known and examples are made up
+// from the filters. why, when set, says why they are made up.
+func (p *planner) sampleKeys(s config.Stream, subjects []subjectSample, why string) {
+	c := p.c
+	add := func(format string, args ...any) {
+		p.r.Samples = append(p.r.Samples, fmt.Sprintf(format, args...))
+	}
+	header := fmt.Sprintf("stream %s", s.Stream)
+	if why != "" {
+		header += " (" + why + ")"
+	}
+	render := func(subject string) string {
+		dir := c.Output.PathTemplate.Dir(&pathtemplate.Values{Stream: s.Stream, Subject: subject, Consumer: s.Consumer, Time: p.o.Now})
+		key, err := pathtemplate.Key(c.S3.Prefix, dir, 1, 500, p.o.Ext)
+		if err != nil {
+			return err.Error()
+		}
+		return "s3://" + c.S3.Bucket + "/" + key
+	}
+	if !c.Output.PathTemplate.UsesSubject() {
+		add("%s: the template does not use the subject:", header)
+		add("  %s", render("example"))
+		return
+	}
+	add("%s:", header)
+	if subjects == nil {
+		filters := s.Subjects
+		if len(filters) == 0 {
+			filters = []string{">"}
+		}
+		for _, f := range filters {
+			add("  %s (example of %s)", render(config.ExampleSubject(f)), f)
+		}
+		return
+	}
+	for _, ss := range subjects {
+		switch {
+		case !strings.ContainsAny(ss.filter, "*>"):
+			add("  %s", render(ss.filter))
+		case len(ss.subjects) == 0:
+			add("  %s (example: the stream holds no subject matching %s yet)", render(config.ExampleSubject(ss.filter)), ss.filter)
+		default:
+			add("  filter %s: %d %s in the stream%s", ss.filter, ss.total, plural(ss.total, "subject", "subjects"), shown(len(ss.subjects), ss.total))
+			for _, subj := range ss.subjects {
+				add("    %s", render(subj))
+			}
+		}
+	}
+}
+
+func shown(n, total int) string {
+	if n < total {
+		return fmt.Sprintf(", the first %d", n)
+	}
+	return ""
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
