@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -172,6 +171,7 @@ func effectiveConfig(c *config.Connector) string {
 	opt("tls_cert_file", n.TLSCertFile, plan.FileStatus(n.TLSCertFile))
 	opt("tls_key_file", n.TLSKeyFile, plan.FileStatus(n.TLSKeyFile))
 	kv("tls_required", n.TLSRequired, "")
+	kv("allow_insecure_auth", n.AllowInsecureAuth, "")
 	opt("jetstream_domain", n.JetStreamDomain, "")
 	opt("jetstream_api_prefix", n.JetStreamAPIPrefix, "")
 	inbox := n.InboxPrefix
@@ -298,21 +298,12 @@ func tomlString(s string) string {
 	return b.String()
 }
 
-// redactURLs hides passwords in a comma-separated list of URLs. The
+// redactURLs hides user information in a comma-separated list of URLs. The
 // configuration rejects URLs with credentials; this is the second guard.
 func redactURLs(list string) string {
 	parts := strings.Split(list, ",")
 	for i, p := range parts {
-		u, err := url.Parse(strings.TrimSpace(p))
-		if err != nil {
-			if strings.Contains(p, "@") {
-				parts[i] = "(unparsable URL with credentials, redacted)"
-			}
-			continue
-		}
-		if u.User != nil {
-			parts[i] = u.Redacted()
-		}
+		parts[i] = config.RedactURL(p)
 	}
 	return strings.Join(parts, ",")
 }
