@@ -1133,9 +1133,9 @@ func (r *runner) enqueue(j *job) {
 // takeSealed queues the batches the buffer set sealed.
 func (r *runner) takeSealed() {
 	for _, set := range []*buffer.Set[ackRef]{r.set, r.rej} {
-		enc, format := r.e.enc, r.e.cfg.Output.Format
+		enc, format := r.e.enc, string(r.e.cfg.Output.Format)
 		if set == r.rej {
-			enc, format = r.e.rejEnc, config.FormatJSONLines
+			enc, format = r.e.rejEnc, string(formats.JSONLines)
 		}
 		for _, b := range set.TakeSealed() {
 			j := &job{batch: b, size: int64(b.Body.MemSize()), stream: r.streamOf(b), set: set, enc: enc, format: format, intentID: nuid.Next()}

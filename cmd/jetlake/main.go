@@ -156,7 +156,7 @@ func summary(c *config.Connector, now time.Time) string {
 		state = " (disabled)"
 	}
 	fmt.Fprintf(&b, "connector %s%s (%s): ok\n", c.Name, state, c.File)
-	ext := extension(c.Output.Format)
+	ext, _, _ := formats.ObjectType(formats.Options{Format: c.Output.Format})
 	for _, s := range c.Streams {
 		subjects := "(whole stream)"
 		if len(s.Subjects) > 0 {
@@ -197,14 +197,6 @@ func sampleSubject(filter string) string {
 		}
 	}
 	return strings.Join(toks, ".")
-}
-
-func extension(format string) string {
-	enc, err := formats.New(formats.Options{Format: formats.Format(format)})
-	if err != nil {
-		return "bin"
-	}
-	return enc.Ext()
 }
 
 // setMemoryLimit sets the Go runtime's soft memory limit from the
