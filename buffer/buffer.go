@@ -4,15 +4,14 @@
 // for memory or MaxAckPending pressure.
 //
 // The package is pure: it does no I/O, starts no goroutines and reads no
-// clock; time is an argument. Records are encoded as they are added (through
-// a formats.Batch), so size limits apply to the bytes that will be written.
+// clock; time is an argument. It knows no format: records are encoded as
+// they are added, by a Body the caller supplies (a formats.Batch, say), so
+// size limits apply to the bytes that will be written.
 package buffer
 
 import (
 	"fmt"
 	"time"
-
-	"github.com/jetlake/jetlake/formats"
 )
 
 // Reason says why a batch was sealed.
@@ -43,51 +42,80 @@ type Item[H any] struct {
 	Handle H
 }
 
-// Batch is the content of one future object.
-type Batch[H any] struct {
-	Group  string // what the batch is grouped by (e.g. stream and subject)
-	Dir    string // rendered directory of every record in the batch
-	Body   formats.Batch
+// Sized is what a Batch needs of its body.
+type Sized interface {
+	// Size is the size in bytes the encoded records will have.
+	Size() int
+}
+
+// Body holds the records of R of one batch, encoded as they are added:
+// formats.Batch is one, for formats.Record. It is what a Set needs of it.
+type Body[R any] interface {
+	Sized
+
+	// Append encodes rec at the end; an error means it can never be
+	// encoded, and the body is unchanged.
+	Append(rec *R) error
+	// MemSize is the memory the body holds.
+	MemSize() int
+	// DropLast removes the record appended last, once after an Append
+	// that succeeded; Size and MemSize return what they did before it.
+	DropLast()
+	// Reset empties the body for reuse.
+	Reset()
+}
+
+// Batch is the content of one future object: its records, encoded in Body
+// of type B, and the messages they came from.
+type Batch[H any, B Sized] struct {
+	Group  string    // what the batch is grouped by (e.g. stream and subject)
+	Dir    string    // rendered directory of every record in the batch
+	Body   B         // the encoded records
 	Items  []Item[H] // in the order added
 	First  uint64    // lowest sequence
 	Last   uint64    // highest sequence
 	Opened time.Time // when the first record was added
-	Newest time.Time // latest record timestamp (Record.Time) in the batch
+	Newest time.Time // latest record timestamp in the batch
 	Reason Reason    // why the batch was sealed; empty while open
 }
 
 // Len is the number of messages in the batch.
-func (b *Batch[H]) Len() int { return len(b.Items) }
+func (b *Batch[H, B]) Len() int { return len(b.Items) }
 
 // Size is the encoded size of the batch in bytes.
-func (b *Batch[H]) Size() int { return b.Body.Size() }
+func (b *Batch[H, B]) Size() int { return b.Body.Size() }
 
 // Set holds the open batches of one exporter and the batches sealed since the
-// last call to TakeSealed. A Set is not safe for concurrent use.
-type Set[H any] struct {
-	enc    formats.Encoder
-	limits Limits
+// last call to TakeSealed: batches of messages with handles of type H, whose
+// records of type R are encoded in bodies of type B. A Set is not safe for
+// concurrent use.
+type Set[H, R any, B Body[R]] struct {
+	newBody func() B
+	limits  Limits
 
-	open   map[string]*Batch[H] // by Group: a group has one open batch
-	sealed []*Batch[H]
-	taken  []*Batch[H] // what TakeSealed returned last
-	free   []*Batch[H]
+	open   map[string]*Batch[H, B] // by Group: a group has one open batch
+	sealed []*Batch[H, B]
+	taken  []*Batch[H, B] // what TakeSealed returned last
+	free   []*Batch[H, B]
 	bytes  int64 // encoded bytes of open batches
 	mem    int64 // memory held by open batches
 	msgs   int   // messages in open batches
 }
 
-// New returns an empty Set that encodes records with enc.
-func New[H any](enc formats.Encoder, limits Limits) *Set[H] {
-	return &Set[H]{
-		enc:    enc,
-		limits: limits,
-		open:   make(map[string]*Batch[H]),
+// New returns an empty Set whose batches encode their records in bodies
+// that newBody makes, such as a formats.Encoder's NewBatch. Bodies are
+// reused after Release.
+func New[H, R any, B Body[R]](newBody func() B, limits Limits) *Set[H, R, B] {
+	return &Set[H, R, B]{
+		newBody: newBody,
+		limits:  limits,
+		open:    make(map[string]*Batch[H, B]),
 	}
 }
 
 // Add encodes rec into the open batch of group, opening one if needed, and
-// records h under rec.Sequence. A group has one open batch, in one
+// records h under seq, rec's stream sequence; ts is rec's timestamp, for
+// Batch.Newest, and now the time it is added. A group has one open batch, in one
 // directory; adding may seal batches: the group's batch when dir differs
 // from its directory (ReasonPath), the batch when rec would push it past
 // MaxBytes (ReasonSize, and rec starts a new batch), and the batch when it
@@ -95,7 +123,7 @@ func New[H any](enc formats.Encoder, limits Limits) *Set[H] {
 // batch is opened, so adding to an open batch does not allocate.
 //
 // An error means rec can never be encoded; nothing was added or sealed then.
-func (s *Set[H]) Add(group, dir []byte, rec *formats.Record, h H, now time.Time) error {
+func (s *Set[H, R, B]) Add(group, dir []byte, rec *R, seq uint64, ts time.Time, h H, now time.Time) error {
 	b := s.open[string(group)]
 	if b != nil && b.Dir != string(dir) {
 		s.seal(b, ReasonPath)
@@ -109,7 +137,7 @@ func (s *Set[H]) Add(group, dir []byte, rec *formats.Record, h H, now time.Time)
 		if b.Len() == 0 {
 			s.discard(b)
 		}
-		return fmt.Errorf("buffer: encode sequence %d: %w", rec.Sequence, err)
+		return fmt.Errorf("buffer: encode sequence %d: %w", seq, err)
 	}
 	if s.limits.MaxBytes > 0 && b.Len() > 0 && b.Body.Size() > s.limits.MaxBytes {
 		// The record does not fit: seal what is there and start anew with it.
@@ -119,43 +147,43 @@ func (s *Set[H]) Add(group, dir []byte, rec *formats.Record, h H, now time.Time)
 		before, beforeMem = b.Body.Size(), b.Body.MemSize()
 		if err := b.Body.Append(rec); err != nil {
 			s.discard(b)
-			return fmt.Errorf("buffer: encode sequence %d: %w", rec.Sequence, err)
+			return fmt.Errorf("buffer: encode sequence %d: %w", seq, err)
 		}
 	}
 	s.bytes += int64(b.Body.Size() - before)
 	s.mem += int64(b.Body.MemSize() - beforeMem)
 	s.msgs++
-	b.Items = append(b.Items, Item[H]{Seq: rec.Sequence, Handle: h})
-	if len(b.Items) == 1 || rec.Sequence < b.First {
-		b.First = rec.Sequence
+	b.Items = append(b.Items, Item[H]{Seq: seq, Handle: h})
+	if len(b.Items) == 1 || seq < b.First {
+		b.First = seq
 	}
-	if rec.Sequence > b.Last {
-		b.Last = rec.Sequence
+	if seq > b.Last {
+		b.Last = seq
 	}
-	if rec.Time.After(b.Newest) {
-		b.Newest = rec.Time
+	if ts.After(b.Newest) {
+		b.Newest = ts
 	}
 	if s.limits.MaxMessages > 0 && len(b.Items) >= s.limits.MaxMessages ||
 		s.limits.MaxBytes > 0 && b.Body.Size() >= s.limits.MaxBytes {
-		s.seal(b, reasonFull(b, s.limits))
+		s.seal(b, reasonFull(len(b.Items), s.limits))
 	}
 	return nil
 }
 
-func reasonFull[H any](b *Batch[H], l Limits) Reason {
-	if l.MaxMessages > 0 && len(b.Items) >= l.MaxMessages {
+func reasonFull(n int, l Limits) Reason {
+	if l.MaxMessages > 0 && n >= l.MaxMessages {
 		return ReasonCount
 	}
 	return ReasonSize
 }
 
-func (s *Set[H]) openBatch(group, dir string, now time.Time) *Batch[H] {
-	var b *Batch[H]
+func (s *Set[H, R, B]) openBatch(group, dir string, now time.Time) *Batch[H, B] {
+	var b *Batch[H, B]
 	if n := len(s.free); n > 0 {
 		b = s.free[n-1]
 		s.free = s.free[:n-1]
 	} else {
-		b = &Batch[H]{Body: s.enc.NewBatch()}
+		b = &Batch[H, B]{Body: s.newBody()}
 	}
 	b.Group, b.Dir, b.Opened = group, dir, now
 	s.open[group] = b
@@ -165,14 +193,14 @@ func (s *Set[H]) openBatch(group, dir string, now time.Time) *Batch[H] {
 }
 
 // discard closes an empty batch without sealing it.
-func (s *Set[H]) discard(b *Batch[H]) {
+func (s *Set[H, R, B]) discard(b *Batch[H, B]) {
 	s.bytes -= int64(b.Body.Size())
 	s.mem -= int64(b.Body.MemSize())
 	delete(s.open, b.Group)
 	s.Release(b)
 }
 
-func (s *Set[H]) seal(b *Batch[H], r Reason) {
+func (s *Set[H, R, B]) seal(b *Batch[H, B], r Reason) {
 	s.bytes -= int64(b.Body.Size())
 	s.mem -= int64(b.Body.MemSize())
 	s.msgs -= len(b.Items)
@@ -182,7 +210,7 @@ func (s *Set[H]) seal(b *Batch[H], r Reason) {
 }
 
 // Expire seals every open batch whose first record is MaxAge old at now.
-func (s *Set[H]) Expire(now time.Time) {
+func (s *Set[H, R, B]) Expire(now time.Time) {
 	if s.limits.MaxAge <= 0 {
 		return
 	}
@@ -195,7 +223,7 @@ func (s *Set[H]) Expire(now time.Time) {
 
 // NextExpiry returns when the oldest open batch reaches MaxAge; ok is false
 // when no batch is open or there is no age limit.
-func (s *Set[H]) NextExpiry() (t time.Time, ok bool) {
+func (s *Set[H, R, B]) NextExpiry() (t time.Time, ok bool) {
 	if s.limits.MaxAge <= 0 {
 		return time.Time{}, false
 	}
@@ -209,8 +237,8 @@ func (s *Set[H]) NextExpiry() (t time.Time, ok bool) {
 
 // SealLargest seals the open batch holding the most memory, the largest
 // then the oldest among equals, for reason r. It reports whether a batch was open.
-func (s *Set[H]) SealLargest(r Reason) bool {
-	return s.sealBest(r, func(a, b *Batch[H]) bool {
+func (s *Set[H, R, B]) SealLargest(r Reason) bool {
+	return s.sealBest(r, func(a, b *Batch[H, B]) bool {
 		if am, bm := a.Body.MemSize(), b.Body.MemSize(); am != bm {
 			return am > bm
 		}
@@ -225,8 +253,8 @@ func (s *Set[H]) SealLargest(r Reason) bool {
 // SealMost seals the open batch holding the most messages whose group the
 // match function accepts (nil accepts all), for reason r. It reports whether
 // such a batch was open.
-func (s *Set[H]) SealMost(r Reason, match func(group string) bool) bool {
-	var best *Batch[H]
+func (s *Set[H, R, B]) SealMost(r Reason, match func(group string) bool) bool {
+	var best *Batch[H, B]
 	for _, b := range s.open {
 		if match != nil && !match(b.Group) {
 			continue
@@ -242,8 +270,8 @@ func (s *Set[H]) SealMost(r Reason, match func(group string) bool) bool {
 	return true
 }
 
-func (s *Set[H]) sealBest(r Reason, better func(a, b *Batch[H]) bool) bool {
-	var best *Batch[H]
+func (s *Set[H, R, B]) sealBest(r Reason, better func(a, b *Batch[H, B]) bool) bool {
+	var best *Batch[H, B]
 	for _, b := range s.open {
 		if best == nil || better(b, best) {
 			best = b
@@ -257,7 +285,7 @@ func (s *Set[H]) sealBest(r Reason, better func(a, b *Batch[H]) bool) bool {
 }
 
 // SealAll seals every open batch for reason r.
-func (s *Set[H]) SealAll(r Reason) {
+func (s *Set[H, R, B]) SealAll(r Reason) {
 	for _, b := range s.open {
 		s.seal(b, r)
 	}
@@ -267,7 +295,7 @@ func (s *Set[H]) SealAll(r Reason) {
 // they were sealed, and forgets them. The caller owns the batches until it
 // passes them to Release; the returned slice itself is only valid until the
 // next call to a method of s.
-func (s *Set[H]) TakeSealed() []*Batch[H] {
+func (s *Set[H, R, B]) TakeSealed() []*Batch[H, B] {
 	// Two arrays take turns, and the one returned last time is cleared:
 	// the set must not keep the batches alive once the caller is done.
 	out := s.sealed
@@ -282,7 +310,7 @@ const maxFree = 4
 
 // Release returns a batch the caller is done with, so its memory can be
 // reused.
-func (s *Set[H]) Release(b *Batch[H]) {
+func (s *Set[H, R, B]) Release(b *Batch[H, B]) {
 	// Reset hands the body's memory back for reuse even when the batch
 	// itself is not kept.
 	b.Body.Reset()
@@ -297,14 +325,15 @@ func (s *Set[H]) Release(b *Batch[H]) {
 }
 
 // Bytes is the encoded size of all open batches.
-func (s *Set[H]) Bytes() int64 { return s.bytes }
+func (s *Set[H, R, B]) Bytes() int64 { return s.bytes }
 
-// Mem is the memory all open batches hold: more than Bytes for compressed
-// and columnar formats, which keep records in another form until Finish.
-func (s *Set[H]) Mem() int64 { return s.mem }
+// Mem is the memory all open batches hold: more than Bytes for bodies that
+// keep records in another form than the one they will be written in, such as
+// compressed and columnar formats.
+func (s *Set[H, R, B]) Mem() int64 { return s.mem }
 
 // Messages is the number of messages in open batches.
-func (s *Set[H]) Messages() int { return s.msgs }
+func (s *Set[H, R, B]) Messages() int { return s.msgs }
 
 // Open is the number of open batches.
-func (s *Set[H]) Open() int { return len(s.open) }
+func (s *Set[H, R, B]) Open() int { return len(s.open) }

@@ -7,30 +7,48 @@ import (
 	"time"
 
 	"github.com/jetlake/jetlake/buffer"
-	"github.com/jetlake/jetlake/formats"
 )
 
 var t0 = time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
 
-func newSet(t testing.TB, l buffer.Limits) *buffer.Set[int] {
-	t.Helper()
-	enc, err := formats.New(formats.Options{Format: formats.Raw, RawDelimiter: []byte("\n")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return buffer.New[int](enc, l)
+// record is a message as the tests add it: its data alone.
+type record struct{ data []byte }
+
+// lines is a buffer.Body that writes each record's data and a newline. Its
+// memory is the capacity of its bytes.
+type lines struct {
+	buf  []byte
+	prev int // len(buf) before the last Append
 }
 
-func add(t testing.TB, s *buffer.Set[int], group, dir string, seq uint64, data string, now time.Time) {
+func (l *lines) Append(r *record) error {
+	l.prev = len(l.buf)
+	l.buf = append(append(l.buf, r.data...), '\n')
+	return nil
+}
+
+func (l *lines) Size() int    { return len(l.buf) }
+func (l *lines) MemSize() int { return cap(l.buf) }
+func (l *lines) DropLast()    { l.buf = l.buf[:l.prev] }
+func (l *lines) Reset()       { l.buf, l.prev = l.buf[:0], 0 }
+
+type set = buffer.Set[int, record, *lines]
+
+func newSet(t testing.TB, l buffer.Limits) *set {
 	t.Helper()
-	rec := formats.Record{Stream: "S", Subject: group, Sequence: seq, Time: now, Data: []byte(data)}
-	if err := s.Add([]byte(group), []byte(dir), &rec, int(seq), now); err != nil {
+	return buffer.New[int, record](func() *lines { return new(lines) }, l)
+}
+
+func add(t testing.TB, s *set, group, dir string, seq uint64, data string, now time.Time) {
+	t.Helper()
+	rec := record{data: []byte(data)}
+	if err := s.Add([]byte(group), []byte(dir), &rec, seq, now, int(seq), now); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // sealed describes the sealed batches as "group/dir first-last n reason".
-func sealed(s *buffer.Set[int]) []string {
+func sealed(s *set) []string {
 	var out []string
 	for _, b := range s.TakeSealed() {
 		out = append(out, fmt.Sprintf("%s/%s %d-%d %d %s", b.Group, b.Dir, b.First, b.Last, b.Len(), b.Reason))
@@ -175,17 +193,16 @@ func TestItemsKeepHandlesInArrivalOrder(t *testing.T) {
 	if !slices.Equal(handles, []int{5, 2, 7}) {
 		t.Fatalf("handles = %v", handles)
 	}
-	body, err := b.Body.Finish()
-	if err != nil || string(body.Bytes()) != "x\nx\nx\n" {
-		t.Fatalf("body = %q, %v", body.Bytes(), err)
+	if body := b.Body.buf; string(body) != "x\nx\nx\n" {
+		t.Fatalf("body = %q", body)
 	}
 	s.Release(b)
 	// A released batch is reused empty.
 	add(t, s, "z", "d", 1, "y", t0)
 	s.SealAll(buffer.ReasonShutdown)
 	b = s.TakeSealed()[0]
-	if body, _ := b.Body.Finish(); string(body.Bytes()) != "y\n" || b.Len() != 1 {
-		t.Fatalf("reused batch = %q with %d items", body.Bytes(), b.Len())
+	if body := b.Body.buf; string(body) != "y\n" || b.Len() != 1 {
+		t.Fatalf("reused batch = %q with %d items", body, b.Len())
 	}
 }
 
@@ -201,12 +218,11 @@ func TestBytesTrackOpenBatches(t *testing.T) {
 func BenchmarkAdd(b *testing.B) {
 	s := newSet(b, buffer.Limits{MaxMessages: 1000, MaxBytes: 8 << 20})
 	data := []byte(`{"user":{"id":42,"name":"ada"},"items":[{"sku":"a-1","qty":2}],"total":19.99}`)
-	rec := formats.Record{Stream: "S", Subject: "events.a", Time: t0, Data: data}
+	rec := record{data: data}
 	group, dir := []byte("0\x00events.a"), []byte("S/events.a/2026-11-29/07")
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		rec.Sequence = uint64(i + 1)
-		if err := s.Add(group, dir, &rec, i, t0); err != nil {
+		if err := s.Add(group, dir, &rec, uint64(i+1), t0, i, t0); err != nil {
 			b.Fatal(err)
 		}
 		for _, sb := range s.TakeSealed() {
@@ -218,11 +234,10 @@ func BenchmarkAdd(b *testing.B) {
 func TestAddingToAnOpenBatchDoesNotAllocate(t *testing.T) {
 	s := newSet(t, buffer.Limits{MaxMessages: 1 << 20})
 	group, dir := []byte("g"), []byte("d")
-	rec := formats.Record{Stream: "S", Subject: "g", Time: t0, Data: []byte("x")}
+	rec := record{data: []byte("x")}
 	// Grow the batch's slices first.
 	for i := range 2000 {
-		rec.Sequence = uint64(i + 1)
-		if err := s.Add(group, dir, &rec, i, t0); err != nil {
+		if err := s.Add(group, dir, &rec, uint64(i+1), t0, i, t0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -231,12 +246,25 @@ func TestAddingToAnOpenBatchDoesNotAllocate(t *testing.T) {
 	seq := uint64(10000)
 	allocs := testing.AllocsPerRun(1000, func() {
 		seq++
-		rec.Sequence = seq
-		if err := s.Add(group, dir, &rec, 0, t0); err != nil {
+		if err := s.Add(group, dir, &rec, seq, t0, 0, t0); err != nil {
 			t.Fatal(err)
 		}
 	})
 	if allocs > 0.01 {
 		t.Fatalf("%.2f allocations per Add", allocs)
+	}
+}
+
+func TestNewestIsTheLatestRecordTimestamp(t *testing.T) {
+	s := newSet(t, buffer.Limits{MaxMessages: 3})
+	for i, ts := range []time.Time{t0.Add(time.Second), t0.Add(3 * time.Second), t0} {
+		rec := record{data: []byte("x")}
+		if err := s.Add([]byte("a"), []byte("d"), &rec, uint64(i+1), ts, i, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := s.TakeSealed()[0]
+	if !b.Newest.Equal(t0.Add(3*time.Second)) || !b.Opened.Equal(t0) {
+		t.Fatalf("Newest = %v, Opened = %v; want %v and %v", b.Newest, b.Opened, t0.Add(3*time.Second), t0)
 	}
 }

@@ -93,9 +93,9 @@ func checkResolved(t *testing.T, c *Connector) {
 		t.Errorf("%s: default not filled in: %+v", c.File, c)
 	case c.Output.Format == "" || c.Output.GroupBy == "" || c.Output.PathTemplate == nil || c.Output.Compression == "" || c.Output.OnTypeError == "":
 		t.Errorf("%s: output default not filled in: %+v", c.File, c.Output)
-	case (c.Output.Format == FormatParquet) != (c.Output.RowGroupSize > 0):
+	case (c.Output.Format == formats.Parquet) != (c.Output.RowGroupSize > 0):
 		t.Errorf("%s: row group size %d for format %s", c.File, c.Output.RowGroupSize, c.Output.Format)
-	case c.Output.Format != FormatParquet && (len(c.Output.Columns) > 0 || !c.Output.KeepPayload):
+	case c.Output.Format != formats.Parquet && (len(c.Output.Columns) > 0 || !c.Output.KeepPayload):
 		t.Errorf("%s: parquet settings for format %s: %+v", c.File, c.Output.Format, c.Output)
 	case c.Rotation.MaxFileSize < minFileSize || c.Rotation.MaxBufferedBytes < c.Rotation.MaxFileSize || c.Rotation.MaxFileAge <= 0:
 		t.Errorf("%s: rotation not resolved: %+v", c.File, c.Rotation)
@@ -138,13 +138,13 @@ func TestLoadFillsInEveryDefault(t *testing.T) {
 		}},
 		S3: S3{Bucket: "lake", Region: "us-east-1", UploadConcurrency: 4},
 		Output: Output{
-			Format:          FormatJSONLines,
-			Compression:     CompressionNone,
+			Format:          formats.JSONLines,
+			Compression:     formats.None,
 			PathTemplate:    pathtemplate.MustParse("{stream}/{subject}/{date}/{hour}"),
 			GroupBy:         GroupBySubject,
 			IncludeMetadata: true,
 			KeepPayload:     true,
-			OnTypeError:     OnTypeErrorReject,
+			OnTypeError:     formats.RejectTypeErrors,
 		},
 		Rotation: Rotation{
 			MaxFileSize:        8 << 20,
@@ -205,15 +205,15 @@ func TestLoadResolvesEveryKey(t *testing.T) {
 			UploadConcurrency:  16,
 		},
 		Output: Output{
-			Format:          FormatRaw,
+			Format:          formats.Raw,
 			PathTemplate:    pathtemplate.MustParse("{stream}/date={date}/hour={hour}"),
 			GroupBy:         GroupByPath,
 			IncludeMetadata: false,
 			IncludeHeaders:  true,
 			RawDelimiter:    "\n",
-			Compression:     CompressionZstd,
+			Compression:     formats.Zstd,
 			KeepPayload:     true,
-			OnTypeError:     OnTypeErrorReject,
+			OnTypeError:     formats.RejectTypeErrors,
 		},
 		Rotation: Rotation{
 			MaxFileSize:        64 << 20,
@@ -233,46 +233,46 @@ func TestLoadResolvesParquetKeys(t *testing.T) {
 		want Output
 	}{
 		{"testdata/parquet.good.toml", Output{
-			Format:          FormatParquet,
-			Compression:     CompressionZstd,
+			Format:          formats.Parquet,
+			Compression:     formats.Zstd,
 			PathTemplate:    pathtemplate.MustParse("{stream}/{subject}/{date}/{hour}"),
 			GroupBy:         GroupBySubject,
 			IncludeMetadata: true,
 			IncludeHeaders:  true,
 			RowGroupSize:    128 << 20,
 			KeepPayload:     false,
-			OnTypeError:     OnTypeErrorNull,
+			OnTypeError:     formats.NullTypeErrors,
 			Columns: []Column{
-				{Name: "user_id", Source: "user.id", Type: ColumnInt64, Coerce: true},
-				{Name: "first_sku", Source: "items.0.sku", Type: ColumnString},
-				{Name: "created_at", Source: "created_at", Type: ColumnTimestamp, Unit: "ms"},
-				{Name: "day", Source: "day", Type: ColumnDate},
-				{Name: "_extra", Source: "extra", Type: ColumnJSON},
+				{Name: "user_id", Source: "user.id", Type: formats.TypeInt64, Coerce: true},
+				{Name: "first_sku", Source: "items.0.sku", Type: formats.TypeString},
+				{Name: "created_at", Source: "created_at", Type: formats.TypeTimestamp, Unit: "ms"},
+				{Name: "day", Source: "day", Type: formats.TypeDate},
+				{Name: "_extra", Source: "extra", Type: formats.TypeJSON},
 			},
 		}},
 		{"testdata/parquet-defaults.good.toml", Output{
-			Format:          FormatParquet,
-			Compression:     CompressionSnappy,
+			Format:          formats.Parquet,
+			Compression:     formats.Snappy,
 			PathTemplate:    pathtemplate.MustParse("{stream}/{subject}/{date}/{hour}"),
 			GroupBy:         GroupBySubject,
 			IncludeMetadata: true,
 			RowGroupSize:    64 << 20,
 			KeepPayload:     true,
-			OnTypeError:     OnTypeErrorReject,
+			OnTypeError:     formats.RejectTypeErrors,
 			Columns: []Column{
-				{Name: "total", Source: "total", Type: ColumnDouble},
-				{Name: "paid", Source: "paid", Type: ColumnBoolean},
-				{Name: "at", Source: "at", Type: ColumnTimestamp},
+				{Name: "total", Source: "total", Type: formats.TypeDouble},
+				{Name: "paid", Source: "paid", Type: formats.TypeBoolean},
+				{Name: "at", Source: "at", Type: formats.TypeTimestamp},
 			},
 		}},
 		{"testdata/compression.good.toml", Output{
-			Format:          FormatJSONLines,
-			Compression:     CompressionGzip,
+			Format:          formats.JSONLines,
+			Compression:     formats.Gzip,
 			PathTemplate:    pathtemplate.MustParse("{stream}/{subject}/{date}/{hour}"),
 			GroupBy:         GroupBySubject,
 			IncludeMetadata: true,
 			KeepPayload:     true,
-			OnTypeError:     OnTypeErrorReject,
+			OnTypeError:     formats.RejectTypeErrors,
 		}},
 	}
 	for _, tt := range tests {

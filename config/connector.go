@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 
@@ -361,26 +362,27 @@ func (c *checker) output(t map[string]any, p keyPath) outputCheck {
 	o := outputCheck{templateSet: has(t, "path_template")}
 
 	formatOK := false
-	if f, ok := c.str(t, p, "format", FormatJSONLines); ok {
-		switch f {
-		case FormatJSONLines, FormatJSONArray, FormatRaw, FormatParquet:
+	if f, ok := c.str(t, p, "format", string(formats.JSONLines)); ok {
+		switch f := formats.Format(f); f {
+		case formats.JSONLines, formats.JSONArray, formats.Raw, formats.Parquet:
 			o.Format, formatOK = f, true
 		default:
 			c.report(p.key("format"), "%q is not a format; allowed: json_lines, json_array, raw, parquet", f)
 		}
 	}
-	parquet := o.Format == FormatParquet
+	parquet := o.Format == formats.Parquet
 
 	if formatOK {
-		allowed, def := []string{CompressionNone, CompressionGzip, CompressionZstd}, CompressionNone
+		allowed := []formats.Compression{formats.None, formats.Gzip, formats.Zstd}
 		if parquet {
-			allowed, def = []string{CompressionSnappy, CompressionZstd, CompressionGzip, CompressionNone}, CompressionSnappy
+			allowed = []formats.Compression{formats.Snappy, formats.Zstd, formats.Gzip, formats.None}
 		}
-		if z, ok := c.str(t, p, "compression", def); ok {
-			if slices.Contains(allowed, z) {
-				o.Compression = z
+		// The first allowed is the format's default.
+		if z, ok := c.str(t, p, "compression", string(allowed[0])); ok {
+			if slices.Contains(allowed, formats.Compression(z)) {
+				o.Compression = formats.Compression(z)
 			} else {
-				c.report(p.key("compression"), "%q is not a compression for %s; allowed: %s", z, o.Format, strings.Join(allowed, ", "))
+				c.report(p.key("compression"), "%q is not a compression for %s; allowed: %s", z, o.Format, join(allowed))
 			}
 		}
 	}
@@ -409,7 +411,7 @@ func (c *checker) output(t map[string]any, p keyPath) outputCheck {
 	o.IncludeMetadata, _ = c.boolean(t, p, "include_metadata", true)
 	o.IncludeHeaders, _ = c.boolean(t, p, "include_headers", false)
 	if d, ok := c.str(t, p, "raw_delimiter", ""); ok {
-		if d != "" && formatOK && o.Format != FormatRaw {
+		if d != "" && formatOK && o.Format != formats.Raw {
 			c.report(p.key("raw_delimiter"), "is only for the raw format, and format is %s; remove raw_delimiter or set format = \"raw\"", o.Format)
 		}
 		o.RawDelimiter = d
@@ -437,9 +439,9 @@ func (c *checker) output(t map[string]any, p keyPath) outputCheck {
 	} else {
 		o.KeepPayload = true
 	}
-	if s, ok := c.str(t, p, "on_type_error", OnTypeErrorReject); ok && parquetOnly("on_type_error") {
-		switch s {
-		case OnTypeErrorReject, OnTypeErrorNull:
+	if s, ok := c.str(t, p, "on_type_error", string(formats.RejectTypeErrors)); ok && parquetOnly("on_type_error") {
+		switch s := formats.TypeErrorPolicy(s); s {
+		case formats.RejectTypeErrors, formats.NullTypeErrors:
 			o.OnTypeError = s
 		default:
 			c.report(p.key("on_type_error"), "%q is not a type error policy; allowed: reject (the message goes under _jetlake/ instead of the data), null (the column is null)", s)
@@ -450,10 +452,6 @@ func (c *checker) output(t map[string]any, p keyPath) outputCheck {
 	}
 	return o
 }
-
-// envelopeColumns are the parquet columns every file has, or may have,
-// whose names typed columns may not take.
-var envelopeColumns = []string{"stream", "subject", "sequence", "timestamp", "headers", "payload", "payload_base64"}
 
 // columns checks the [[output.columns]] entries.
 func (c *checker) columns(v any, p keyPath) []Column {
@@ -510,8 +508,8 @@ func (c *checker) column(t map[string]any, p keyPath) (Column, bool) {
 		switch {
 		case !columnName.MatchString(name):
 			c.report(p.key("name"), "%q is not a column name; use lower-case letters, digits and '_', not starting with a digit, such as \"user_id\"", name)
-		case slices.Contains(envelopeColumns, name):
-			c.report(p.key("name"), "%q is the name of an envelope column; the names %s are taken", name, strings.Join(envelopeColumns, ", "))
+		case slices.Contains(formats.EnvelopeNames(), name):
+			c.report(p.key("name"), "%q is the name of an envelope column; the names %s are taken", name, join(formats.EnvelopeNames()))
 		default:
 			col.Name = name
 		}
@@ -527,20 +525,21 @@ func (c *checker) column(t map[string]any, p keyPath) (Column, bool) {
 		}
 	}
 
-	types := []string{ColumnString, ColumnInt64, ColumnInt32, ColumnDouble, ColumnBoolean, ColumnTimestamp, ColumnDate, ColumnJSON}
+	types := []formats.ColumnType{formats.TypeString, formats.TypeInt64, formats.TypeInt32, formats.TypeDouble,
+		formats.TypeBoolean, formats.TypeTimestamp, formats.TypeDate, formats.TypeJSON}
 	if !has(t, "type") {
-		c.report(p.key("type"), "missing; allowed: %s", strings.Join(types, ", "))
+		c.report(p.key("type"), "missing; allowed: %s", join(types))
 	} else if typ, ok := c.str(t, p, "type", ""); ok {
-		if slices.Contains(types, typ) {
-			col.Type = typ
+		if slices.Contains(types, formats.ColumnType(typ)) {
+			col.Type = formats.ColumnType(typ)
 		} else {
-			c.report(p.key("type"), "%q is not a column type; allowed: %s", typ, strings.Join(types, ", "))
+			c.report(p.key("type"), "%q is not a column type; allowed: %s", typ, join(types))
 		}
 	}
 
 	if u, ok := c.str(t, p, "unit", ""); ok && has(t, "unit") {
 		switch {
-		case col.Type != "" && col.Type != ColumnTimestamp:
+		case col.Type != "" && col.Type != formats.TypeTimestamp:
 			c.report(p.key("unit"), "is only for timestamp columns, and type is %s; remove unit", col.Type)
 		case u == "s" || u == "ms" || u == "us" || u == "ns":
 			col.Unit = u
@@ -862,4 +861,16 @@ func maxDirLen(tpl *pathtemplate.Template, s Stream) int {
 		}
 	}
 	return n
+}
+
+// join lists values for a message: "a, b, c".
+func join[S ~string](values []S) string {
+	var b strings.Builder
+	for i, v := range values {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(string(v))
+	}
+	return b.String()
 }

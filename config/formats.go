@@ -5,18 +5,18 @@ import "github.com/jetlake/jetlake/formats"
 // FormatsOptions returns the encoder options the [output] settings describe.
 func (o *Output) FormatsOptions() formats.Options {
 	opts := formats.Options{
-		Format:       formats.Format(o.Format),
-		Compression:  formats.Compression(o.Compression),
+		Format:       o.Format,
+		Compression:  o.Compression,
 		Metadata:     o.IncludeMetadata,
 		Headers:      o.IncludeHeaders,
 		RawDelimiter: []byte(o.RawDelimiter),
 		RowGroupSize: o.RowGroupSize,
 		OmitPayload:  !o.KeepPayload,
-		OnTypeError:  formats.TypeErrorPolicy(o.OnTypeError),
+		OnTypeError:  o.OnTypeError,
 	}
 	for _, col := range o.Columns {
 		opts.Columns = append(opts.Columns, formats.Column{
-			Name: col.Name, Source: col.Source, Type: formats.ColumnType(col.Type), Unit: col.Unit, Coerce: col.Coerce,
+			Name: col.Name, Source: col.Source, Type: col.Type, Unit: col.Unit, Coerce: col.Coerce,
 		})
 	}
 	return opts

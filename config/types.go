@@ -3,6 +3,7 @@ package config
 import (
 	"time"
 
+	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 
@@ -108,42 +109,6 @@ const (
 	SSEKMS = "kms"
 )
 
-// Output formats.
-const (
-	FormatJSONLines = "json_lines"
-	FormatJSONArray = "json_array"
-	FormatRaw       = "raw"
-	FormatParquet   = "parquet"
-)
-
-// Compression codecs. Parquet takes snappy (its default), zstd, gzip and
-// none; the other formats none (their default), gzip and zstd.
-const (
-	CompressionNone   = "none"
-	CompressionGzip   = "gzip"
-	CompressionZstd   = "zstd"
-	CompressionSnappy = "snappy"
-)
-
-// What a parquet connector does with a payload value of the wrong type for
-// its typed column.
-const (
-	OnTypeErrorReject = "reject" // the message is not written to the data; it is recorded under _jetlake/ (the default)
-	OnTypeErrorNull   = "null"   // the column is null, the message is written
-)
-
-// Types of typed parquet columns.
-const (
-	ColumnString    = "string"
-	ColumnInt64     = "int64"
-	ColumnInt32     = "int32"
-	ColumnDouble    = "double"
-	ColumnBoolean   = "boolean"
-	ColumnTimestamp = "timestamp"
-	ColumnDate      = "date"
-	ColumnJSON      = "json"
-)
-
 // Grouping of messages into buffers.
 const (
 	GroupBySubject = "subject" // one buffer per (subject, directory)
@@ -152,27 +117,27 @@ const (
 
 // Output holds the settings of [output].
 type Output struct {
-	Format          string                 // FormatJSONLines (default), FormatJSONArray, FormatRaw or FormatParquet
-	PathTemplate    *pathtemplate.Template // never nil; default "{stream}/{subject}/{date}/{hour}"
-	GroupBy         string                 // GroupBySubject (default) or GroupByPath
-	IncludeMetadata bool                   // default true; parquet always writes the envelope columns
-	IncludeHeaders  bool                   // default false
-	RawDelimiter    string                 // written after every message; empty unless Format is FormatRaw
-	Compression     string                 // resolved: CompressionSnappy for parquet, CompressionNone otherwise
-	RowGroupSize    int64                  // parquet only: bytes of column values per row group, default 64MiB; 0 for other formats
-	KeepPayload     bool                   // parquet only: write the payload columns; default true
-	OnTypeError     string                 // parquet only: OnTypeErrorReject (default) or OnTypeErrorNull
-	Columns         []Column               // parquet only: typed columns, in file order
+	Format          formats.Format          // formats.JSONLines (default), JSONArray, Raw or Parquet
+	PathTemplate    *pathtemplate.Template  // never nil; default "{stream}/{subject}/{date}/{hour}"
+	GroupBy         string                  // GroupBySubject (default) or GroupByPath
+	IncludeMetadata bool                    // default true; parquet always writes the envelope columns
+	IncludeHeaders  bool                    // default false
+	RawDelimiter    string                  // written after every message; empty unless Format is formats.Raw
+	Compression     formats.Compression     // resolved: formats.Snappy for parquet, formats.None otherwise
+	RowGroupSize    int64                   // parquet only: bytes of column values per row group, default 64MiB; 0 for other formats
+	KeepPayload     bool                    // parquet only: write the payload columns; default true
+	OnTypeError     formats.TypeErrorPolicy // parquet only: formats.RejectTypeErrors (default) or NullTypeErrors
+	Columns         []Column                // parquet only: typed columns, in file order
 }
 
 // Column is one [[output.columns]] entry: a typed parquet column whose
 // values come from a field of each JSON payload.
 type Column struct {
-	Name   string // [a-z_][a-z0-9_]*, unique, not an envelope column name
-	Source string // dotted path into the payload: "user.id", "items.0.sku"
-	Type   string // ColumnString, ColumnInt64, ...
-	Unit   string // timestamp only: "s", "ms", "us" or "ns" for epoch numbers; empty: RFC 3339 strings only
-	Coerce bool   // also convert "42" to 42 and the like
+	Name   string             // [a-z_][a-z0-9_]*, unique, not an envelope column name
+	Source string             // dotted path into the payload: "user.id", "items.0.sku"
+	Type   formats.ColumnType // formats.TypeString, TypeInt64, ...
+	Unit   string             // timestamp only: "s", "ms", "us" or "ns" for epoch numbers; empty: RFC 3339 strings only
+	Coerce bool               // also convert "42" to 42 and the like
 }
 
 // Rotation holds the settings of [rotation].

@@ -359,8 +359,8 @@ type runner struct {
 	chunks   formats.ChunkSource // the data encoder, when it defers compression
 	chunkBuf []*formats.Chunk
 	compress chan *formats.Chunk // to the compressors
-	set      *buffer.Set[ackRef] // data
-	rej      *buffer.Set[ackRef] // rejected messages
+	set      *batchSet           // data
+	rej      *batchSet           // rejected messages
 	budget   int64
 
 	in        chan delivery
@@ -393,14 +393,14 @@ func newRunner(e *Exporter, streams []*streamState) *runner {
 		log:       e.log,
 		streams:   streams,
 		uploading: map[bufferKey]int{},
-		set: buffer.New[ackRef](e.enc, buffer.Limits{
+		set: buffer.New[ackRef, formats.Record](e.enc.NewBatch, buffer.Limits{
 			MaxBytes:    int(rot.MaxFileSize),
 			MaxMessages: rot.MaxMessagesPerFile,
 			MaxAge:      rot.MaxFileAge,
 		}),
 		// Rejected messages wait in their own buffers, one object per stream
 		// and day, under _jetlake/rejected/.
-		rej: buffer.New[ackRef](e.rejEnc, buffer.Limits{
+		rej: buffer.New[ackRef, formats.Record](e.rejEnc.NewBatch, buffer.Limits{
 			MaxBytes:    int(rot.MaxFileSize),
 			MaxMessages: rot.MaxMessagesPerFile,
 			MaxAge:      rot.MaxFileAge,
@@ -804,7 +804,7 @@ func (r *runner) add(d delivery) {
 		r.grpBuf = append(r.grpBuf, r.rec.Subject...)
 	}
 	ref := ackRef(msg.Reply())
-	if err := r.set.Add(r.grpBuf, r.dirBuf, &r.rec, ref, r.lastMsg); err != nil {
+	if err := r.set.Add(r.grpBuf, r.dirBuf, &r.rec, r.rec.Sequence, r.rec.Time, ref, r.lastMsg); err != nil {
 		var te *formats.TypeError
 		if errors.As(err, &te) {
 			r.reject(d.stream, s, msg, te)
@@ -981,7 +981,7 @@ func (r *runner) reject(idx int, s *streamState, msg jetstream.Msg, te *formats.
 	group := strconv.AppendInt(nil, int64(idx), 10)
 	group = append(group, 0)
 	ref := ackRef(msg.Reply())
-	if err := r.rej.Add(group, dir, &rec, ref, r.lastMsg); err != nil {
+	if err := r.rej.Add(group, dir, &rec, rec.Sequence, rec.Time, ref, r.lastMsg); err != nil {
 		r.poison(s, msg, fmt.Errorf("rejected by a typed column (%v) and not writable as JSON: %w", te, err))
 		return
 	}
@@ -1132,10 +1132,10 @@ func (r *runner) enqueue(j *job) {
 
 // takeSealed queues the batches the buffer set sealed.
 func (r *runner) takeSealed() {
-	for _, set := range []*buffer.Set[ackRef]{r.set, r.rej} {
-		enc, format := r.e.enc, r.e.cfg.Output.Format
+	for _, set := range []*batchSet{r.set, r.rej} {
+		enc, format := r.e.enc, string(r.e.cfg.Output.Format)
 		if set == r.rej {
-			enc, format = r.e.rejEnc, config.FormatJSONLines
+			enc, format = r.e.rejEnc, string(formats.JSONLines)
 		}
 		for _, b := range set.TakeSealed() {
 			j := &job{batch: b, size: int64(b.Body.MemSize()), stream: r.streamOf(b), set: set, enc: enc, format: format, intentID: nuid.Next()}
@@ -1147,7 +1147,7 @@ func (r *runner) takeSealed() {
 }
 
 // batchSeqs returns the sequences of a batch's messages.
-func batchSeqs(b *buffer.Batch[ackRef]) seqSet {
+func batchSeqs(b *msgBatch) seqSet {
 	seqs := make([]uint64, len(b.Items))
 	for i, it := range b.Items {
 		seqs[i] = it.Seq
@@ -1157,7 +1157,7 @@ func batchSeqs(b *buffer.Batch[ackRef]) seqSet {
 
 // streamOf returns the stream a batch belongs to, from the index its group
 // starts with.
-func (r *runner) streamOf(b *buffer.Batch[ackRef]) *streamState {
+func (r *runner) streamOf(b *msgBatch) *streamState {
 	idx, _, _ := strings.Cut(b.Group, "\x00")
 	i, err := strconv.Atoi(idx)
 	if err != nil || i < 0 || i >= len(r.streams) {

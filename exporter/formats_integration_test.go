@@ -18,6 +18,7 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/formats/formatstest"
 )
 
@@ -66,17 +67,17 @@ max_file_age = "20s"`)
 	}
 	<-e.js.PublishAsyncComplete()
 	c := e.runVariant("pq", func(c *config.Connector) {
-		c.Output.Format = config.FormatParquet
-		c.Output.Compression = config.CompressionZstd
+		c.Output.Format = formats.Parquet
+		c.Output.Compression = formats.Zstd
 		c.Output.RowGroupSize = 64 << 20
 		c.Output.KeepPayload = false
 		c.Output.Columns = []config.Column{
-			{Name: "user_id", Source: "user.id", Type: config.ColumnInt64},
-			{Name: "user_name", Source: "user.name", Type: config.ColumnString},
-			{Name: "sku", Source: "items.0.sku", Type: config.ColumnString},
-			{Name: "total", Source: "total", Type: config.ColumnDouble},
-			{Name: "paid", Source: "paid", Type: config.ColumnBoolean},
-			{Name: "at", Source: "at", Type: config.ColumnTimestamp},
+			{Name: "user_id", Source: "user.id", Type: formats.TypeInt64},
+			{Name: "user_name", Source: "user.name", Type: formats.TypeString},
+			{Name: "sku", Source: "items.0.sku", Type: formats.TypeString},
+			{Name: "total", Source: "total", Type: formats.TypeDouble},
+			{Name: "paid", Source: "paid", Type: formats.TypeBoolean},
+			{Name: "at", Source: "at", Type: formats.TypeTimestamp},
 		}
 	})
 	seen := map[int64]bool{}
@@ -171,8 +172,8 @@ max_messages_per_file = 0
 max_file_age = "20s"`)
 	e.publish(5000, 4)
 	e.runVariant("plain", func(*config.Connector) {})
-	e.runVariant("gz", func(c *config.Connector) { c.Output.Compression = config.CompressionGzip })
-	e.runVariant("zst", func(c *config.Connector) { c.Output.Compression = config.CompressionZstd })
+	e.runVariant("gz", func(c *config.Connector) { c.Output.Compression = formats.Gzip })
+	e.runVariant("zst", func(c *config.Connector) { c.Output.Compression = formats.Zstd })
 	plain := e.records("plain/")
 	if len(plain) != 5000 {
 		t.Fatalf("%d plain records, want 5000", len(plain))
@@ -205,11 +206,11 @@ max_file_age = "2s"`)
 		}
 	}
 	c := e.runVariant("rej", func(c *config.Connector) {
-		c.Output.Format = config.FormatParquet
-		c.Output.Compression = config.CompressionSnappy
+		c.Output.Format = formats.Parquet
+		c.Output.Compression = formats.Snappy
 		c.Output.RowGroupSize = 64 << 20
 		c.Output.KeepPayload = true
-		c.Output.Columns = []config.Column{{Name: "user_id", Source: "user.id", Type: config.ColumnInt64}}
+		c.Output.Columns = []config.Column{{Name: "user_id", Source: "user.id", Type: formats.TypeInt64}}
 	})
 	var rejected []uint64
 	rows := 0

@@ -16,7 +16,7 @@ func TestBatchesOfOneBufferAreUploadedInOrder(t *testing.T) {
 	r, s := hotRunner(t)
 	add := func(seq uint64, subject string) {
 		rec := formats.Record{Stream: "S", Subject: subject, Sequence: seq, Time: time.Unix(0, 0), Data: []byte(`{}`)}
-		if err := r.set.Add([]byte("0\x00"+subject), []byte(subject), &rec, ackRef("$JS.ACK.S.c.1.1.1.0.0"), time.Unix(0, 0)); err != nil {
+		if err := r.set.Add([]byte("0\x00"+subject), []byte(subject), &rec, seq, rec.Time, ackRef("$JS.ACK.S.c.1.1.1.0.0"), time.Unix(0, 0)); err != nil {
 			t.Fatal(err)
 		}
 		s.held.add(seq)

@@ -47,15 +47,23 @@ const maxMetaSeqs = 1024
 // batch is never acked.
 var ErrAbandoned = errors.New("AckWait passed before the batch was committed")
 
+// batchSet is a set of buffers the exporter fills, and msgBatch one of its
+// batches: records encoded by the connector's formats.Encoder, of messages
+// acked through their ackRef.
+type (
+	batchSet = buffer.Set[ackRef, formats.Record, formats.Batch]
+	msgBatch = buffer.Batch[ackRef, formats.Batch]
+)
+
 // job is a sealed batch, or a loss marker, on its way to the store.
 type job struct {
 	stream   *streamState // uploaders read only cfg, created and intentPrefix
-	batch    *buffer.Batch[ackRef]
-	size     int64               // memory the batch holds, counted in the budget
-	set      *buffer.Set[ackRef] // the set the batch returns to
-	enc      formats.Encoder     // the batch's encoder
-	format   string              // and its format's name
-	intentID string              // id of the batch's intent
+	batch    *msgBatch
+	size     int64           // memory the batch holds, counted in the budget
+	set      *batchSet       // the set the batch returns to
+	enc      formats.Encoder // the batch's encoder
+	format   string          // and its format's name
+	intentID string          // id of the batch's intent
 
 	uploading bool // handed to an uploader
 
@@ -66,7 +74,7 @@ type job struct {
 // bufferKey names the buffer a batch was filled in: its set and group.
 // Batches of one buffer are uploaded one after the other, in order.
 type bufferKey struct {
-	set   *buffer.Set[ackRef]
+	set   *batchSet
 	group string
 }
 
@@ -319,8 +327,8 @@ func (e *CollisionError) Error() string {
 type committer struct {
 	e        *Exporter
 	stream   string
-	b        *buffer.Batch[ackRef] // messages to keep in progress, or
-	msgs     []ackRef              // these
+	b        *msgBatch // messages to keep in progress, or
+	msgs     []ackRef  // these
 	key      string
 	ackWait  time.Duration
 	progress time.Time // when the server last (re)started the oldest message's AckWait clock, roughly
@@ -390,7 +398,7 @@ func (c *committer) inProgress() bool {
 // ack acks every message of a stored batch and confirms: the last ack waits
 // for the server's reply, which arrives after the earlier acks sent on the
 // same connection were processed.
-func (e *Exporter) ack(ctx context.Context, b *buffer.Batch[ackRef]) error {
+func (e *Exporter) ack(ctx context.Context, b *msgBatch) error {
 	n := len(b.Items)
 	nc := e.acks
 	var firstErr error

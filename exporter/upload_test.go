@@ -184,13 +184,13 @@ func testExporter(t testing.TB, store ObjectStore) *Exporter {
 // sealedJob returns a sealed batch of n fake messages opened at opened.
 func sealedJob(t *testing.T, e *Exporter, n int, opened time.Time, ackWait time.Duration) (*job, []*fakeMsg) {
 	t.Helper()
-	set := buffer.New[ackRef](e.enc, buffer.Limits{})
+	set := buffer.New[ackRef, formats.Record](e.enc.NewBatch, buffer.Limits{})
 	var msgs []*fakeMsg
 	for i := range n {
 		m := &fakeMsg{seq: uint64(10 + i)}
 		msgs = append(msgs, m)
 		rec := formats.Record{Stream: "S", Subject: "s.a", Sequence: m.seq, Data: m.Data()}
-		if err := set.Add([]byte("0\x00s.a"), []byte("s.a"), &rec, e.acks.(*fakeAcker).register(m), opened); err != nil {
+		if err := set.Add([]byte("0\x00s.a"), []byte("s.a"), &rec, m.seq, rec.Time, e.acks.(*fakeAcker).register(m), opened); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -73,9 +73,6 @@ func (t ColumnType) article() string {
 	return "a " + string(t)
 }
 
-// The names of the envelope columns, which typed columns may not take.
-var envelopeColumns = []string{"stream", "subject", "sequence", "timestamp", "headers", "payload", "payload_base64"}
-
 // TypeError reports a payload value that a typed column cannot hold.
 type TypeError struct {
 	Column string // the column's name
@@ -114,12 +111,13 @@ type typedColumn struct {
 func compileColumns(cols []Column) ([]typedColumn, error) {
 	out := make([]typedColumn, 0, len(cols))
 	seen := make(map[string]bool, len(cols))
+	envelope := EnvelopeNames()
 	for i, c := range cols {
 		where := fmt.Sprintf("formats: column %d (%q)", i+1, c.Name)
 		switch {
 		case !columnName.MatchString(c.Name):
 			return nil, fmt.Errorf("%s: a name must match [a-z_][a-z0-9_]*", where)
-		case slices.Contains(envelopeColumns, c.Name):
+		case slices.Contains(envelope, c.Name):
 			return nil, fmt.Errorf("%s: the name is taken by an envelope column", where)
 		case seen[c.Name]:
 			return nil, fmt.Errorf("%s: the name is used twice", where)

@@ -97,3 +97,24 @@ func ExampleTypeError() {
 	// rejected: column user_id, value "42": a string is not an int64 without coerce
 	// parquet (application/vnd.apache.parquet): 3 records, "PAR1"
 }
+
+func ExampleFields() {
+	opts := formats.Options{Format: formats.Parquet, Columns: []formats.Column{{Name: "user_id", Source: "user.id", Type: formats.TypeInt64}}}
+	for _, f := range formats.Fields(opts) {
+		fmt.Println(f.Name, f.Type, f.Optional, f.Typed)
+	}
+	// Output:
+	// stream string false false
+	// subject string false false
+	// sequence int64 false false
+	// timestamp timestamp false false
+	// user_id int64 true true
+	// payload string true false
+	// payload_base64 string true false
+}
+
+func ExampleObjectType() {
+	ext, contentType, err := formats.ObjectType(formats.Options{Format: formats.JSONLines, Compression: formats.Zstd})
+	fmt.Println(ext, contentType, err)
+	// Output: jsonl.zst application/zstd <nil>
+}

@@ -83,7 +83,8 @@
 //
 // # Parquet
 //
-// The Parquet format writes one row per message, in these columns:
+// The Parquet format writes one row per message, in these columns (Fields
+// lists them for given Options):
 //
 //	stream          BYTE_ARRAY STRING, required, dictionary-encoded
 //	subject         BYTE_ARRAY STRING, required, dictionary-encoded
@@ -226,6 +227,7 @@ type Options struct {
 type Encoder interface {
 	// Ext is the object key extension without the dot: "jsonl", "json",
 	// "bin", "parquet", or with compression "jsonl.gz", "json.zst", ...
+	// ObjectType returns it, and ContentType, without an encoder.
 	Ext() string
 	// ContentType is the object's Content-Type. Compressed JSON and raw
 	// objects are application/gzip or application/zstd; they carry no
@@ -285,24 +287,12 @@ var ErrFinished = errors.New("formats: append to a finished batch")
 // does not take, parquet options for another format, or a typed column that
 // is not valid (see Column). The encoder keeps a copy of opts.
 func New(opts Options) (Encoder, error) {
-	switch opts.Format {
-	case "":
-		opts.Format = JSONLines
-	case JSONLines, JSONArray, Raw, Parquet:
-	default:
-		return nil, fmt.Errorf("formats: unknown format %q (want %q, %q, %q or %q)",
-			string(opts.Format), JSONLines, JSONArray, Raw, Parquet)
+	opts, err := resolve(opts)
+	if err != nil {
+		return nil, err
 	}
 	if opts.Format == Parquet {
 		return newParquetEncoder(opts)
-	}
-	switch opts.Compression {
-	case "":
-		opts.Compression = None
-	case None, Gzip, Zstd:
-	default:
-		return nil, fmt.Errorf("formats: %s cannot be compressed with %q (want %q, %q or %q)",
-			opts.Format, string(opts.Compression), None, Gzip, Zstd)
 	}
 	switch {
 	case len(opts.Columns) > 0:
@@ -316,20 +306,11 @@ func New(opts Options) (Encoder, error) {
 		return nil, err
 	}
 	e := &encoder{opts: opts}
-	switch opts.Format {
-	case JSONLines:
-		e.ext, e.contentType = "jsonl", "application/x-ndjson"
-	case JSONArray:
-		e.ext, e.contentType = "json", "application/json"
-	case Raw:
-		e.ext, e.contentType = "bin", "application/octet-stream"
-	}
+	e.ext, e.contentType = objectType(opts)
 	switch opts.Compression {
 	case Gzip:
-		e.ext, e.contentType = e.ext+".gz", "application/gzip"
 		e.codec = newGzipChunker()
 	case Zstd:
-		e.ext, e.contentType = e.ext+".zst", "application/zstd"
 		c, err := newZstdChunker()
 		if err != nil {
 			return nil, err
@@ -347,6 +328,77 @@ func New(opts Options) (Encoder, error) {
 		return deferringEncoder{e}, nil
 	}
 	return e, nil
+}
+
+// ObjectType returns the object key extension, without the dot, and the
+// Content-Type of the objects an Encoder for opts writes: what its Ext and
+// ContentType return, without making one. The error is New's for an unknown
+// format or a compression the format does not take; the other options are
+// not checked.
+func ObjectType(opts Options) (ext, contentType string, err error) {
+	opts, err = resolve(opts)
+	if err != nil {
+		return "", "", err
+	}
+	ext, contentType = objectType(opts)
+	return ext, contentType, nil
+}
+
+// objectType is ObjectType for options that resolve returned.
+func objectType(opts Options) (ext, contentType string) {
+	switch opts.Format {
+	case Parquet:
+		// Parquet compresses inside the file: the object is parquet whatever
+		// the codec.
+		return "parquet", "application/vnd.apache.parquet"
+	case JSONArray:
+		ext, contentType = "json", "application/json"
+	case Raw:
+		ext, contentType = "bin", "application/octet-stream"
+	default:
+		ext, contentType = "jsonl", "application/x-ndjson"
+	}
+	switch opts.Compression {
+	case Gzip:
+		return ext + ".gz", "application/gzip"
+	case Zstd:
+		return ext + ".zst", "application/zstd"
+	}
+	return ext, contentType
+}
+
+// resolve returns opts with the empty format and compression replaced by
+// their defaults, or an error when the format is unknown or does not take
+// the compression.
+func resolve(opts Options) (Options, error) {
+	switch opts.Format {
+	case "":
+		opts.Format = JSONLines
+	case JSONLines, JSONArray, Raw, Parquet:
+	default:
+		return opts, fmt.Errorf("formats: unknown format %q (want %q, %q, %q or %q)",
+			string(opts.Format), JSONLines, JSONArray, Raw, Parquet)
+	}
+	if opts.Format == Parquet {
+		switch opts.Compression {
+		case "":
+			opts.Compression = Snappy
+		case Snappy, Zstd, Gzip, None:
+		default:
+			return opts, fmt.Errorf("formats: %s cannot be compressed with %q (want %q, %q, %q or %q)",
+				Parquet, string(opts.Compression), Snappy, Zstd, Gzip, None)
+		}
+		return opts, nil
+	}
+	switch opts.Compression {
+	case "":
+		opts.Compression = None
+	case None, Gzip, Zstd:
+	default:
+		return opts, fmt.Errorf("formats: %s cannot be compressed with %q (want %q, %q or %q)",
+			opts.Format, string(opts.Compression), None, Gzip, Zstd)
+	}
+	return opts, nil
 }
 
 type encoder struct {

@@ -27,7 +27,8 @@ type parquetEncoder struct {
 	learn     learning
 }
 
-// The column positions that do not depend on options.
+// The column positions that do not depend on options: Fields puts the
+// envelope's required columns first.
 const (
 	colStream = iota
 	colSubject
@@ -87,17 +88,14 @@ type learning struct {
 func newParquetEncoder(opts Options) (Encoder, error) {
 	var codec compress.Codec
 	switch opts.Compression {
-	case "", Snappy:
-		opts.Compression, codec = Snappy, &parquet.Snappy
+	case Snappy:
+		codec = &parquet.Snappy
 	case Zstd:
 		codec = &parquet.Zstd
 	case Gzip:
 		codec = &parquet.Gzip
 	case None:
 		codec = &parquet.Uncompressed
-	default:
-		return nil, fmt.Errorf("formats: %s cannot be compressed with %q (want %q, %q, %q or %q)",
-			Parquet, string(opts.Compression), Snappy, Zstd, Gzip, None)
 	}
 	if err := checkPolicy(opts.OnTypeError); err != nil {
 		return nil, err
@@ -121,42 +119,14 @@ func newParquetEncoder(opts Options) (Encoder, error) {
 	// Every column but stream and subject is PLAIN, the encoding every
 	// reader takes; parquet-go would write optional strings as
 	// DELTA_LENGTH_BYTE_ARRAY.
-	str := parquet.String()
-	cols := []pcol{
-		{name: "stream", kind: kindBytes, dict: true, node: parquet.Encoded(parquet.String(), &parquet.RLEDictionary)},
-		{name: "subject", kind: kindBytes, dict: true, node: parquet.Encoded(parquet.String(), &parquet.RLEDictionary)},
-		{name: "sequence", kind: kindInt64, node: parquet.Leaf(parquet.Int64Type)},
-		{name: "timestamp", kind: kindInt64, node: parquet.TimestampAdjusted(parquet.Microsecond, true)},
-	}
-	if opts.Headers {
-		cols = append(cols, pcol{name: "headers", kind: kindBytes, node: str, optional: true, blob: true})
-	}
-	for _, c := range typed {
-		pc := pcol{name: c.Name, optional: true}
-		switch c.Type {
-		case TypeString:
-			pc.kind, pc.node = kindBytes, str
-		case TypeJSON:
-			pc.kind, pc.node, pc.blob = kindBytes, str, true
-		case TypeInt64:
-			pc.kind, pc.node = kindInt64, parquet.Leaf(parquet.Int64Type)
-		case TypeInt32:
-			pc.kind, pc.node = kindInt32, parquet.Leaf(parquet.Int32Type)
-		case TypeDouble:
-			pc.kind, pc.node = kindDouble, parquet.Leaf(parquet.DoubleType)
-		case TypeBoolean:
-			pc.kind, pc.node = kindBool, parquet.Leaf(parquet.BooleanType)
-		case TypeTimestamp:
-			pc.kind, pc.node = kindInt64, parquet.TimestampAdjusted(parquet.Microsecond, true)
-		case TypeDate:
-			pc.kind, pc.node = kindInt32, parquet.Date()
+	var cols []pcol
+	for _, f := range Fields(opts) {
+		pc := pcol{name: f.Name, optional: f.Optional, dict: f.dict, blob: f.blob}
+		pc.kind, pc.node = leaf(f.Type)
+		if f.dict {
+			pc.node = parquet.Encoded(pc.node, &parquet.RLEDictionary)
 		}
 		cols = append(cols, pc)
-	}
-	if !opts.OmitPayload {
-		cols = append(cols,
-			pcol{name: "payload", kind: kindBytes, node: str, optional: true, blob: true},
-			pcol{name: "payload_base64", kind: kindBytes, node: str, optional: true, blob: true})
 	}
 
 	group := parquet.Group{}
@@ -215,8 +185,35 @@ func newParquetEncoder(opts Options) (Encoder, error) {
 	return e, nil
 }
 
-func (e *parquetEncoder) Ext() string         { return "parquet" }
-func (e *parquetEncoder) ContentType() string { return "application/vnd.apache.parquet" }
+func (e *parquetEncoder) Ext() string {
+	ext, _ := objectType(e.opts)
+	return ext
+}
+
+func (e *parquetEncoder) ContentType() string {
+	_, contentType := objectType(e.opts)
+	return contentType
+}
+
+// leaf returns how a column of type t is buffered and its parquet type.
+func leaf(t ColumnType) (colKind, parquet.Node) {
+	switch t {
+	case TypeInt64:
+		return kindInt64, parquet.Leaf(parquet.Int64Type)
+	case TypeInt32:
+		return kindInt32, parquet.Leaf(parquet.Int32Type)
+	case TypeDouble:
+		return kindDouble, parquet.Leaf(parquet.DoubleType)
+	case TypeBoolean:
+		return kindBool, parquet.Leaf(parquet.BooleanType)
+	case TypeTimestamp:
+		return kindInt64, parquet.TimestampAdjusted(parquet.Microsecond, true)
+	case TypeDate:
+		return kindInt32, parquet.Date()
+	}
+	// TypeString and TypeJSON: compileColumns let no other type through.
+	return kindBytes, parquet.String()
+}
 
 func (e *parquetEncoder) NewBatch() Batch {
 	b := &parquetBatch{

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 
@@ -365,64 +366,49 @@ func knownSubjects(c *config.Connector, v pathtemplate.Part) ([]string, bool) {
 // dataColumns are the columns of the records the connector writes.
 func dataColumns(c *config.Connector) ([]column, error) {
 	o := c.Output
-	str := column{athena: "string", trino: "varchar"}
-	named := func(name string, col column) column { col.name = name; return col }
-	// envelope is the columns every record starts with, the timestamp as
-	// Athena type tsAthena.
-	envelope := func(tsAthena string) []column {
-		cols := []column{
-			named("stream", str),
-			named("subject", str),
-			{name: "sequence", athena: "bigint", trino: "bigint"},
-			{name: "timestamp", athena: tsAthena, trino: "timestamp"},
-		}
-		if o.IncludeHeaders {
-			cols = append(cols, named("headers", str))
-		}
-		return cols
-	}
 	switch o.Format {
-	case config.FormatJSONArray:
+	case formats.JSONArray:
 		return nil, fmt.Errorf("format %s writes one JSON array per object, which Athena and Trino cannot read as rows; use json_lines or parquet (DuckDB and Spark read json_array): %w", o.Format, errNoTable)
-	case config.FormatRaw:
+	case formats.Raw:
 		return nil, fmt.Errorf("format %s writes the payload bytes with no record structure, which Athena and Trino cannot read as rows; use json_lines or parquet: %w", o.Format, errNoTable)
-	case config.FormatJSONLines:
+	case formats.JSONLines:
 		if !o.IncludeMetadata {
 			return nil, fmt.Errorf("include_metadata = false: each record is the payload alone, whose fields jetlake does not know; set include_metadata = true, or declare the payload's fields by hand: %w", errNoTable)
 		}
-		// The record holds RFC 3339 text with nine fractional digits:
-		// Trino's OpenX JSON reader parses it, Athena's is not guaranteed
-		// to, so Athena gets the text.
-		cols := envelope("string")
-		// payload is any JSON value; the OpenX JSON SerDe renders objects and
-		// arrays declared as string as their JSON text.
-		return append(cols, named("payload", str), named("payload_encoding", str)), nil
-	case config.FormatParquet:
-		cols := envelope("timestamp")
-		for _, tc := range o.Columns {
-			col, ok := typedColumns[tc.Type]
-			if !ok {
-				return nil, fmt.Errorf("output.columns %s: type %q has no table type", tc.Name, tc.Type)
-			}
-			cols = append(cols, named(tc.Name, col))
-		}
-		if o.KeepPayload {
-			cols = append(cols, named("payload", str), named("payload_base64", str))
-		}
-		return cols, nil
+	case formats.Parquet:
+	default:
+		return nil, fmt.Errorf("format %q: %w", o.Format, errNoTable)
 	}
-	return nil, fmt.Errorf("format %q: %w", o.Format, errNoTable)
+	var cols []column
+	for _, f := range formats.Fields(o.FormatsOptions()) {
+		col, ok := fieldTypes[f.Type]
+		if !ok {
+			return nil, fmt.Errorf("output.columns %s: type %q has no table type", f.Name, f.Type)
+		}
+		if f.Type == formats.TypeTimestamp && o.Format == formats.JSONLines {
+			// The record holds RFC 3339 text with nine fractional digits:
+			// Trino's OpenX JSON reader parses it, Athena's is not
+			// guaranteed to, so Athena gets the text.
+			col.athena = "string"
+		}
+		col.name = f.Name
+		cols = append(cols, col)
+	}
+	return cols, nil
 }
 
-var typedColumns = map[string]column{
-	config.ColumnString:    {athena: "string", trino: "varchar"},
-	config.ColumnJSON:      {athena: "string", trino: "varchar"},
-	config.ColumnInt64:     {athena: "bigint", trino: "bigint"},
-	config.ColumnInt32:     {athena: "int", trino: "integer"},
-	config.ColumnDouble:    {athena: "double", trino: "double"},
-	config.ColumnBoolean:   {athena: "boolean", trino: "boolean"},
-	config.ColumnTimestamp: {athena: "timestamp", trino: "timestamp"},
-	config.ColumnDate:      {athena: "date", trino: "date"},
+// fieldTypes are the table types of the fields' logical types. A JSON
+// value is a string: in json_lines records, the OpenX JSON SerDe renders
+// objects and arrays declared as string as their JSON text.
+var fieldTypes = map[formats.ColumnType]column{
+	formats.TypeString:    {athena: "string", trino: "varchar"},
+	formats.TypeJSON:      {athena: "string", trino: "varchar"},
+	formats.TypeInt64:     {athena: "bigint", trino: "bigint"},
+	formats.TypeInt32:     {athena: "int", trino: "integer"},
+	formats.TypeDouble:    {athena: "double", trino: "double"},
+	formats.TypeBoolean:   {athena: "boolean", trino: "boolean"},
+	formats.TypeTimestamp: {athena: "timestamp", trino: "timestamp"},
+	formats.TypeDate:      {athena: "date", trino: "date"},
 }
 
 // ddl returns the CREATE TABLE statement for a connector, and notes for
@@ -455,7 +441,7 @@ func ddl(c *config.Connector, o ddlOptions) (string, []string, error) {
 		table = strings.ToLower(strings.ReplaceAll(c.Name, "-", "_"))
 	}
 	var notes []string
-	if c.Output.Format == config.FormatJSONLines && c.Output.Compression != config.CompressionNone {
+	if c.Output.Format == formats.JSONLines && c.Output.Compression != formats.None {
 		notes = append(notes, fmt.Sprintf("objects end in .%s; %s decompresses them by that extension", objectExt(c), engineTitle(o.Engine)))
 	}
 	for _, p := range l.parts {
@@ -468,7 +454,7 @@ func ddl(c *config.Connector, o ddlOptions) (string, []string, error) {
 			}
 		}
 	}
-	if c.Output.Format == config.FormatJSONLines && o.Engine == engineAthena {
+	if c.Output.Format == formats.JSONLines && o.Engine == engineAthena {
 		notes = append(notes, `timestamp is RFC 3339 text in UTC with nanoseconds; query it as from_iso8601_timestamp("timestamp")`)
 	}
 	if o.Engine == engineTrino && len(l.parts) > 0 {
@@ -563,7 +549,7 @@ func athenaDDL(c *config.Connector, table, base string, cols []column, l *layout
 		}
 		b.WriteString(")\n")
 	}
-	if c.Output.Format == config.FormatParquet {
+	if c.Output.Format == formats.Parquet {
 		b.WriteString("STORED AS PARQUET\n")
 	} else {
 		b.WriteString("ROW FORMAT SERDE 'org.openx.data.jsonserde.JsonSerDe'\n")
@@ -632,7 +618,7 @@ func trinoDDL(c *config.Connector, table, base string, cols []column, l *layout)
 	}
 	b.WriteString(")\nWITH (\n")
 	format := "OPENX_JSON"
-	if c.Output.Format == config.FormatParquet {
+	if c.Output.Format == formats.Parquet {
 		format = "PARQUET"
 	}
 	props := []string{

@@ -33,7 +33,6 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
-	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 
@@ -156,7 +155,7 @@ func summary(c *config.Connector, now time.Time) string {
 		state = " (disabled)"
 	}
 	fmt.Fprintf(&b, "connector %s%s (%s): ok\n", c.Name, state, c.File)
-	ext := extension(c.Output.Format)
+	ext := objectExt(c) // with the compression suffix, as objects are named
 	for _, s := range c.Streams {
 		subjects := "(whole stream)"
 		if len(s.Subjects) > 0 {
@@ -183,14 +182,6 @@ func summary(c *config.Connector, now time.Time) string {
 	fmt.Fprintf(&b, "  rotation: %s, %s, %s; max_buffered_bytes %s\n",
 		config.FormatSize(c.Rotation.MaxFileSize), count, c.Rotation.MaxFileAge, config.FormatSize(c.Rotation.MaxBufferedBytes))
 	return b.String()
-}
-
-func extension(format string) string {
-	enc, err := formats.New(formats.Options{Format: formats.Format(format)})
-	if err != nil {
-		return "bin"
-	}
-	return enc.Ext()
 }
 
 // setMemoryLimit sets the Go runtime's soft memory limit from the

@@ -75,13 +75,11 @@ func plural(n int, one, many string) string {
 }
 
 // objectExt is the extension of the connector's objects, compression
-// included.
+// included. Load checked the format and the compression, the only options
+// ObjectType looks at.
 func objectExt(c *config.Connector) string {
-	enc, err := formats.New(c.Output.FormatsOptions())
-	if err != nil {
-		return extension(c.Output.Format)
-	}
-	return enc.Ext()
+	ext, _, _ := formats.ObjectType(c.Output.FormatsOptions())
+	return ext
 }
 
 // printPlan writes the plan of connector c.
@@ -243,24 +241,24 @@ func effectiveConfig(c *config.Connector) string {
 
 	o := c.Output
 	b.WriteString("\n[output]\n")
-	kv("format", o.Format, "")
-	kv("compression", o.Compression, "objects end in ."+objectExt(c))
+	kv("format", string(o.Format), "")
+	kv("compression", string(o.Compression), "objects end in ."+objectExt(c))
 	kv("path_template", o.PathTemplate.String(), "")
 	kv("group_by", o.GroupBy, "")
 	kv("include_metadata", o.IncludeMetadata, "")
 	kv("include_headers", o.IncludeHeaders, "")
-	if o.Format == config.FormatRaw {
+	if o.Format == formats.Raw {
 		kv("raw_delimiter", o.RawDelimiter, "")
 	}
-	if o.Format == config.FormatParquet {
+	if o.Format == formats.Parquet {
 		kv("row_group_size", config.FormatSize(o.RowGroupSize), "")
 		kv("keep_payload", o.KeepPayload, "")
-		kv("on_type_error", o.OnTypeError, "")
+		kv("on_type_error", string(o.OnTypeError), "")
 		for _, col := range o.Columns {
 			b.WriteString("\n[[output.columns]]\n")
 			kv("name", col.Name, "")
 			kv("source", col.Source, "")
-			kv("type", col.Type, "")
+			kv("type", string(col.Type), "")
 			opt("unit", col.Unit, "")
 			kv("coerce", col.Coerce, "")
 		}
