@@ -25,9 +25,7 @@ func hotRunner(tb testing.TB) (*runner, *streamState) {
 	e.cfg.S3.UploadConcurrency = 1
 	e.opts.MaxObjectSize = 5 << 30
 	s := &streamState{
-		cfg:        config.Stream{Stream: "S", Consumer: "c", AckWait: time.Minute, MaxAckPending: 1 << 20},
-		committed:  map[uint64]*committed{},
-		unresolved: map[string]*unresolved{}, pending: map[uint64]*unresolved{}, own: map[string]bool{},
+		cfg:       config.Stream{Stream: "S", Consumer: "c", AckWait: time.Minute, MaxAckPending: 1 << 20},
 		mReceived: e.m.received.WithLabelValues("c", "S"), mRedelivered: e.m.redelivered.WithLabelValues("c", "S"),
 		mAcked: e.m.acked.WithLabelValues("c", "S"),
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
@@ -69,6 +70,8 @@ type env struct {
 	stream string
 	bucket string
 	file   string // connector file
+
+	metrics *exporter.Metrics // for the exporters run; nil: unexported ones
 }
 
 // connectorTOML is the connector of the tests; %s are filled by newEnv and
@@ -215,7 +218,7 @@ func (e *env) runUntilIdle(c *config.Connector, timeout time.Duration) *exporter
 // its error on the channel.
 func (e *env) run(ctx context.Context, c *config.Connector, untilIdle bool) (<-chan error, *exporter.Exporter) {
 	e.t.Helper()
-	ex, err := exporter.New(c, exporter.Options{Logger: testLogger(e.t), UntilIdle: untilIdle, Version: "test"})
+	ex, err := exporter.New(c, exporter.Options{Logger: testLogger(e.t), UntilIdle: untilIdle, Version: "test", Metrics: e.metrics})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -448,13 +451,31 @@ max_buffered_bytes = "64KiB"`)
 // crossed it and the chunk of memory it opened.
 func (e *env) exportWithinBudget(n, subjects int, budget, slack int64, timeout time.Duration) {
 	e.t.Helper()
+	reg := prometheus.NewRegistry()
+	e.metrics = exporter.NewMetrics(reg)
 	last := e.publish(n, subjects)
-	ex := e.runUntilIdle(e.connector(), timeout)
+	e.runUntilIdle(e.connector(), timeout)
 	e.wantExactlyOnce(e.read(), last)
 	e.wantAllAcked()
-	if peak := exporter.PeakBuffered(ex); peak > budget+slack {
+	if peak := int64(gauge(e.t, reg, "jetlake_buffered_bytes_peak")); peak > budget+slack {
 		e.t.Fatalf("peak %d bytes held, over the budget of %d by more than %d", peak, budget, slack)
 	}
+}
+
+// gauge returns the value of the gauge name, of a single series, in reg.
+func gauge(t *testing.T, reg prometheus.Gatherer, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no single series of gauge %s", name)
+	return 0
 }
 
 func TestS3OutageAcksNothingAndLosesNothing(t *testing.T) {

@@ -27,6 +27,7 @@ type Metrics struct {
 
 	bufferedMessages *prometheus.GaugeVec
 	bufferedBytes    *prometheus.GaugeVec
+	bufferedPeak     *prometheus.GaugeVec
 	oldestBuffered   *prometheus.GaugeVec
 	pending          *prometheus.GaugeVec
 	ackPending       *prometheus.GaugeVec
@@ -63,14 +64,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 
 		bufferedMessages: gauge("buffered_messages", "Messages held in buffers and uploads, not yet acked.", cs...),
 		bufferedBytes:    gauge("buffered_bytes", "Bytes held in open buffers and uploads.", "connector"),
-		oldestBuffered:   gauge("oldest_buffered_age_seconds", "Age of the oldest open buffer.", "connector"),
-		pending:          gauge("consumer_pending_messages", "Messages in the stream not yet delivered to the consumer.", cs...),
-		ackPending:       gauge("consumer_ack_pending_messages", "Messages delivered to the consumer and not yet acked.", cs...),
-		freshness:        gauge("freshness_seconds", "Now minus the timestamp of the newest exported message.", cs...),
+		bufferedPeak: gauge("buffered_bytes_peak",
+			"Most bytes held at once in open buffers, uploads and delivered messages awaiting their acks, since the connector started.", "connector"),
+		oldestBuffered: gauge("oldest_buffered_age_seconds", "Age of the oldest open buffer.", "connector"),
+		pending:        gauge("consumer_pending_messages", "Messages in the stream not yet delivered to the consumer.", cs...),
+		ackPending:     gauge("consumer_ack_pending_messages", "Messages delivered to the consumer and not yet acked.", cs...),
+		freshness:      gauge("freshness_seconds", "Now minus the timestamp of the newest exported message.", cs...),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.received, m.redelivered, m.acked, m.objects, m.bytes, m.uploadSeconds,
-			m.objectBytes, m.uploadErrors, m.lost, m.rejected, m.bufferedMessages, m.bufferedBytes, m.oldestBuffered,
+			m.objectBytes, m.uploadErrors, m.lost, m.rejected, m.bufferedMessages, m.bufferedBytes, m.bufferedPeak, m.oldestBuffered,
 			m.pending, m.ackPending, m.freshness} {
 			reg.MustRegister(c)
 		}

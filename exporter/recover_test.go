@@ -83,8 +83,6 @@ func TestRecoveryAfterACrashAtEachCommitStep(t *testing.T) {
 				cfg:          config.Stream{Stream: "S", Consumer: "c", AckWait: time.Minute},
 				created:      tt.streamCreated,
 				intentPrefix: intentPrefix("c", "S", "c"),
-				committed:    map[uint64]*committed{}, unresolved: map[string]*unresolved{},
-				pending: map[uint64]*unresolved{}, own: map[string]bool{},
 			}
 			in := intent{ID: "I1", Key: key, Stream: "S", StreamCreated: created, Consumer: "c",
 				Seqs: newSeqSet([]uint64{10, 11, 12}), Created: time.Now()}
@@ -102,10 +100,10 @@ func TestRecoveryAfterACrashAtEachCommitStep(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, q := range []uint64{10, 11, 12} {
-				if _, ok := s.committed[q]; ok != tt.wantCommitted {
+				if _, ok := s.book.committed[q]; ok != tt.wantCommitted {
 					t.Errorf("sequence %d committed = %v, want %v", q, ok, tt.wantCommitted)
 				}
-				if _, ok := s.pending[q]; ok != tt.wantAwait {
+				if _, ok := s.book.pending[q]; ok != tt.wantAwait {
 					t.Errorf("sequence %d unresolved = %v, want %v", q, ok, tt.wantAwait)
 				}
 			}
@@ -117,15 +115,15 @@ func TestRecoveryAfterACrashAtEachCommitStep(t *testing.T) {
 			}
 			// Its writer has given up: the object is looked up again.
 			r := &runner{e: e, log: e.log, streams: []*streamState{s}}
-			u := s.unresolved[ikey]
+			u := s.book.unresolved[ikey]
 			if err := r.resolve(context.Background(), u.deadline.Add(time.Second)); err != nil {
 				t.Fatal(err)
 			}
 			if _, ok := intents.m[ikey]; ok {
 				t.Error("the intent of a batch never stored was kept")
 			}
-			if len(s.pending) != 0 || len(s.unresolved) != 0 || len(s.committed) != 0 {
-				t.Errorf("after resolving: %d pending, %d unresolved, %d committed; want none", len(s.pending), len(s.unresolved), len(s.committed))
+			if len(s.book.pending) != 0 || len(s.book.unresolved) != 0 || len(s.book.committed) != 0 {
+				t.Errorf("after resolving: %d pending, %d unresolved, %d committed; want none", len(s.book.pending), len(s.book.unresolved), len(s.book.committed))
 			}
 		})
 	}
@@ -139,19 +137,17 @@ func TestALatePutOfAStalledWriterIsFoundWhenResolving(t *testing.T) {
 	e.intents = intents
 	s := &streamState{
 		cfg: config.Stream{Stream: "S", Consumer: "c", AckWait: time.Minute}, intentPrefix: "p.",
-		committed: map[uint64]*committed{}, unresolved: map[string]*unresolved{},
-		pending: map[uint64]*unresolved{}, own: map[string]bool{},
 	}
 	in := &intent{ID: "I1", Key: key, Seqs: newSeqSet([]uint64{5, 6})}
 	intents.m["p.I1"] = []byte("{}")
-	s.await("p.I1", in, time.Now())
+	s.book.await("p.I1", in, time.Now())
 	// The stalled writer's PUT lands after recovery looked.
 	store.objects = map[string]map[string]string{key: {MetaIntent: "I1"}}
 	r := &runner{e: e, log: e.log, streams: []*streamState{s}}
 	if err := r.resolve(context.Background(), time.Now().Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := s.committed[5]; !ok {
+	if _, ok := s.book.committed[5]; !ok {
 		t.Fatal("the late object's sequences were not taken as stored")
 	}
 	if _, ok := intents.m["p.I1"]; !ok {

@@ -5,14 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
-	"math/rand/v2"
 	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetlake/jetlake/buffer"
 	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/lossmarker"
 	"github.com/jetlake/jetlake/pathtemplate"
@@ -46,53 +43,6 @@ const maxMetaSeqs = 1024
 // it was stored and acked: JetStream has redelivered them or will, so the
 // batch is never acked.
 var ErrAbandoned = errors.New("AckWait passed before the batch was committed")
-
-// batchSet is a set of buffers the exporter fills, and msgBatch one of its
-// batches: records encoded by the connector's formats.Encoder, of messages
-// acked through their ackRef.
-type (
-	batchSet = buffer.Set[ackRef, formats.Record, formats.Batch]
-	msgBatch = buffer.Batch[ackRef, formats.Batch]
-)
-
-// job is a sealed batch, or a loss marker, on its way to the store.
-type job struct {
-	stream   *streamState // uploaders read only cfg, created and intentPrefix
-	batch    *msgBatch
-	size     int64           // memory the batch holds, counted in the budget
-	set      *batchSet       // the set the batch returns to
-	enc      formats.Encoder // the batch's encoder
-	format   string          // and its format's name
-	intentID string          // id of the batch's intent
-
-	uploading bool // handed to an uploader
-
-	marker *lossmarker.Marker // instead of a batch
-	term   []ackRef           // poison messages to terminate once the marker is stored
-}
-
-// bufferKey names the buffer a batch was filled in: its set and group.
-// Batches of one buffer are uploaded one after the other, in order.
-type bufferKey struct {
-	set   *batchSet
-	group string
-}
-
-// key returns the buffer key of the job's batch.
-func (j *job) key() bufferKey { return bufferKey{j.set, j.batch.Group} }
-
-// result is what an uploader reports about a job.
-type result struct {
-	job       *job
-	key       string
-	bytes     int
-	duration  time.Duration
-	err       error
-	stored    bool   // the object is in the store
-	confirmed bool   // the acks were sent and the last one confirmed
-	intentKey string // the batch's intent
-	seqs      []byte // the batch's sequences, as seqSet.MarshalJSON encodes them
-}
 
 // process runs one job.
 func (e *Exporter) process(ctx context.Context, j *job) *result {
@@ -426,75 +376,4 @@ func (e *Exporter) ack(ctx context.Context, b *msgBatch) error {
 		}
 	}
 	return firstErr
-}
-
-// attemptTimeout bounds one PutObject call so that InProgress can be sent in
-// time even when the store stalls.
-func attemptTimeout(ackWait time.Duration) time.Duration {
-	return min(max(ackWait/3, 5*time.Second), 5*time.Minute)
-}
-
-// backoff returns the wait before retry attempt+1: exponential from 200ms to
-// 10s, with jitter over the upper half.
-func backoff(attempt int) time.Duration {
-	d := 200 * time.Millisecond << min(attempt, 6)
-	d = min(d, 10*time.Second)
-	return d/2 + rand.N(d/2+1)
-}
-
-// sleep waits for d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-// retryable reports whether a set-up error may go away by itself: a network
-// problem or a server that is not ready, as opposed to a wrong setting.
-func retryable(err error) bool {
-	var ce *ConfigError
-	var pe *PermanentError
-	var api *jetstream.APIError
-	switch {
-	case errors.As(err, &ce), errors.As(err, &pe):
-		return false
-	case errors.As(err, &api):
-		return api.Code >= 500
-	}
-	return true
-}
-
-// retry runs fn until it succeeds, fails for good or ctx ends, backing off
-// between attempts and logging what it waits for.
-func retry(ctx context.Context, log *slog.Logger, what string, fn func(context.Context) error) error {
-	for attempt := 0; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := fn(actx)
-		cancel()
-		if err == nil {
-			if attempt > 0 {
-				log.Info(what + " reachable again")
-			}
-			return nil
-		}
-		if !retryable(err) {
-			return err
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("%s: %w (last error: %w)", what, ctx.Err(), err)
-		}
-		wait := backoff(attempt)
-		log.Warn(what+" unavailable; retrying", "attempt", attempt+1, "retry_in", wait.Round(time.Millisecond), "error", err)
-		if !sleep(ctx, wait) {
-			return fmt.Errorf("%s: %w (last error: %w)", what, ctx.Err(), err)
-		}
-	}
 }

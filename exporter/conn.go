@@ -1,0 +1,81 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlake/jetlake/config"
+)
+
+// Dial connects to the connector's NATS servers once, without the retries
+// Run does; for commands that inspect rather than export.
+func Dial(cfg *config.Connector) (*nats.Conn, error) {
+	opts, err := natsOptions(cfg.NATS, cfg.Name)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := nats.Connect(cfg.NATS.URL, append(opts, nats.MaxReconnects(0))...)
+	if err != nil {
+		return nil, fmt.Errorf("nats %s: %w", cfg.NATS.URL, err)
+	}
+	return nc, nil
+}
+
+// NewJetStream returns the JetStream context for the [nats] settings: the
+// default API, a domain, or an API prefix.
+func NewJetStream(nc *nats.Conn, c config.NATS) (jetstream.JetStream, error) {
+	var js jetstream.JetStream
+	var err error
+	switch {
+	case c.JetStreamDomain != "":
+		js, err = jetstream.NewWithDomain(nc, c.JetStreamDomain)
+	case c.JetStreamAPIPrefix != "":
+		js, err = jetstream.NewWithAPIPrefix(nc, c.JetStreamAPIPrefix)
+	default:
+		js, err = jetstream.New(nc)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return js, nil
+}
+
+// connect dials NATS, retrying with backoff until it succeeds or ctx ends.
+func (e *Exporter) connect(ctx context.Context) (*nats.Conn, error) {
+	opts, err := natsOptions(e.cfg.NATS, e.cfg.Name)
+	if err != nil {
+		return nil, err
+	}
+	log := e.log
+	opts = append(opts,
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn("NATS disconnected; reconnecting", "error", err)
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("NATS reconnected", "url", nc.ConnectedUrlRedacted()) }),
+		// Client errors (a slow consumer, a permission violation) go to the
+		// log like everything else, not raw to stderr.
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subject := ""
+			if sub != nil {
+				subject = sub.Subject
+			}
+			log.Warn("NATS client error", "subject", subject, "error", err)
+		}),
+	)
+	var nc *nats.Conn
+	err = retry(ctx, e.log, "NATS", func(context.Context) error {
+		var err error
+		nc, err = nats.Connect(e.cfg.NATS.URL, opts...)
+		if errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) {
+			return &PermanentError{Err: fmt.Errorf("nats %s: %w: check the credentials in [nats]", e.cfg.NATS.URL, err)}
+		}
+		return err
+	})
+	return nc, err
+}

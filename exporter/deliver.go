@@ -1,0 +1,225 @@
+package exporter
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlake/jetlake/buffer"
+	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/lossmarker"
+	"github.com/jetlake/jetlake/pathtemplate"
+)
+
+// RejectReasonHeader is the header that carries, in a rejected message's
+// record, why a typed column refused it.
+const RejectReasonHeader = "Jetlake-Reject-Reason"
+
+// pinHeader carries the pin id on messages of a pinned consumer.
+const pinHeader = "Nats-Pin-Id"
+
+// add buffers one message and seals what its arrival makes due.
+func (r *runner) add(d delivery) {
+	s := r.streams[d.stream]
+	msg := d.msg
+	r.lastMsg = time.Now()
+	md, ok := parseAckReply(msg.Reply())
+	if !ok {
+		// Not a JetStream message: nothing to ack, nothing to export.
+		r.log.Error("message without JetStream metadata", "stream", s.cfg.Stream, "subject", msg.Subject(), "reply", msg.Reply())
+		return
+	}
+	seq := md.streamSeq
+	s.drained = md.pending == 0
+	ts := time.Unix(0, md.timestamp)
+	s.mReceived.Inc()
+	if md.delivered > 1 {
+		s.mRedelivered.Inc()
+	}
+	if s.cfg.Failover == config.FailoverPinned {
+		if pin := msg.Headers().Get(pinHeader); pin != "" && pin != s.pin {
+			// This instance was just pinned: recover what the previous
+			// active one left before exporting anything.
+			s.pin = pin
+			r.log.Info("pinned: this instance is active", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer)
+			if err := r.e.recover(r.ctx, s); err != nil {
+				r.fail(err)
+				return
+			}
+		}
+	}
+	switch s.book.classify(seq, md.delivered > 1) {
+	case seqWaiting:
+		s.book.wait(seq, d)
+		return
+	case seqCommitted:
+		// Stored in an object already: ack without writing it again.
+		r.ackCommitted(s, seq, msg)
+		return
+	case seqHeld:
+		// Redelivered while we hold it: the copy we hold is acked once
+		// stored.
+		return
+	}
+	if s.gapCheck && md.delivered == 1 {
+		if s.next != 0 && seq > s.next {
+			// A jump in first deliveries: the stream removed the skipped
+			// sequences, or their first delivery was lost on the way (a
+			// consumer leader change) and they come back. confirmGaps asks
+			// the stream which.
+			s.suspects = append(s.suspects, Range{s.next, seq - 1})
+		}
+		s.next = max(s.next, seq+1)
+	}
+	s.book.hold(seq)
+	out := &r.e.cfg.Output
+	r.rec = formats.Record{
+		Stream:   s.cfg.Stream,
+		Subject:  msg.Subject(),
+		Sequence: seq,
+		Time:     ts,
+		Data:     msg.Data(),
+	}
+	if out.IncludeHeaders {
+		r.rec.Headers = msg.Headers()
+	}
+	if int64(len(r.rec.Data)) > r.e.opts.MaxObjectSize-64<<10 {
+		r.poison(s, msg, fmt.Errorf("message of %d bytes can not fit in an object of at most %d bytes", len(r.rec.Data), r.e.opts.MaxObjectSize))
+		return
+	}
+	r.tplVals = pathtemplate.Values{Stream: s.cfg.Stream, Subject: r.rec.Subject, Consumer: s.cfg.Consumer, Time: ts}
+	r.dirBuf = out.PathTemplate.AppendDir(r.dirBuf[:0], &r.tplVals)
+	// A group starts with the stream's index, so that two [[streams]]
+	// entries never share a buffer.
+	r.grpBuf = strconv.AppendInt(r.grpBuf[:0], int64(d.stream), 10)
+	r.grpBuf = append(r.grpBuf, 0)
+	if out.GroupBy == config.GroupBySubject {
+		r.grpBuf = append(r.grpBuf, r.rec.Subject...)
+	}
+	ref := ackRef(msg.Reply())
+	if err := r.set.Add(r.grpBuf, r.dirBuf, &r.rec, r.rec.Sequence, r.rec.Time, ref, r.lastMsg); err != nil {
+		var te *formats.TypeError
+		if errors.As(err, &te) {
+			r.reject(d.stream, s, msg, te)
+			return
+		}
+		r.poison(s, msg, err)
+		return
+	}
+	r.heldMem += refMem(ref)
+	r.rec = formats.Record{}
+	r.dispatchChunks()
+	// MaxAckPending: when held messages near the limit the server stops
+	// delivering, so buffers waiting for more would wait forever. Sealing
+	// helps only when open buffers hold most of them; otherwise the acks of
+	// the uploads in flight make room. Sealing already at three quarters
+	// when nothing of the stream is being uploaded lets the acks come
+	// before delivery stops.
+	held, sealed := s.book.counts()
+	if limit := s.cfg.MaxAckPending; held >= limit-limit/10 && held-sealed >= sealed || held >= limit/4*3 && sealed == 0 {
+		prefix := string(r.grpBuf[:bytes.IndexByte(r.grpBuf, 0)+1])
+		r.set.SealMost(buffer.ReasonPending, func(g string) bool { return strings.HasPrefix(g, prefix) })
+	}
+	// Memory: when open buffers hold most of the budget, seal the largest so
+	// its upload frees memory; otherwise uploads in flight free it.
+	r.relieve()
+	r.takeSealed()
+}
+
+// dispatchChunks hands the chunks the last append filled to the
+// compressors. When they are all busy, the runner compresses the chunk
+// itself: that is the backpressure.
+func (r *runner) dispatchChunks() {
+	if r.chunks == nil {
+		return
+	}
+	r.chunkBuf = r.chunks.TakeChunks(r.chunkBuf[:0])
+	for i, c := range r.chunkBuf {
+		select {
+		case r.compress <- c:
+		default:
+			c.Compress()
+		}
+		r.chunkBuf[i] = nil
+	}
+}
+
+// reject sets aside a message a typed column refuses: it goes, with the
+// reason in its headers, to a JSON Lines object under
+// <prefix>/_jetlake/rejected/<stream>/<date>/, outside the table folders, and
+// is acked once that object is stored.
+func (r *runner) reject(idx int, s *streamState, msg jetstream.Msg, te *formats.TypeError) {
+	rec := r.rec
+	r.rec = formats.Record{}
+	h := make(map[string][]string, len(rec.Headers)+1)
+	for k, v := range rec.Headers {
+		h[k] = v
+	}
+	h[RejectReasonHeader] = []string{te.Error()}
+	rec.Headers = h
+	dir := []byte(lossmarker.Dir + "/rejected/")
+	dir = pathtemplate.AppendEscaped(dir, s.cfg.Stream)
+	dir = append(dir, '/')
+	dir = rec.Time.UTC().AppendFormat(dir, "2006-01-02")
+	group := strconv.AppendInt(nil, int64(idx), 10)
+	group = append(group, 0)
+	ref := ackRef(msg.Reply())
+	if err := r.rej.Add(group, dir, &rec, rec.Sequence, rec.Time, ref, r.lastMsg); err != nil {
+		r.poison(s, msg, fmt.Errorf("rejected by a typed column (%v) and not writable as JSON: %w", te, err))
+		return
+	}
+	r.heldMem += refMem(ref)
+	r.log.Warn("message rejected", "stream", s.cfg.Stream, "subject", rec.Subject, "sequence", rec.Sequence, "reason", te.Error())
+	r.relieve()
+	r.takeSealed()
+}
+
+// poison records a message that can be written in no form: a loss marker,
+// then the message is terminated so it never blocks the consumer.
+func (r *runner) poison(s *streamState, msg jetstream.Msg, why error) {
+	r.rec = formats.Record{}
+	md, _ := msg.Metadata()
+	seq := md.Sequence.Stream
+	// Consecutive poison messages share a marker: it waits until the next
+	// message that does not continue it, or the next tick.
+	if j := s.poisoned; j != nil && j.marker.Subject == msg.Subject() && j.marker.LastSeq+1 == seq {
+		j.marker.LastSeq = seq
+		j.marker.Count++
+		j.term = append(j.term, ackRef(msg.Reply()))
+		return
+	}
+	r.flushPoison()
+	s.poisoned = &job{stream: s, term: []ackRef{ackRef(msg.Reply())}, marker: &lossmarker.Marker{
+		Stream: s.cfg.Stream, Consumer: s.cfg.Consumer, Subject: msg.Subject(),
+		FirstSeq: seq, LastSeq: seq, Count: 1,
+		Reason: lossmarker.Poison,
+		Error:  why.Error(),
+	}}
+}
+
+// flushPoison queues the poison markers waiting for more messages.
+func (r *runner) flushPoison() {
+	for _, s := range r.streams {
+		if s.poisoned != nil {
+			r.enqueue(s.poisoned)
+			s.poisoned = nil
+		}
+	}
+}
+
+// ackCommitted acks a redelivered message that is already stored. Its
+// intent is forgotten once the ack floor passes it.
+func (r *runner) ackCommitted(s *streamState, seq uint64, msg jetstream.Msg) {
+	if err := msg.Ack(); err != nil {
+		r.log.Warn("ack of a stored message failed; it will come back", "stream", s.cfg.Stream, "sequence", seq, "error", err)
+		return
+	}
+	s.mAcked.Inc()
+	s.book.acked(seq)
+}

@@ -1,0 +1,221 @@
+package exporter
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nuid"
+
+	"github.com/jetlake/jetlake/buffer"
+	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/lossmarker"
+)
+
+// batchSet is a set of buffers the exporter fills, and msgBatch one of its
+// batches: records encoded by the connector's formats.Encoder, of messages
+// acked through their ackRef.
+type (
+	batchSet = buffer.Set[ackRef, formats.Record, formats.Batch]
+	msgBatch = buffer.Batch[ackRef, formats.Batch]
+)
+
+// job is a sealed batch, or a loss marker, on its way to the store.
+type job struct {
+	stream   *streamState // uploaders read only cfg, created and intentPrefix
+	batch    *msgBatch
+	size     int64           // memory the batch holds, counted in the budget
+	set      *batchSet       // the set the batch returns to
+	enc      formats.Encoder // the batch's encoder
+	format   string          // and its format's name
+	intentID string          // id of the batch's intent
+
+	uploading bool // handed to an uploader
+
+	marker *lossmarker.Marker // instead of a batch
+	term   []ackRef           // poison messages to terminate once the marker is stored
+}
+
+// bufferKey names the buffer a batch was filled in: its set and group.
+// Batches of one buffer are uploaded one after the other, in order.
+type bufferKey struct {
+	set   *batchSet
+	group string
+}
+
+// key returns the buffer key of the job's batch.
+func (j *job) key() bufferKey { return bufferKey{j.set, j.batch.Group} }
+
+// result is what an uploader reports about a job.
+type result struct {
+	job       *job
+	key       string
+	bytes     int
+	duration  time.Duration
+	err       error
+	stored    bool   // the object is in the store
+	confirmed bool   // the acks were sent and the last one confirmed
+	intentKey string // the batch's intent
+	seqs      []byte // the batch's sequences, as seqSet.MarshalJSON encodes them
+}
+
+// nextJob returns the index in the queue of the job to upload next: the
+// oldest whose buffer key has no batch being uploaded, so that the objects
+// of one key are stored in the order they were sealed. It returns -1 when
+// there is none.
+func (r *runner) nextJob() int {
+	for i, j := range r.queue {
+		if j.batch == nil || r.uploading[j.key()] == 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// dispatched takes the job at index i, handed to an uploader, off the
+// queue.
+func (r *runner) dispatched(i int) {
+	if j := r.queue[i]; j.batch != nil {
+		r.uploading[j.key()]++
+		j.uploading = true
+	}
+	if i == 0 {
+		r.queue[0] = nil // the array must not keep the job alive
+		r.queue = r.queue[1:]
+		return
+	}
+	n := copy(r.queue[i:], r.queue[i+1:])
+	r.queue[i+n] = nil
+	r.queue = r.queue[:i+n]
+}
+
+// enqueue hands a job to the uploaders.
+func (r *runner) enqueue(j *job) {
+	r.inflight++
+	r.inflightBytes += j.size
+	r.queue = append(r.queue, j)
+}
+
+// takeSealed queues the batches the buffer set sealed.
+func (r *runner) takeSealed() {
+	for _, set := range []*batchSet{r.set, r.rej} {
+		enc, format := r.e.enc, string(r.e.cfg.Output.Format)
+		if set == r.rej {
+			enc, format = r.e.rejEnc, string(formats.JSONLines)
+		}
+		for _, b := range set.TakeSealed() {
+			j := &job{batch: b, size: int64(b.Body.MemSize()), stream: r.streamOf(b), set: set, enc: enc, format: format, intentID: nuid.Next()}
+			j.stream.book.seal(j.stream.intentPrefix+j.intentID, b.Len())
+			r.enqueue(j)
+		}
+	}
+}
+
+// batchSeqs returns the sequences of a batch's messages.
+func batchSeqs(b *msgBatch) seqSet {
+	seqs := make([]uint64, len(b.Items))
+	for i, it := range b.Items {
+		seqs[i] = it.Seq
+	}
+	return newSeqSet(seqs)
+}
+
+// streamOf returns the stream a batch belongs to, from the index its group
+// starts with.
+func (r *runner) streamOf(b *msgBatch) *streamState {
+	idx, _, _ := strings.Cut(b.Group, "\x00")
+	i, err := strconv.Atoi(idx)
+	if err != nil || i < 0 || i >= len(r.streams) {
+		panic("exporter: batch of unknown stream " + idx)
+	}
+	return r.streams[i]
+}
+
+// finish accounts for a job that ended, one way or another.
+func (r *runner) finish(res *result) error {
+	j := res.job
+	s := j.stream
+	r.inflight--
+	r.inflightBytes -= j.size
+	var ce *CollisionError
+	if IsPermanent(res.err) || errors.As(res.err, &ce) {
+		return res.err
+	}
+	if j.marker != nil {
+		for _, ref := range j.term {
+			s.book.release(ref.seq())
+		}
+		if res.stored {
+			r.e.m.lost.WithLabelValues(r.e.cfg.Name, s.cfg.Stream, string(j.marker.Reason)).Add(float64(j.marker.Count))
+		}
+		return nil
+	}
+	b := j.batch
+	if j.uploading {
+		if k := j.key(); r.uploading[k] == 1 {
+			delete(r.uploading, k)
+		} else {
+			r.uploading[k]--
+		}
+	}
+	defer j.set.Release(b)
+	s.book.unseal(s.intentPrefix+j.intentID, b.Len())
+	for _, it := range b.Items {
+		s.book.release(it.Seq)
+		r.heldMem -= refMem(it.Handle)
+	}
+	switch {
+	case res.stored && !res.confirmed:
+		// Stored, but the acks did not all get through: when the messages
+		// come back they are acked, not written again.
+		s.book.commit(res.intentKey, batchSeqs(b))
+	case res.confirmed && res.intentKey != "":
+		s.book.retire(res.intentKey, b.First, b.Last, res.seqs)
+	}
+	if res.confirmed {
+		s.mAcked.Add(float64(b.Len()))
+	}
+	if res.stored {
+		m, name, reason := r.e.m, r.e.cfg.Name, string(b.Reason)
+		m.objects.WithLabelValues(name, s.cfg.Stream, reason).Inc()
+		m.bytes.WithLabelValues(name, s.cfg.Stream, reason).Add(float64(res.bytes))
+		m.uploadSeconds.WithLabelValues(name, s.cfg.Stream).Observe(res.duration.Seconds())
+		m.objectBytes.WithLabelValues(name, s.cfg.Stream).Observe(float64(res.bytes))
+		if b.Newest.After(s.newest) {
+			s.newest = b.Newest
+		}
+	}
+	if j.set == r.rej && res.stored {
+		r.e.m.rejected.WithLabelValues(r.e.cfg.Name, s.cfg.Stream, "type").Add(float64(b.Len()))
+	}
+	switch {
+	case res.err == nil:
+		r.log.Info("object uploaded", "key", res.key, "messages", b.Len(), "bytes", res.bytes,
+			"reason", string(b.Reason), "upload_duration", res.duration.Round(time.Millisecond))
+	case res.stored:
+		r.log.Warn("object stored but not acked; its messages are acked when they come back",
+			"key", res.key, "messages", b.Len(), "error", res.err)
+	default:
+		r.log.Warn("batch not exported; its messages stay unacked and are redelivered",
+			"key", res.key, "messages", b.Len(), "error", res.err)
+		r.awaitUnsure(s, j, res)
+	}
+	return nil
+}
+
+// awaitUnsure handles a batch given up after its intent was recorded: an
+// upload attempt that timed out may still have stored the object. Its
+// messages, when they come back, wait until the store says whether it
+// holds the object, as for an intent found at start.
+func (r *runner) awaitUnsure(s *streamState, j *job, res *result) {
+	if res.intentKey == "" || len(res.seqs) == 0 {
+		return
+	}
+	var seqs seqSet
+	if err := seqs.UnmarshalJSON(res.seqs); err != nil {
+		return
+	}
+	in := &intent{ID: j.intentID, Key: res.key, Stream: s.cfg.Stream, Consumer: s.cfg.Consumer, Seqs: seqs}
+	s.book.await(res.intentKey, in, time.Now().Add(resolveAfter(s.cfg.AckWait)))
+}

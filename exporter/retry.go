@@ -1,0 +1,83 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// attemptTimeout bounds one PutObject call so that InProgress can be sent in
+// time even when the store stalls.
+func attemptTimeout(ackWait time.Duration) time.Duration {
+	return min(max(ackWait/3, 5*time.Second), 5*time.Minute)
+}
+
+// backoff returns the wait before retry attempt+1: exponential from 200ms to
+// 10s, with jitter over the upper half.
+func backoff(attempt int) time.Duration {
+	d := 200 * time.Millisecond << min(attempt, 6)
+	d = min(d, 10*time.Second)
+	return d/2 + rand.N(d/2+1)
+}
+
+// sleep waits for d or until ctx ends; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// retryable reports whether a set-up error may go away by itself: a network
+// problem or a server that is not ready, as opposed to a wrong setting.
+func retryable(err error) bool {
+	var ce *ConfigError
+	var pe *PermanentError
+	var api *jetstream.APIError
+	switch {
+	case errors.As(err, &ce), errors.As(err, &pe):
+		return false
+	case errors.As(err, &api):
+		return api.Code >= 500
+	}
+	return true
+}
+
+// retry runs fn until it succeeds, fails for good or ctx ends, backing off
+// between attempts and logging what it waits for.
+func retry(ctx context.Context, log *slog.Logger, what string, fn func(context.Context) error) error {
+	for attempt := 0; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := fn(actx)
+		cancel()
+		if err == nil {
+			if attempt > 0 {
+				log.Info(what + " reachable again")
+			}
+			return nil
+		}
+		if !retryable(err) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: %w (last error: %w)", what, ctx.Err(), err)
+		}
+		wait := backoff(attempt)
+		log.Warn(what+" unavailable; retrying", "attempt", attempt+1, "retry_in", wait.Round(time.Millisecond), "error", err)
+		if !sleep(ctx, wait) {
+			return fmt.Errorf("%s: %w (last error: %w)", what, ctx.Err(), err)
+		}
+	}
+}

@@ -1,0 +1,438 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jetlake/jetlake/buffer"
+	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/pathtemplate"
+)
+
+// runner is the state of one Run. Only the goroutine in run touches it.
+type runner struct {
+	e        *Exporter
+	log      *slog.Logger
+	streams  []*streamState
+	chunks   formats.ChunkSource // the data encoder, when it defers compression
+	chunkBuf []*formats.Chunk
+	compress chan *formats.Chunk // to the compressors
+	set      *batchSet           // data
+	rej      *batchSet           // rejected messages
+	budget   int64
+
+	in        chan delivery
+	fatal     chan error
+	jobs      chan *job
+	results   chan *result
+	queue     []*job            // sealed batches waiting for an uploader
+	uploading map[bufferKey]int // batches with an uploader, by buffer key
+
+	inflightBytes int64 // bytes of sealed batches not yet done
+	heldMem       int64 // memory of the delivered messages kept for their acks
+	inflight      int   // jobs not yet done
+	lastMsg       time.Time
+	lastForget    time.Time
+	bg            sync.WaitGroup // intent deletions
+
+	// The most memory held at once, open buffers, uploads and held
+	// messages together, and the gauge that exports it.
+	peak  int64
+	mPeak prometheus.Gauge
+
+	ctx      context.Context // of run; for the set-up steps the loop does itself
+	fatalErr error           // a failure found inside add, returned by the loop
+
+	rec     formats.Record
+	dirBuf  []byte
+	grpBuf  []byte
+	tplVals pathtemplate.Values
+}
+
+func newRunner(e *Exporter, streams []*streamState) *runner {
+	rot := e.cfg.Rotation
+	return &runner{
+		e:         e,
+		log:       e.log,
+		streams:   streams,
+		uploading: map[bufferKey]int{},
+		set: buffer.New[ackRef, formats.Record](e.enc.NewBatch, buffer.Limits{
+			MaxBytes:    int(rot.MaxFileSize),
+			MaxMessages: rot.MaxMessagesPerFile,
+			MaxAge:      rot.MaxFileAge,
+		}),
+		// Rejected messages wait in their own buffers, one object per stream
+		// and day, under _jetlake/rejected/.
+		rej: buffer.New[ackRef, formats.Record](e.rejEnc.NewBatch, buffer.Limits{
+			MaxBytes:    int(rot.MaxFileSize),
+			MaxMessages: rot.MaxMessagesPerFile,
+			MaxAge:      rot.MaxFileAge,
+		}),
+		budget:  rot.MaxBufferedBytes,
+		in:      make(chan delivery, 64),
+		fatal:   make(chan error, len(streams)+1),
+		jobs:    make(chan *job),
+		results: make(chan *result, e.cfg.S3.UploadConcurrency),
+		mPeak:   e.m.bufferedPeak.WithLabelValues(e.cfg.Name),
+	}
+}
+
+// pullBytes bounds the bytes the client buffers per consumer ahead of the
+// runner, so the pull buffer counts inside the memory budget.
+func (r *runner) pullBytes() int {
+	b := r.budget / int64(8*len(r.streams))
+	return int(min(max(b, 64<<10), 16<<20))
+}
+
+func (r *runner) run(ctx context.Context) error {
+	r.ctx = ctx
+	// Uploads outlive ctx: on shutdown they get the shutdown timeout.
+	uctx, cancelUploads := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelUploads()
+	var workers sync.WaitGroup
+	for range r.e.cfg.S3.UploadConcurrency {
+		workers.Go(func() {
+			for j := range r.jobs {
+				r.results <- r.e.process(uctx, j)
+			}
+		})
+	}
+	if cs, ok := r.e.enc.(formats.ChunkSource); ok {
+		r.chunks = cs
+		r.compress = make(chan *formats.Chunk, 4*runtime.GOMAXPROCS(0))
+		var compressors sync.WaitGroup
+		for range runtime.GOMAXPROCS(0) {
+			compressors.Go(func() {
+				for c := range r.compress {
+					c.Compress()
+				}
+			})
+		}
+		defer compressors.Wait()
+		defer close(r.compress)
+	}
+	quit := make(chan struct{})
+	pullersDone := make(chan struct{})
+	defer func() {
+		close(quit)
+		for _, s := range r.streams {
+			if s.cc != nil {
+				s.cc.Stop()
+			}
+		}
+		cancelUploads()
+		close(r.jobs)
+		// Drain results so workers can finish, then wait for them.
+		go func() {
+			for range r.results {
+			}
+		}()
+		workers.Wait()
+		close(r.results)
+		r.bg.Wait()
+	}()
+
+	// A callback, not an iterator: Consume's subscription queues what the
+	// server sends while the runner applies backpressure, where the
+	// iterator's fixed channel would drop messages (slow consumer) that
+	// then come back only after AckWait.
+	var closed []<-chan struct{}
+	for i, s := range r.streams {
+		opts := []jetstream.PullConsumeOpt{
+			jetstream.PullMaxMessagesWithBytesLimit(min(max(s.cfg.MaxAckPending, 1), 1000), r.pullBytes()),
+			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { r.pullError(s, err) }),
+		}
+		if s.cfg.Failover == config.FailoverPinned {
+			opts = append(opts, jetstream.PullPriorityGroup(PriorityGroup))
+		}
+		cc, err := s.cons.Consume(func(msg jetstream.Msg) {
+			select {
+			case r.in <- delivery{stream: i, msg: msg}:
+			case <-quit:
+			}
+		}, opts...)
+		if err != nil {
+			return fmt.Errorf("stream %s: consume: %w", s.cfg.Stream, err)
+		}
+		s.cc = cc
+		closed = append(closed, cc.Closed())
+	}
+	go func() {
+		for _, c := range closed {
+			<-c
+		}
+		close(pullersDone)
+	}()
+	for _, s := range r.streams {
+		for _, m := range s.startMarkers {
+			r.enqueue(&job{stream: s, marker: m})
+		}
+		s.startMarkers = nil
+	}
+
+	err := r.loop(ctx)
+	if err != nil {
+		return err
+	}
+	// Stopping: hand over what the client already buffered, then seal
+	// everything and upload it within the shutdown timeout.
+	for _, s := range r.streams {
+		s.cc.Drain()
+	}
+	for drained := false; !drained; {
+		select {
+		case d := <-r.in:
+			r.add(d)
+		case <-pullersDone:
+			drained = true
+		case err := <-r.fatal:
+			return err
+		}
+	}
+	for {
+		select {
+		case d := <-r.in:
+			r.add(d)
+			continue
+		default:
+		}
+		break
+	}
+	r.flushPoison()
+	r.set.SealAll(buffer.ReasonShutdown)
+	r.rej.SealAll(buffer.ReasonShutdown)
+	r.takeSealed()
+	deadline := time.NewTimer(r.e.cfg.ShutdownTimeout)
+	defer deadline.Stop()
+	for r.inflight > 0 {
+		var jobs chan *job
+		var next *job
+		idx := r.nextJob()
+		if idx >= 0 {
+			jobs, next = r.jobs, r.queue[idx]
+		}
+		select {
+		case jobs <- next:
+			r.dispatched(idx)
+		case res := <-r.results:
+			if err := r.finish(res); err != nil {
+				return err
+			}
+		case <-deadline.C:
+			r.log.Warn("shutdown timeout: leaving unuploaded messages unacked; JetStream redelivers them",
+				"batches", r.inflight, "bytes", r.inflightBytes, "shutdown_timeout", r.e.cfg.ShutdownTimeout)
+			return nil
+		}
+	}
+	r.forgetAcked(context.WithoutCancel(ctx))
+	r.log.Info("stopped cleanly")
+	return nil
+}
+
+// pullError handles an error the consumer reports while pulling: a deleted
+// consumer or stream stops the exporter; anything else (missed heartbeats,
+// a reconnect) is logged, and pulling goes on.
+func (r *runner) pullError(s *streamState, err error) {
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerDeleted), errors.Is(err, jetstream.ErrConsumerNotFound),
+		errors.Is(err, jetstream.ErrStreamNotFound):
+		select {
+		case r.fatal <- fmt.Errorf("stream %s, consumer %s: %w: %w", s.cfg.Stream, s.cfg.Consumer, ErrConsumerDeleted, err):
+		default:
+		}
+	default:
+		r.log.Warn("pull problem; pulling goes on", "stream", s.cfg.Stream, "error", err)
+	}
+}
+
+// loop is the steady state: take messages while memory allows, seal what is
+// due, feed uploaders, collect results. It returns nil when it is time to
+// stop (ctx ended, or idle with Options.UntilIdle).
+func (r *runner) loop(ctx context.Context) error {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	var fast <-chan time.Time
+	if r.e.opts.UntilIdle {
+		t := time.NewTicker(fastIdle)
+		defer t.Stop()
+		fast = t.C
+	}
+	for {
+		var in chan delivery
+		if r.openMem()+r.inflightBytes+r.heldMem < r.budget {
+			in = r.in
+		}
+		var jobs chan *job
+		var next *job
+		idx := r.nextJob()
+		if idx >= 0 {
+			jobs, next = r.jobs, r.queue[idx]
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-r.fatal:
+			return err
+		case d := <-in:
+			r.add(d)
+			if r.fatalErr != nil {
+				return r.fatalErr
+			}
+		case jobs <- next:
+			r.dispatched(idx)
+		case res := <-r.results:
+			if err := r.finish(res); err != nil {
+				return err
+			}
+		case now := <-tick.C:
+			r.set.Expire(now)
+			r.rej.Expire(now)
+			r.takeSealed()
+			if now.Sub(r.lastForget) >= 5*time.Second {
+				r.lastForget = now
+				r.forgetAcked(ctx)
+			}
+			if err := r.resolve(ctx, now); err != nil {
+				return err
+			}
+			r.confirmGaps(ctx)
+			r.flushPoison()
+			r.gauges(now)
+			if r.e.opts.UntilIdle && now.Sub(r.lastMsg) >= 500*time.Millisecond && len(r.queue) == 0 {
+				if done, err := r.checkIdle(ctx); done || err != nil {
+					return err
+				}
+			}
+		case now := <-fast:
+			// The last deliveries said nothing more was pending: check
+			// at once rather than after half a second of quiet.
+			if r.drained() && now.Sub(r.lastMsg) >= fastIdle && len(r.queue) == 0 &&
+				(r.inflight == 0 || r.set.Open()+r.rej.Open() > 0) {
+				if done, err := r.checkIdle(ctx); done || err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+// fastIdle is how long Options.UntilIdle waits after a delivery that said
+// nothing more was pending before it checks whether the work is done.
+const fastIdle = 25 * time.Millisecond
+
+// drained reports whether the last delivery of every stream said its
+// consumer had nothing more to deliver.
+func (r *runner) drained() bool {
+	for _, s := range r.streams {
+		if !s.drained {
+			return false
+		}
+	}
+	return true
+}
+
+// checkIdle runs idle and logs when the work is done.
+func (r *runner) checkIdle(ctx context.Context) (bool, error) {
+	idle, err := r.idle(ctx)
+	if err != nil {
+		return false, err
+	}
+	if idle {
+		r.log.Info("idle: every consumer is caught up")
+	}
+	return idle, nil
+}
+
+// idle reports whether every consumer has nothing pending and nothing is
+// buffered or in flight. When the consumers are caught up but buffers are
+// open, it seals them so the next check can succeed.
+func (r *runner) idle(ctx context.Context) (bool, error) {
+	acked := true
+	for _, s := range r.streams {
+		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		info, err := s.cons.Info(ictx)
+		cancel()
+		if err != nil {
+			if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+				return false, fmt.Errorf("stream %s, consumer %s: %w: %w", s.cfg.Stream, s.cfg.Consumer, ErrConsumerDeleted, err)
+			}
+			return false, nil
+		}
+		if info.NumPending > 0 {
+			return false, nil
+		}
+		if info.NumAckPending > 0 {
+			acked = false
+		}
+	}
+	for _, s := range r.streams {
+		if len(s.suspects) > 0 {
+			r.confirmGaps(ctx)
+			return false, nil
+		}
+	}
+	if r.set.Open()+r.rej.Open() > 0 {
+		r.set.SealAll(buffer.ReasonShutdown)
+		r.rej.SealAll(buffer.ReasonShutdown)
+		r.takeSealed()
+		return false, nil
+	}
+	return acked && r.inflight == 0, nil
+}
+
+// fail records a failure found while handling a message; the loop returns
+// it.
+func (r *runner) fail(err error) {
+	if r.fatalErr == nil {
+		r.fatalErr = err
+	}
+}
+
+// openMem is the memory held by open buffers.
+func (r *runner) openMem() int64 { return r.set.Mem() + r.rej.Mem() }
+
+// relieve keeps memory within the budget: when open buffers hold most of it,
+// it seals the largest so its upload frees memory; otherwise the uploads in
+// flight free it, and pulling waits. It seals already at three quarters of
+// the budget when nothing is being uploaded, so that the upload runs while
+// pulling goes on instead of stopping it.
+func (r *runner) relieve() {
+	open := r.openMem()
+	total := open + r.inflightBytes + r.heldMem
+	if total > r.peak {
+		r.peak = total
+		r.mPeak.Set(float64(total))
+	}
+	if total >= r.budget && open >= r.inflightBytes || total >= r.budget/4*3 && r.inflight == 0 {
+		if !r.set.SealLargest(buffer.ReasonMemory) {
+			r.rej.SealLargest(buffer.ReasonMemory)
+		}
+	}
+}
+
+// gauges sets the gauges that describe the runner's state.
+func (r *runner) gauges(now time.Time) {
+	m, name := r.e.m, r.e.cfg.Name
+	m.bufferedBytes.WithLabelValues(name).Set(float64(r.openMem() + r.inflightBytes + r.heldMem))
+	age := 0.0
+	if exp, ok := r.set.NextExpiry(); ok {
+		age = max(now.Sub(exp.Add(-r.e.cfg.Rotation.MaxFileAge)).Seconds(), 0)
+	}
+	m.oldestBuffered.WithLabelValues(name).Set(age)
+	for _, s := range r.streams {
+		held, _ := s.book.counts()
+		m.bufferedMessages.WithLabelValues(name, s.cfg.Stream).Set(float64(held))
+		if !s.newest.IsZero() {
+			m.freshness.WithLabelValues(name, s.cfg.Stream).Set(now.Sub(s.newest).Seconds())
+		}
+	}
+}
