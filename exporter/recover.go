@@ -50,7 +50,16 @@ func (e *Exporter) recover(ctx context.Context, s *streamState) error {
 		case err != nil:
 			return err
 		case md[MetaIntent] != in.ID:
-			return &CollisionError{Key: in.Key, Intent: md[MetaIntent], Stream: md[MetaStream], StreamCreated: md[MetaStreamCreated]}
+			// Another batch's object holds the key (a second writer on the
+			// prefix, refused at upload): this batch was never stored, and
+			// its messages were never acked. Forgetting the intent lets
+			// them be exported again, under the prefix the connector has
+			// now; a collision there stops the exporter again.
+			e.log.Warn("recovery: the object at this batch's key holds another batch; this batch was never stored and its messages are exported again",
+				"key", in.Key, "messages", in.Seqs.Len(), "object_intent", md[MetaIntent], "object_stream", md[MetaStream])
+			if err := e.intents.Delete(ctx, ikey); err != nil {
+				return err
+			}
 		default:
 			e.log.Info("recovery: batch was stored; its messages are acked when they come back", "key", in.Key, "messages", in.Seqs.Len())
 			s.book.commit(ikey, in.Seqs)
@@ -78,18 +87,19 @@ func (r *runner) resolve(ctx context.Context, now time.Time) error {
 			md, err := r.e.store.Head(hctx, u.in.Key)
 			cancel()
 			switch {
-			case errors.Is(err, ErrNotFound):
+			case errors.Is(err, ErrNotFound), err == nil && md[MetaIntent] != u.in.ID:
+				// No object, or another batch's: this one was never
+				// stored (a conditional write lets only one through).
 				dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 				err := r.e.intents.Delete(dctx, ikey)
 				cancel()
 				if err != nil {
 					continue // try again on the next tick
 				}
-				r.log.Info("recovery: batch was never stored; its messages are exported again", "key", u.in.Key, "messages", u.in.Seqs.Len())
+				r.log.Info("recovery: batch was never stored; its messages are exported again", "key", u.in.Key, "messages", u.in.Seqs.Len(),
+					"object_of_another_batch", md[MetaIntent])
 			case err != nil:
 				continue
-			case md[MetaIntent] != u.in.ID:
-				return &CollisionError{Key: u.in.Key, Intent: md[MetaIntent], Stream: md[MetaStream], StreamCreated: md[MetaStreamCreated]}
 			default:
 				r.log.Info("recovery: batch was stored by its writer; its messages are acked", "key", u.in.Key, "messages", u.in.Seqs.Len())
 				s.book.commit(ikey, u.in.Seqs)

@@ -45,9 +45,10 @@ func sleep(ctx context.Context, d time.Duration) bool {
 func retryable(err error) bool {
 	var ce *ConfigError
 	var pe *PermanentError
+	var coll *CollisionError
 	var api *jetstream.APIError
 	switch {
-	case errors.As(err, &ce), errors.As(err, &pe):
+	case errors.As(err, &ce), errors.As(err, &pe), errors.As(err, &coll):
 		return false
 	case errors.As(err, &api):
 		return api.Code >= 500

@@ -80,11 +80,13 @@ func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *s
 		return fmt.Errorf("stream %s, consumer %s: %w", s.cfg.Stream, s.cfg.Consumer, err)
 	}
 	s.gapCheck = config.FiltersCover(s.cfg.Subjects, si.Config.Subjects)
-	s.next = 0
-	if info.Delivered.Stream > 0 {
-		s.next = info.Delivered.Stream + 1
-	}
-	if !s.gapCheck && si.State.FirstSeq > info.Delivered.Stream+1 && info.Delivered.Stream > 0 {
+	// The server starts a consumer's delivered sequence just before the
+	// first message it can deliver (0 on an empty stream), so everything
+	// after it is in scope, even when nothing was delivered yet: messages
+	// published after the consumer existed and removed before this start
+	// are a gap too.
+	s.next = info.Delivered.Stream + 1
+	if !s.gapCheck && si.State.FirstSeq > info.Delivered.Stream+1 {
 		// A filtered consumer can not tell which of the removed messages
 		// matched its filter; the marker names the whole range.
 		s.startMarkers = append(s.startMarkers, &lossmarker.Marker{
