@@ -217,5 +217,5 @@ func (r *runner) awaitUnsure(s *streamState, j *job, res *result) {
 		return
 	}
 	in := &intent{ID: j.intentID, Key: res.key, Stream: s.cfg.Stream, Consumer: s.cfg.Consumer, Seqs: seqs}
-	s.book.await(res.intentKey, in, time.Now().Add(resolveAfter(s.cfg.AckWait)))
+	s.book.await(res.intentKey, in, time.Now().Add(resolveAfter(s.cfg.AckWait, false)))
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/jetlake/jetlake/config"
 )
 
 // recover loads the intents another process (an earlier run, or the
@@ -46,7 +48,9 @@ func (e *Exporter) recover(ctx context.Context, s *streamState) error {
 		case errors.Is(err, ErrNotFound):
 			e.log.Info("recovery: batch not stored (yet); its messages wait until its writer must have given up",
 				"key", in.Key, "messages", in.Seqs.Len())
-			s.book.await(ikey, &in, time.Now().Add(resolveAfter(s.cfg.AckWait)))
+			// Under pinned failover the intent may be another live
+			// instance's; otherwise its writer was the process before.
+			s.book.await(ikey, &in, time.Now().Add(resolveAfter(s.cfg.AckWait, s.cfg.Failover == config.FailoverPinned)))
 		case err != nil:
 			return err
 		case md[MetaIntent] != in.ID:
@@ -69,12 +73,22 @@ func (e *Exporter) recover(ctx context.Context, s *streamState) error {
 	return nil
 }
 
-// resolveAfter is how long an intent without its object stays unresolved: a
-// writer that stalled lets the messages' AckWait pass and then abandons the
-// batch, but a PUT it had already sent can still land within one attempt's
-// timeout.
-func resolveAfter(ackWait time.Duration) time.Duration {
-	return attemptTimeout(ackWait) + 2*time.Second
+// writerGone is how long a PUT of a writer that is gone may still land: it
+// sends nothing more, but the store may yet commit a request it completed.
+const writerGone = 10 * time.Second
+
+// resolveAfter is how long an intent without its object stays unresolved.
+// When its writer is gone (the process before this one, or an attempt of
+// this process that was given up), that is writerGone. When it may be
+// alive, paused (another instance that was pinned before this one), it
+// abandons the batch once the messages' AckWait passes, but a PUT it had
+// already sent can still land within one attempt's timeout.
+func resolveAfter(ackWait time.Duration, writerAlive bool) time.Duration {
+	d := attemptTimeout(ackWait) + 2*time.Second
+	if writerAlive {
+		return d
+	}
+	return min(d, writerGone)
 }
 
 // resolve decides about unresolved intents whose time is up: the object

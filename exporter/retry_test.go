@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -24,6 +25,26 @@ func TestRetryableTellsPassingTroubleFromWrongSettings(t *testing.T) {
 	for _, tt := range tests {
 		if got := retryable(tt.err); got != tt.want {
 			t.Errorf("retryable(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}
+
+func TestResolveWaitsForALiveWriterOnlyUnderPinnedFailover(t *testing.T) {
+	tests := []struct {
+		ackWait time.Duration
+		alive   bool
+		want    time.Duration
+	}{
+		// The writer is gone: a request it completed may still land.
+		{2 * time.Minute, false, writerGone},
+		{10 * time.Second, false, 7 * time.Second}, // one attempt (5s) + 2s is shorter
+		// A paused instance may still be sending: one attempt's timeout.
+		{2 * time.Minute, true, 40*time.Second + 2*time.Second},
+		{time.Hour, true, 5*time.Minute + 2*time.Second},
+	}
+	for _, tt := range tests {
+		if got := resolveAfter(tt.ackWait, tt.alive); got != tt.want {
+			t.Errorf("resolveAfter(%s, alive %v) = %s, want %s", tt.ackWait, tt.alive, got, tt.want)
 		}
 	}
 }
