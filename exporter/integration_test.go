@@ -32,9 +32,8 @@ import (
 // isolated by stream and bucket names. Tests that stop a server start their
 // own.
 var (
-	natsSrv  *exportertest.NATSServer
-	minioSrv *exportertest.MinIOServer
-	seq      atomic.Int64
+	shared exportertest.Shared
+	seq    atomic.Int64
 )
 
 func TestMain(m *testing.M) {
@@ -42,19 +41,7 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	var err error
-	natsSrv, err = exportertest.StartNATS(exportertest.NATSOptions{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer natsSrv.Stop()
-	minioSrv, err = exportertest.StartMinIO(exportertest.MinIOOptions{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer minioSrv.Stop()
+	defer shared.Stop()
 	return m.Run()
 }
 
@@ -390,7 +377,7 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 }
 
 func TestEverySequenceLandsInExactlyOneObject(t *testing.T) {
-	e := newEnv(t, natsSrv, minioSrv, `
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_file_size = "64KiB"
 max_messages_per_file = 700
 max_file_age = "20s"
@@ -410,7 +397,7 @@ max_buffered_bytes = "8MiB"`)
 }
 
 func TestQuietSubjectIsFlushedByAge(t *testing.T) {
-	e := newEnv(t, natsSrv, minioSrv, `
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 10000
 max_file_age = "2s"`)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -431,7 +418,7 @@ max_file_age = "2s"`)
 }
 
 func TestBudgetSmallerThanBacklogLosesNothing(t *testing.T) {
-	e := newEnv(t, natsSrv, minioSrv, `
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_file_size = "16KiB"
 max_messages_per_file = 0
 max_file_age = "20s"
@@ -458,12 +445,8 @@ func (e *env) exportWithinBudget(n, subjects int, budget, slack int64, timeout t
 }
 
 func TestS3OutageAcksNothingAndLosesNothing(t *testing.T) {
-	ms, err := exportertest.StartMinIO(exportertest.MinIOOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ms.Stop()
-	e := newEnv(t, natsSrv, ms, `
+	ms := exportertest.MinIO(t, exportertest.MinIOOptions{})
+	e := newEnv(t, shared.NATS(t), ms, `
 max_messages_per_file = 100
 max_file_age = "1s"`)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -507,7 +490,7 @@ max_file_age = "1s"`)
 }
 
 func TestMissingBucketStopsWithAClearError(t *testing.T) {
-	e := newEnv(t, natsSrv, minioSrv, `max_file_age = "1s"`)
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `max_file_age = "1s"`)
 	c := e.connector()
 	c.S3.Bucket = "no-such-bucket-here"
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -520,7 +503,7 @@ func TestMissingBucketStopsWithAClearError(t *testing.T) {
 }
 
 func TestDeletedConsumerStopsTheExporter(t *testing.T) {
-	e := newEnv(t, natsSrv, minioSrv, `max_file_age = "1s"`)
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `max_file_age = "1s"`)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	done, _ := e.run(ctx, e.connector(), false)
@@ -540,7 +523,7 @@ func TestDeletedConsumerStopsTheExporter(t *testing.T) {
 }
 
 func TestExistingConsumerWithFiniteMaxDeliverIsRefused(t *testing.T) {
-	e := newEnv(t, natsSrv, minioSrv, `max_file_age = "1s"`)
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `max_file_age = "1s"`)
 	ctx := context.Background()
 	if _, err := e.js.CreateConsumer(ctx, e.stream, jetstream.ConsumerConfig{
 		Durable: "c" + e.stream, AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: 5,
@@ -555,7 +538,7 @@ func TestExistingConsumerWithFiniteMaxDeliverIsRefused(t *testing.T) {
 }
 
 func TestMaxAckPendingBelowOneRotationStillProgresses(t *testing.T) {
-	e := newEnv(t, natsSrv, minioSrv, `
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 10000
 max_file_age = "25s"`)
 	c := e.connector()
@@ -577,7 +560,7 @@ max_file_age = "25s"`)
 func TestInterestAndWorkQueueStreamsExportEverything(t *testing.T) {
 	for _, rp := range []jetstream.RetentionPolicy{jetstream.InterestPolicy, jetstream.WorkQueuePolicy} {
 		t.Run(rp.String(), func(t *testing.T) {
-			e := newEnvRetention(t, natsSrv, minioSrv, `
+			e := newEnvRetention(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 300
 max_file_age = "20s"`, "1m", rp)
 			// Create the consumer first: an interest stream keeps only
@@ -611,12 +594,8 @@ max_file_age = "20s"`, "1m", rp)
 }
 
 func TestNATSRestartMidRunLosesNothing(t *testing.T) {
-	ns, err := exportertest.StartNATS(exportertest.NATSOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Stop()
-	e := newEnv(t, ns, minioSrv, `
+	ns := exportertest.NATS(t, exportertest.NATSOptions{})
+	e := newEnv(t, ns, shared.MinIO(t), `
 max_messages_per_file = 200
 max_file_age = "1s"`)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -665,7 +644,7 @@ func (e *env) verify(c *config.Connector) []*exporter.Report {
 }
 
 func TestGapWhileStoppedGetsAMarkerNamingExactlyTheDiscardedRange(t *testing.T) {
-	e := newEnv(t, natsSrv, minioSrv, `
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 100
 max_file_age = "1s"`)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -712,7 +691,7 @@ max_file_age = "1s"`)
 }
 
 func TestPoisonMessageIsTerminatedAndMarkedWhileTheSubjectFlows(t *testing.T) {
-	e := newEnv(t, natsSrv, minioSrv, `
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 100
 max_file_age = "1s"`)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -750,7 +729,7 @@ max_file_age = "1s"`)
 }
 
 func TestObjectOfAnotherBatchAtTheKeyStopsTheConnectorAndAcksNothing(t *testing.T) {
-	e := newEnv(t, natsSrv, minioSrv, `
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 5
 max_file_age = "1s"`)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -792,7 +771,7 @@ func (s unconditionalStore) Put(ctx context.Context, key string, body formats.Bo
 }
 
 func TestStoreWithoutConditionalWritesStillExportsExactlyOnce(t *testing.T) {
-	e := newEnv(t, natsSrv, minioSrv, `
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 100
 max_file_age = "1s"`)
 	c := e.connector()
@@ -816,7 +795,7 @@ max_file_age = "1s"`)
 }
 
 func TestMemoryBoundHoldsAtTwoThousandSubjects(t *testing.T) {
-	e := newEnv(t, natsSrv, minioSrv, `
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_file_size = "64KiB"
 max_messages_per_file = 0
 max_file_age = "20s"
