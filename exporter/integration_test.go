@@ -792,6 +792,40 @@ max_file_age = "1s"`)
 	e.wantExactlyOnce(e.read(), last)
 	e.verify(c)
 	e.wantAllAcked()
+
+	// Without If-None-Match only a look before the write keeps another
+	// writer's object at a batch's key from being overwritten, its
+	// messages lost: the next batch finds one there and must stop
+	// without writing or acking.
+	next := e.publish(5, 1)
+	st, err := e.js.Stream(ctx, e.stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := st.GetMsg(ctx, last+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := c.Output.PathTemplate.Dir(&pathtemplate.Values{Stream: e.stream, Subject: first.Subject, Time: first.Time})
+	key, _ := pathtemplate.Key("raw", dir, last+1, next, "jsonl")
+	const foreign = "{}\n"
+	if _, err := e.mc.PutObject(ctx, e.bucket, key, strings.NewReader(foreign), int64(len(foreign)), minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ex, err = exporter.New(c, exporter.Options{Logger: testLogger(t), UntilIdle: true, Store: unconditionalStore{s3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ce *exporter.CollisionError
+	if err := ex.Run(ctx); !errors.As(err, &ce) || ce.Key != key {
+		t.Fatalf("Run = %v, want a collision on %s", err, key)
+	}
+	if body := e.get(ctx, key); string(body) != foreign {
+		t.Fatalf("the other writer's object at %s was overwritten: %q", key, body)
+	}
+	if floor := e.consumerInfo().AckFloor.Stream; floor != last {
+		t.Fatalf("ack floor %d after a collision, want %d: the batch must not be acked", floor, last)
+	}
 }
 
 func TestMemoryBoundHoldsAtTwoThousandSubjects(t *testing.T) {
