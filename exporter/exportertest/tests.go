@@ -40,10 +40,7 @@ func NATS(t TB, opts NATSOptions) *NATSServer {
 	t.Helper()
 	SkipShort(t)
 	s, err := StartNATS(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Stop() })
+	started(t, err, s.Stop)
 	return s
 }
 
@@ -53,13 +50,11 @@ func NATSCluster(t TB, n int) []*NATSServer {
 	t.Helper()
 	SkipShort(t)
 	servers, err := StartNATSCluster(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
+	started(t, err, func() error {
 		for _, s := range servers {
 			s.Stop()
 		}
+		return nil
 	})
 	return servers
 }
@@ -70,11 +65,20 @@ func MinIO(t TB, opts MinIOOptions) *MinIOServer {
 	t.Helper()
 	SkipShort(t)
 	s, err := StartMinIO(opts)
+	started(t, err, s.Stop)
+	return s
+}
+
+// started fails t when a server did not start (err), and otherwise has
+// stop called when t ends; a nil stop leaves the server to its owner.
+func started(t TB, err error, stop func() error) {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Stop() })
-	return s
+	if stop != nil {
+		t.Cleanup(func() { stop() })
+	}
 }
 
 // Shared is the nats-server and the MinIO the tests of one package share,
@@ -95,9 +99,7 @@ func (s *Shared) NATS(t TB) *NATSServer {
 	t.Helper()
 	SkipShort(t)
 	s.natsOnce.Do(func() { s.nats, s.natsErr = StartNATS(NATSOptions{}) })
-	if s.natsErr != nil {
-		t.Fatal(s.natsErr)
-	}
+	started(t, s.natsErr, nil)
 	return s.nats
 }
 
@@ -107,9 +109,7 @@ func (s *Shared) MinIO(t TB) *MinIOServer {
 	t.Helper()
 	SkipShort(t)
 	s.minioOnce.Do(func() { s.minio, s.minioErr = StartMinIO(MinIOOptions{}) })
-	if s.minioErr != nil {
-		t.Fatal(s.minioErr)
-	}
+	started(t, s.minioErr, nil)
 	return s.minio
 }
 
