@@ -12,10 +12,11 @@ MINIO         := $(CACHE)/minio-$(MINIO_VERSION)/minio
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-# Packages without I/O, tested with the race detector as well.
-CORE := ./buffer/... ./formats/... ./pathtemplate/... ./lossmarker/... ./config/...
+# Packages tested with the race detector: the pure ones and the exporter
+# (its unit and integration tests alike). The rest runs without it.
+RACE := ./buffer/... ./formats/... ./pathtemplate/... ./lossmarker/... ./config/... ./exporter/...
 
-.PHONY: build servers test fmt vet bench demo clean
+.PHONY: build servers test short fmt vet bench demo clean
 
 ## build: build bin/jetlake, stamped with VERSION
 build:
@@ -30,7 +31,9 @@ $(NATS_SERVER):
 $(MINIO):
 	GOBIN=$(dir $@) go install github.com/minio/minio@$(MINIO_VERSION)
 
-## test: format check, vet, core packages with -race, then every test
+## test: format check, vet, then every test: the pure packages and the
+## exporter with -race, the commands (./cmd/...) without it, and the unit
+## tests of the former again without -race
 test: export JETLAKE_NATS_SERVER := $(NATS_SERVER)
 test: export JETLAKE_MINIO := $(MINIO)
 test: servers
@@ -41,8 +44,16 @@ test: servers
 		exit 1; \
 	fi
 	go vet ./...
-	go test -race -count=1 $(CORE)
-	go test -count=1 -timeout 30m ./...
+	go vet -tags jetlakefault ./exporter/...
+	go test -race -count=1 -timeout 30m $(RACE)
+	go test -count=1 -timeout 30m ./cmd/...
+	@# The unit tests once more without -race, which skips the allocation
+	@# tests (it makes sync.Pool drop what it is given).
+	go test -short -count=1 $(RACE)
+
+## short: the fast inner loop: every unit test, no server started
+short:
+	go test -short -count=1 ./...
 
 ## fmt: format every Go file
 fmt:

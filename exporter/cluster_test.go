@@ -17,15 +17,7 @@ import (
 )
 
 func TestThreeNodeClusterSurvivesLeaderChangeAndANodeLoss(t *testing.T) {
-	servers, err := exportertest.StartNATSCluster(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		for _, s := range servers {
-			s.Stop()
-		}
-	}()
+	servers := exportertest.NATSCluster(t, 3)
 	url := exportertest.ClusterURL(servers)
 	nc, err := nats.Connect(url, nats.MaxReconnects(-1))
 	if err != nil {
@@ -43,11 +35,11 @@ func TestThreeNodeClusterSurvivesLeaderChangeAndANodeLoss(t *testing.T) {
 		return err == nil
 	})
 	bucket := fmt.Sprintf("cluster-%d-%d", os.Getpid(), seq.Add(1))
-	if err := minioSrv.CreateBucket(ctx, bucket); err != nil {
+	if err := shared.MinIO(t).CreateBucket(ctx, bucket); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("JETLAKE_TEST_ACCESS_KEY", minioSrv.AccessKey)
-	t.Setenv("JETLAKE_TEST_SECRET_KEY", minioSrv.SecretKey)
+	t.Setenv("JETLAKE_TEST_ACCESS_KEY", shared.MinIO(t).AccessKey)
+	t.Setenv("JETLAKE_TEST_SECRET_KEY", shared.MinIO(t).SecretKey)
 	file := filepath.Join(t.TempDir(), "cluster.toml")
 	if err := os.WriteFile(file, []byte(fmt.Sprintf(`name = "cluster"
 [nats]
@@ -66,7 +58,7 @@ max_messages_per_file = 200
 max_file_age = "1s"
 [state]
 replicas = 3
-`, url, bucket, minioSrv.Endpoint)), 0o644); err != nil {
+`, url, bucket, shared.MinIO(t).Endpoint)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	conns, err := config.Load(file)

@@ -1,3 +1,5 @@
+//go:build jetlakefault
+
 package exporter
 
 import (
@@ -20,7 +22,9 @@ import (
 //	after-confirm   the acks are confirmed, the intent not yet deleted
 //	during-recovery intents are listed, none handled yet
 //
-// It is meant for tests only and costs one atomic load per point when unset.
+// Only binaries built with -tags jetlakefault have it (the crash tests build
+// jetlake so); other builds compile the points to nothing (nofault.go).
+// Unset, it costs one comparison per point.
 const FaultEnv = "JETLAKE_FAULT"
 
 var fault struct {
@@ -40,6 +44,10 @@ func init() {
 		fault.n = n
 	}
 }
+
+// faultAt reports whether fault injection names point, for a point that
+// prepares its crash.
+func faultAt(point string) bool { return fault.point == point }
 
 // crashPoint kills the process when fault injection names point.
 func crashPoint(point string) {

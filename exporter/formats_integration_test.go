@@ -49,7 +49,7 @@ func (e *env) runVariant(name string, mod func(c *config.Connector)) *config.Con
 }
 
 func TestParquetWithTypedColumnsHoldsWhatWasPublished(t *testing.T) {
-	e := newEnv(t, natsSrv, minioSrv, `
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_file_size = "1MiB"
 max_messages_per_file = 0
 max_file_age = "20s"`)
@@ -166,7 +166,7 @@ func (e *env) records(prefix string) []string {
 }
 
 func TestCompressedJSONLinesHoldTheSameRecords(t *testing.T) {
-	e := newEnv(t, natsSrv, minioSrv, `
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_file_size = "64KiB"
 max_messages_per_file = 0
 max_file_age = "20s"`)
@@ -187,7 +187,7 @@ max_file_age = "20s"`)
 }
 
 func TestRejectedMessagesLandUnderJetlakeRejectedAndNowhereElse(t *testing.T) {
-	e := newEnv(t, natsSrv, minioSrv, `
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 1000
 max_file_age = "2s"`)
 	ctx := context.Background()

@@ -33,9 +33,8 @@ import (
 // isolated by stream and bucket names. Tests that stop a server start their
 // own.
 var (
-	natsSrv  *exportertest.NATSServer
-	minioSrv *exportertest.MinIOServer
-	seq      atomic.Int64
+	shared exportertest.Shared
+	seq    atomic.Int64
 )
 
 func TestMain(m *testing.M) {
@@ -43,19 +42,7 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	var err error
-	natsSrv, err = exportertest.StartNATS(exportertest.NATSOptions{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer natsSrv.Stop()
-	minioSrv, err = exportertest.StartMinIO(exportertest.MinIOOptions{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer minioSrv.Stop()
+	defer shared.Stop()
 	return m.Run()
 }
 
@@ -393,7 +380,7 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 }
 
 func TestEverySequenceLandsInExactlyOneObject(t *testing.T) {
-	e := newEnv(t, natsSrv, minioSrv, `
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_file_size = "64KiB"
 max_messages_per_file = 700
 max_file_age = "20s"
@@ -413,7 +400,7 @@ max_buffered_bytes = "8MiB"`)
 }
 
 func TestQuietSubjectIsFlushedByAge(t *testing.T) {
-	e := newEnv(t, natsSrv, minioSrv, `
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 10000
 max_file_age = "2s"`)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -434,7 +421,7 @@ max_file_age = "2s"`)
 }
 
 func TestBudgetSmallerThanBacklogLosesNothing(t *testing.T) {
-	e := newEnv(t, natsSrv, minioSrv, `
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_file_size = "16KiB"
 max_messages_per_file = 0
 max_file_age = "20s"
@@ -479,12 +466,8 @@ func gauge(t *testing.T, reg prometheus.Gatherer, name string) float64 {
 }
 
 func TestS3OutageAcksNothingAndLosesNothing(t *testing.T) {
-	ms, err := exportertest.StartMinIO(exportertest.MinIOOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ms.Stop()
-	e := newEnv(t, natsSrv, ms, `
+	ms := exportertest.MinIO(t, exportertest.MinIOOptions{})
+	e := newEnv(t, shared.NATS(t), ms, `
 max_messages_per_file = 100
 max_file_age = "1s"`)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -528,7 +511,7 @@ max_file_age = "1s"`)
 }
 
 func TestMissingBucketStopsWithAClearError(t *testing.T) {
-	e := newEnv(t, natsSrv, minioSrv, `max_file_age = "1s"`)
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `max_file_age = "1s"`)
 	c := e.connector()
 	c.S3.Bucket = "no-such-bucket-here"
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -541,7 +524,7 @@ func TestMissingBucketStopsWithAClearError(t *testing.T) {
 }
 
 func TestDeletedConsumerStopsTheExporter(t *testing.T) {
-	e := newEnv(t, natsSrv, minioSrv, `max_file_age = "1s"`)
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `max_file_age = "1s"`)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	done, _ := e.run(ctx, e.connector(), false)
@@ -561,7 +544,7 @@ func TestDeletedConsumerStopsTheExporter(t *testing.T) {
 }
 
 func TestExistingConsumerWithFiniteMaxDeliverIsRefused(t *testing.T) {
-	e := newEnv(t, natsSrv, minioSrv, `max_file_age = "1s"`)
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `max_file_age = "1s"`)
 	ctx := context.Background()
 	if _, err := e.js.CreateConsumer(ctx, e.stream, jetstream.ConsumerConfig{
 		Durable: "c" + e.stream, AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: 5,
@@ -576,7 +559,7 @@ func TestExistingConsumerWithFiniteMaxDeliverIsRefused(t *testing.T) {
 }
 
 func TestMaxAckPendingBelowOneRotationStillProgresses(t *testing.T) {
-	e := newEnv(t, natsSrv, minioSrv, `
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 10000
 max_file_age = "25s"`)
 	c := e.connector()
@@ -598,7 +581,7 @@ max_file_age = "25s"`)
 func TestInterestAndWorkQueueStreamsExportEverything(t *testing.T) {
 	for _, rp := range []jetstream.RetentionPolicy{jetstream.InterestPolicy, jetstream.WorkQueuePolicy} {
 		t.Run(rp.String(), func(t *testing.T) {
-			e := newEnvRetention(t, natsSrv, minioSrv, `
+			e := newEnvRetention(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 300
 max_file_age = "20s"`, "1m", rp)
 			// Create the consumer first: an interest stream keeps only
@@ -632,12 +615,8 @@ max_file_age = "20s"`, "1m", rp)
 }
 
 func TestNATSRestartMidRunLosesNothing(t *testing.T) {
-	ns, err := exportertest.StartNATS(exportertest.NATSOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Stop()
-	e := newEnv(t, ns, minioSrv, `
+	ns := exportertest.NATS(t, exportertest.NATSOptions{})
+	e := newEnv(t, ns, shared.MinIO(t), `
 max_messages_per_file = 200
 max_file_age = "1s"`)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -686,7 +665,7 @@ func (e *env) verify(c *config.Connector) []*exporter.Report {
 }
 
 func TestGapWhileStoppedGetsAMarkerNamingExactlyTheDiscardedRange(t *testing.T) {
-	e := newEnv(t, natsSrv, minioSrv, `
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 100
 max_file_age = "1s"`)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -733,7 +712,7 @@ max_file_age = "1s"`)
 }
 
 func TestPoisonMessageIsTerminatedAndMarkedWhileTheSubjectFlows(t *testing.T) {
-	e := newEnv(t, natsSrv, minioSrv, `
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 100
 max_file_age = "1s"`)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -771,7 +750,7 @@ max_file_age = "1s"`)
 }
 
 func TestObjectOfAnotherBatchAtTheKeyStopsTheConnectorAndAcksNothing(t *testing.T) {
-	e := newEnv(t, natsSrv, minioSrv, `
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 5
 max_file_age = "1s"`)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -813,7 +792,7 @@ func (s unconditionalStore) Put(ctx context.Context, key string, body formats.Bo
 }
 
 func TestStoreWithoutConditionalWritesStillExportsExactlyOnce(t *testing.T) {
-	e := newEnv(t, natsSrv, minioSrv, `
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 100
 max_file_age = "1s"`)
 	c := e.connector()
@@ -834,10 +813,44 @@ max_file_age = "1s"`)
 	e.wantExactlyOnce(e.read(), last)
 	e.verify(c)
 	e.wantAllAcked()
+
+	// Without If-None-Match only a look before the write keeps another
+	// writer's object at a batch's key from being overwritten, its
+	// messages lost: the next batch finds one there and must stop
+	// without writing or acking.
+	next := e.publish(5, 1)
+	st, err := e.js.Stream(ctx, e.stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := st.GetMsg(ctx, last+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := c.Output.PathTemplate.Dir(&pathtemplate.Values{Stream: e.stream, Subject: first.Subject, Time: first.Time})
+	key, _ := pathtemplate.Key("raw", dir, last+1, next, "jsonl")
+	const foreign = "{}\n"
+	if _, err := e.mc.PutObject(ctx, e.bucket, key, strings.NewReader(foreign), int64(len(foreign)), minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ex, err = exporter.New(c, exporter.Options{Logger: testLogger(t), UntilIdle: true, Store: unconditionalStore{s3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ce *exporter.CollisionError
+	if err := ex.Run(ctx); !errors.As(err, &ce) || ce.Key != key {
+		t.Fatalf("Run = %v, want a collision on %s", err, key)
+	}
+	if body := e.get(ctx, key); string(body) != foreign {
+		t.Fatalf("the other writer's object at %s was overwritten: %q", key, body)
+	}
+	if floor := e.consumerInfo().AckFloor.Stream; floor != last {
+		t.Fatalf("ack floor %d after a collision, want %d: the batch must not be acked", floor, last)
+	}
 }
 
 func TestMemoryBoundHoldsAtTwoThousandSubjects(t *testing.T) {
-	e := newEnv(t, natsSrv, minioSrv, `
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_file_size = "64KiB"
 max_messages_per_file = 0
 max_file_age = "20s"

@@ -12,7 +12,7 @@ import (
 
 func TestLossMarkersOfAnotherConsumerAreNeverOverwritten(t *testing.T) {
 	for _, conditional := range []bool{true, false} {
-		store := &flakyStore{}
+		store := &MemStore{}
 		e := testExporter(t, store)
 		e.conditional = conditional
 		write := func(consumer string) *result {

@@ -96,7 +96,7 @@ func TestAMessageOfABatchGivenUpWaitsForTheStore(t *testing.T) {
 	if r.set.Open() != 0 {
 		t.Fatal("the message was buffered again before the store was asked")
 	}
-	r.e.store.(*flakyStore).objects = map[string]map[string]string{key: {MetaIntent: j.intentID}}
+	r.e.store.(*MemStore).preset(key, map[string]string{MetaIntent: j.intentID})
 	if err := r.resolve(context.Background(), time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}

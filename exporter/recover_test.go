@@ -74,9 +74,9 @@ func TestRecoveryAfterACrashAtEachCommitStep(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.point, func(t *testing.T) {
-			store := &flakyStore{}
+			store := &MemStore{}
 			if tt.object != nil {
-				store.objects = map[string]map[string]string{key: tt.object}
+				store.preset(key, tt.object)
 			}
 			e := testExporter(t, store)
 			intents := &memIntents{m: map[string][]byte{}}
@@ -127,7 +127,7 @@ func TestRecoveryAfterACrashAtEachCommitStep(t *testing.T) {
 
 func TestALatePutOfAStalledWriterIsFoundWhenResolving(t *testing.T) {
 	const key = "raw/k.jsonl"
-	store := &flakyStore{}
+	store := &MemStore{}
 	e := testExporter(t, store)
 	intents := &memIntents{m: map[string][]byte{}}
 	e.intents = intents
@@ -138,7 +138,7 @@ func TestALatePutOfAStalledWriterIsFoundWhenResolving(t *testing.T) {
 	intents.m["p.I1"] = []byte("{}")
 	s.book.await("p.I1", in, time.Now())
 	// The stalled writer's PUT lands after recovery looked.
-	store.objects = map[string]map[string]string{key: {MetaIntent: "I1"}}
+	store.preset(key, map[string]string{MetaIntent: "I1"})
 	r := &runner{e: e, log: e.log, streams: []*streamState{s}}
 	if err := r.resolve(context.Background(), time.Now().Add(time.Second)); err != nil {
 		t.Fatal(err)

@@ -358,7 +358,7 @@ func (e *Exporter) ack(ctx context.Context, b *msgBatch) error {
 		}
 	}
 	last := b.Items[n-1]
-	if fault.point == "after-acks" {
+	if faultAt("after-acks") {
 		// Make sure the acks left before the crash.
 		if err := last.Handle.ack(nc); err == nil {
 			crashPoint("after-acks")

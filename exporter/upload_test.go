@@ -126,45 +126,6 @@ func (a *fakeAcker) RequestWithContext(ctx context.Context, subj string, data []
 	return &nats.Msg{}, m.DoubleAck(ctx)
 }
 
-// flakyStore fails its first n puts with err, then stores, honouring
-// If-None-Match.
-type flakyStore struct {
-	mu      sync.Mutex
-	n       int
-	err     error
-	puts    int
-	keys    []string
-	objects map[string]map[string]string // key → metadata
-}
-
-func (s *flakyStore) Put(_ context.Context, key string, _ formats.Body, o PutOptions) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.puts++
-	if s.puts <= s.n {
-		return s.err
-	}
-	if s.objects == nil {
-		s.objects = map[string]map[string]string{}
-	}
-	if _, ok := s.objects[key]; ok && o.IfNoneMatch {
-		return ErrExists
-	}
-	s.objects[key] = o.Metadata
-	s.keys = append(s.keys, key)
-	return nil
-}
-
-func (s *flakyStore) Head(_ context.Context, key string) (map[string]string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	md, ok := s.objects[key]
-	if !ok {
-		return nil, ErrNotFound
-	}
-	return md, nil
-}
-
 func testExporter(t testing.TB, store ObjectStore) *Exporter {
 	t.Helper()
 	enc, err := formats.New(formats.Options{Format: formats.JSONLines, Metadata: true})
@@ -201,7 +162,7 @@ func sealedJob(t *testing.T, e *Exporter, n int, opened time.Time, ackWait time.
 }
 
 func TestUploadAcksEveryMessageOnceAfterTheStoreSucceeds(t *testing.T) {
-	store := &flakyStore{n: 2, err: errors.New("connection refused")}
+	store := &MemStore{n: 2, err: errors.New("connection refused")}
 	e := testExporter(t, store)
 	j, msgs := sealedJob(t, e, 3, time.Now(), time.Minute)
 	res := e.upload(context.Background(), j)
@@ -221,7 +182,7 @@ func TestUploadAcksEveryMessageOnceAfterTheStoreSucceeds(t *testing.T) {
 }
 
 func TestUploadNeverAcksOnAPermanentError(t *testing.T) {
-	store := &flakyStore{n: 1 << 30, err: &PermanentError{Code: "AccessDenied", Err: errors.New("access denied")}}
+	store := &MemStore{n: 1 << 30, err: &PermanentError{Code: "AccessDenied", Err: errors.New("access denied")}}
 	e := testExporter(t, store)
 	j, msgs := sealedJob(t, e, 3, time.Now(), time.Minute)
 	res := e.upload(context.Background(), j)
@@ -236,7 +197,7 @@ func TestUploadNeverAcksOnAPermanentError(t *testing.T) {
 }
 
 func TestUploadKeepsMessagesInProgressThenAbandonsAfterAckWait(t *testing.T) {
-	store := &flakyStore{n: 1 << 30, err: errors.New("503 SlowDown")}
+	store := &MemStore{n: 1 << 30, err: errors.New("503 SlowDown")}
 	e := testExporter(t, store)
 	// Opened 0.7 AckWait ago: the first attempt sends InProgress. The
 	// messages refuse it, as a broken NATS connection would, so the AckWait
@@ -266,7 +227,7 @@ func TestUploadKeepsMessagesInProgressThenAbandonsAfterAckWait(t *testing.T) {
 }
 
 func TestUploadGivesUpWhenItsContextEnds(t *testing.T) {
-	store := &flakyStore{n: 1 << 30, err: errors.New("connection refused")}
+	store := &MemStore{n: 1 << 30, err: errors.New("connection refused")}
 	e := testExporter(t, store)
 	j, msgs := sealedJob(t, e, 1, time.Now(), time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
@@ -283,7 +244,7 @@ func TestUploadGivesUpWhenItsContextEnds(t *testing.T) {
 func TestUploadInProgressPostponesTheAckWait(t *testing.T) {
 	// The store fails for more than one AckWait; InProgress keeps the batch alive
 	// and it is acked once stored.
-	store := &flakyStore{n: 6, err: errors.New("503 SlowDown")}
+	store := &MemStore{n: 6, err: errors.New("503 SlowDown")}
 	e := testExporter(t, store)
 	const ackWait = 2 * time.Second
 	j, msgs := sealedJob(t, e, 2, time.Now(), ackWait)

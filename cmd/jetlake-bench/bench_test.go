@@ -12,12 +12,17 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jetlake/jetlake/exporter/exportertest"
 )
 
 // buildJetlake builds the jetlake command into a temporary directory, or
-// returns $JETLAKE_BENCH_JETLAKE, a binary built before.
+// returns $JETLAKE_BENCH_JETLAKE, a binary built before. Every test that
+// calls it runs the benchmark against real servers, so it skips them under
+// -short.
 func buildJetlake(t *testing.T) string {
 	t.Helper()
+	exportertest.SkipShort(t)
 	if bin := os.Getenv("JETLAKE_BENCH_JETLAKE"); bin != "" {
 		return bin
 	}
@@ -30,9 +35,6 @@ func buildJetlake(t *testing.T) string {
 }
 
 func TestQuickBenchMeasuresEveryRunAndStopsItsProcesses(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts nats-server, MinIO and jetlake")
-	}
 	bin := buildJetlake(t)
 	out := filepath.Join(t.TempDir(), "bench.json")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -98,9 +100,6 @@ func TestQuickBenchMeasuresEveryRunAndStopsItsProcesses(t *testing.T) {
 }
 
 func TestInterruptedBenchStopsJetlakeAndTheServers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts nats-server, MinIO and jetlake")
-	}
 	bin := buildJetlake(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -110,9 +109,10 @@ func TestInterruptedBenchStopsJetlakeAndTheServers(t *testing.T) {
 	}}
 	done := make(chan int, 1)
 	var stdout bytes.Buffer
+	logs := t.TempDir() // not in the goroutine: TempDir may call t.Fatal
 	go func() {
 		done <- Main(ctx, []string{"-messages", "50000", "-small-messages", "0", "-runs", "json_lines", "-rounds", "1",
-			"-jetlake", bin, "-logs", t.TempDir()}, &stdout, progress)
+			"-jetlake", bin, "-logs", logs}, &stdout, progress)
 	}()
 	select {
 	case code := <-done:

@@ -13,7 +13,7 @@ import (
 
 func TestPlanWarnsAboutOverlappingAndUncoveredFilters(t *testing.T) {
 	ctx := context.Background()
-	js := streamAndBucket(t, natsSrv, minioSrv, "cover", jetstream.StreamConfig{})
+	js := streamAndBucket(t, shared.NATS(t), shared.MinIO(t), "cover", jetstream.StreamConfig{})
 	for i := range 10 {
 		if _, err := js.Publish(ctx, fmt.Sprintf("cover.s%d", i), []byte(`{}`)); err != nil {
 			t.Fatal(err)
@@ -38,9 +38,9 @@ subjects = [%s]
 [s3]
 bucket = "cover"
 endpoint = %q
-`, natsSrv.URL, subjects, minioSrv.Endpoint))
+`, shared.NATS(t).URL, subjects, shared.MinIO(t).Endpoint))
 	}
-	env := []string{"AWS_ACCESS_KEY_ID=" + minioSrv.AccessKey, "AWS_SECRET_ACCESS_KEY=" + minioSrv.SecretKey}
+	env := shared.MinIO(t).ClientEnv()
 	code, out, errOut := jetlakeEnv(t, env, "plan", "-config", write(`"cover.s4", "cover.s5", "cover.s6"`))
 	if code != 0 {
 		t.Fatalf("plan: exit %d\n%s%s", code, out, errOut)

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -88,34 +89,48 @@ max_file_age = "2s"
 // publish publishes n messages over the given number of subjects.
 func (c *crashEnv) publish(n, subjects int) {
 	c.t.Helper()
-	ctx := context.Background()
+	if err := c.send(n, subjects); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// publishInBackground publishes as publish does while the test goes on; the
+// channel receives the outcome. The error comes back to the test's
+// goroutine, the only one that may end the test.
+func (c *crashEnv) publishInBackground(n, subjects int) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- c.send(n, subjects) }()
+	return done
+}
+
+func (c *crashEnv) send(n, subjects int) error {
+	wait := func() error {
+		select {
+		case <-c.js.PublishAsyncComplete():
+			return nil
+		case <-time.After(10 * time.Second):
+			return fmt.Errorf("publish to %s: no acks within 10s", c.name)
+		}
+	}
 	for i := range n {
 		subj := fmt.Sprintf("%s.s%02d", c.name, i%subjects)
 		if _, err := c.js.PublishAsync(subj, []byte(fmt.Sprintf(`{"i":%d,"pad":"%s"}`, i, strings.Repeat("x", 100)))); err != nil {
-			c.t.Fatal(err)
+			return fmt.Errorf("publish to %s: %w", subj, err)
 		}
 		if i%1000 == 999 {
-			select {
-			case <-c.js.PublishAsyncComplete():
-			case <-time.After(10 * time.Second):
-				c.t.Fatal("publish timeout")
+			if err := wait(); err != nil {
+				return err
 			}
 		}
 	}
-	select {
-	case <-c.js.PublishAsyncComplete():
-	case <-time.After(10 * time.Second):
-		c.t.Fatal("publish timeout")
-	}
-	_ = ctx
+	return wait()
 }
 
 // start starts `jetlake run` with extra environment.
 func (c *crashEnv) start(env ...string) (*exec.Cmd, *bytes.Buffer) {
 	c.t.Helper()
 	cmd := exec.Command(binary, "run", "-config", c.file)
-	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+c.minio.AccessKey, "AWS_SECRET_ACCESS_KEY="+c.minio.SecretKey)
-	cmd.Env = append(cmd.Env, env...)
+	cmd.Env = c.minio.ClientEnv(env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &lockedWriter{w: &stderr}
 	if err := cmd.Start(); err != nil {
@@ -129,7 +144,7 @@ func (c *crashEnv) start(env ...string) (*exec.Cmd, *bytes.Buffer) {
 func (c *crashEnv) runUntilIdle() {
 	c.t.Helper()
 	cmd := exec.Command(binary, "run", "-until-idle", "-config", c.file)
-	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+c.minio.AccessKey, "AWS_SECRET_ACCESS_KEY="+c.minio.SecretKey)
+	cmd.Env = c.minio.ClientEnv()
 	out, err := runWithTimeout(cmd, 3*time.Minute)
 	if err != nil {
 		c.t.Fatalf("run -until-idle: %v\n%s", err, out)
@@ -140,7 +155,7 @@ func (c *crashEnv) runUntilIdle() {
 func (c *crashEnv) verify() string {
 	c.t.Helper()
 	cmd := exec.Command(binary, "verify", "-deep", "-quiet", "-config", c.file)
-	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+c.minio.AccessKey, "AWS_SECRET_ACCESS_KEY="+c.minio.SecretKey)
+	cmd.Env = c.minio.ClientEnv()
 	out, err := runWithTimeout(cmd, 2*time.Minute)
 	if err != nil {
 		c.t.Fatalf("verify -deep: %v\n%s", err, out)
@@ -255,7 +270,7 @@ func TestCrashAtEveryCommitStepExportsExactlyOnce(t *testing.T) {
 	for _, point := range []string{"before-upload", "during-upload", "after-upload", "after-acks", "after-confirm", "during-recovery"} {
 		t.Run(point, func(t *testing.T) {
 			name := "crash-" + point
-			c := newCrashEnv(t, name, natsSrv, minioSrv, jetstream.StreamConfig{})
+			c := newCrashEnv(t, name, shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
 			const n = 2000
 			c.publish(n, 4)
 			if point == "during-recovery" {
@@ -285,15 +300,30 @@ func TestCrashAtEveryCommitStepExportsExactlyOnce(t *testing.T) {
 	}
 }
 
+// chaosSeedEnv names the variable that replays a chaos test: set it to the
+// seed a failed run logged.
+const chaosSeedEnv = "JETLAKE_CHAOS_SEED"
+
+// chaosSeed returns the seed of t's random choices, $JETLAKE_CHAOS_SEED or
+// one from the clock, and logs it so that a failure can be replayed.
+func chaosSeed(t *testing.T) uint64 {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv(chaosSeedEnv); v != "" {
+		var err error
+		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+			t.Fatalf("%s: %v", chaosSeedEnv, err)
+		}
+	}
+	t.Logf("seed %d (replay with %s=%d)", seed, chaosSeedEnv, seed)
+	return seed
+}
+
 func TestChaosKillsLoseAndDuplicateNothing(t *testing.T) {
-	c := newCrashEnv(t, "chaos", natsSrv, minioSrv, jetstream.StreamConfig{})
+	c := newCrashEnv(t, "chaos", shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
 	const n = 50000
-	published := make(chan struct{})
-	go func() {
-		defer close(published)
-		c.publish(n, 20)
-	}()
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	published := c.publishInBackground(n, 20)
+	rng := rand.New(rand.NewPCG(chaosSeed(t), 7))
 	kills := 0
 	for kills < 6 {
 		cmd, _ := c.start()
@@ -304,7 +334,9 @@ func TestChaosKillsLoseAndDuplicateNothing(t *testing.T) {
 		cmd.Wait()
 		kills++
 	}
-	<-published
+	if err := <-published; err != nil {
+		t.Fatal(err)
+	}
 	c.runUntilIdle()
 	out := c.verify()
 	if !strings.Contains(out, "OK: every sequence") {

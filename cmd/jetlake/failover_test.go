@@ -38,7 +38,7 @@ func (c *crashEnv) consumerDone(consumer string, last uint64, timeout time.Durat
 }
 
 func TestPinnedStandbyTakesOverWhenTheActiveIsKilled(t *testing.T) {
-	c := newCrashEnv(t, "failover", natsSrv, minioSrv, jetstream.StreamConfig{})
+	c := newCrashEnv(t, "failover", shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
 	body, err := os.ReadFile(c.file)
 	if err != nil {
 		t.Fatal(err)
@@ -48,11 +48,7 @@ func TestPinnedStandbyTakesOverWhenTheActiveIsKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 20000
-	published := make(chan struct{})
-	go func() {
-		defer close(published)
-		c.publish(n, 10)
-	}()
+	published := c.publishInBackground(n, 10)
 	a, aLog := c.start()
 	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(aLog.String(), "this instance is active") {
@@ -73,7 +69,9 @@ func TestPinnedStandbyTakesOverWhenTheActiveIsKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Wait()
-	<-published
+	if err := <-published; err != nil {
+		t.Fatal(err)
+	}
 	c.consumerDone("failover", n, 2*time.Minute, bLog)
 	if !strings.Contains(bLog.String(), "this instance is active") {
 		t.Fatalf("the standby never took over\n%s", bLog.String())
@@ -92,7 +90,7 @@ func TestPinnedStandbyTakesOverWhenTheActiveIsKilled(t *testing.T) {
 }
 
 func TestTwoInstancesWithDisjointFiltersCoverTheStream(t *testing.T) {
-	c := newCrashEnv(t, "split", natsSrv, minioSrv, jetstream.StreamConfig{})
+	c := newCrashEnv(t, "split", shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
 	base, err := os.ReadFile(c.file)
 	if err != nil {
 		t.Fatal(err)

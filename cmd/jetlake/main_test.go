@@ -19,10 +19,11 @@ import (
 	"github.com/jetlake/jetlake/exporter/exportertest"
 )
 
+// binary is jetlake built with fault injection for the crash tests. The
+// servers start when a test first needs them; none does under -short.
 var (
-	binary   string
-	natsSrv  *exportertest.NATSServer
-	minioSrv *exportertest.MinIOServer
+	binary string
+	shared exportertest.Shared
 )
 
 func TestMain(m *testing.M) {
@@ -37,20 +38,11 @@ func runMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	binary = filepath.Join(dir, "jetlake")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-tags", faultTag, "-o", binary, ".").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build jetlake: %v\n%s", err, out)
 		return 1
 	}
-	if natsSrv, err = exportertest.StartNATS(exportertest.NATSOptions{}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer natsSrv.Stop()
-	if minioSrv, err = exportertest.StartMinIO(exportertest.MinIOOptions{}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer minioSrv.Stop()
+	defer shared.Stop()
 	return m.Run()
 }
 
@@ -60,11 +52,11 @@ func jetlake(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return jetlakeEnv(t, nil, args...)
 }
 
-// jetlakeEnv is jetlake with more environment variables.
+// jetlakeEnv is jetlake with the environment env, nil for this process's.
 func jetlakeEnv(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = env
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
@@ -161,7 +153,7 @@ func TestValidateSummarisesAGoodConnector(t *testing.T) {
 
 func TestSIGTERMUploadsAndAcksPartialBuffers(t *testing.T) {
 	ctx := context.Background()
-	js := streamAndBucket(t, natsSrv, minioSrv, "term", jetstream.StreamConfig{})
+	js := streamAndBucket(t, shared.NATS(t), shared.MinIO(t), "term", jetstream.StreamConfig{})
 	for i := range 50 {
 		if _, err := js.Publish(ctx, fmt.Sprintf("term.s%d", i%3), []byte(fmt.Sprintf(`{"i":%d}`, i))); err != nil {
 			t.Fatal(err)
@@ -178,9 +170,9 @@ endpoint = %q
 [rotation]
 max_messages_per_file = 10000
 max_file_age = "1m"
-`, natsSrv.URL, minioSrv.Endpoint))
+`, shared.NATS(t).URL, shared.MinIO(t).Endpoint))
 	cmd := exec.Command(binary, "run", "-config", path)
-	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+minioSrv.AccessKey, "AWS_SECRET_ACCESS_KEY="+minioSrv.SecretKey)
+	cmd.Env = shared.MinIO(t).ClientEnv()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -213,7 +205,7 @@ max_file_age = "1m"
 	if info.NumAckPending != 0 || info.AckFloor.Stream != 50 {
 		t.Fatalf("after SIGTERM: %d unacked, ack floor %d; want 0 and 50", info.NumAckPending, info.AckFloor.Stream)
 	}
-	mc, _ := minioSrv.Client()
+	mc, _ := shared.MinIO(t).Client()
 	objects := 0
 	for obj := range mc.ListObjects(ctx, "term", minio.ListObjectsOptions{Recursive: true}) {
 		if obj.Err != nil {

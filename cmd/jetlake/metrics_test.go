@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -68,13 +67,9 @@ func httpStatus(t *testing.T, url string) int {
 }
 
 func TestMetricsCountWhatWasExportedAndReadinessFollowsTheStore(t *testing.T) {
-	ms, err := exportertest.StartMinIO(exportertest.MinIOOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ms.Stop()
+	ms := exportertest.MinIO(t, exportertest.MinIOOptions{})
 	ctx := context.Background()
-	js := streamAndBucket(t, natsSrv, ms, "metrics", jetstream.StreamConfig{})
+	js := streamAndBucket(t, shared.NATS(t), ms, "metrics", jetstream.StreamConfig{})
 	const n = 1000
 	for i := range n {
 		if _, err := js.Publish(ctx, fmt.Sprintf("metrics.s%d", i%4), []byte(fmt.Sprintf(`{"i":%d}`, i))); err != nil {
@@ -98,9 +93,9 @@ endpoint = %q
 [rotation]
 max_messages_per_file = 100
 max_file_age = "1s"
-`, natsSrv.URL, ms.Endpoint))
+`, shared.NATS(t).URL, ms.Endpoint))
 	cmd := exec.Command(binary, "run", "-config", path, "-metrics-addr", addr)
-	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+ms.AccessKey, "AWS_SECRET_ACCESS_KEY="+ms.SecretKey)
+	cmd.Env = ms.ClientEnv()
 	var stderr lockedWriter
 	var buf strings.Builder
 	stderr.w = &buf

@@ -18,10 +18,6 @@ import (
 	"github.com/jetlake/jetlake/exporter/exportertest"
 )
 
-func minioEnv() []string {
-	return []string{"AWS_ACCESS_KEY_ID=" + minioSrv.AccessKey, "AWS_SECRET_ACCESS_KEY=" + minioSrv.SecretKey}
-}
-
 // planFile is a connector on the package's servers reading subjects
 // <lower(stream)>.> of stream with consumer.
 func planFile(t *testing.T, natsURL, stream, consumer, bucket, extra string) string {
@@ -45,12 +41,12 @@ prefix = "raw"
 [rotation]
 max_messages_per_file = 500
 max_file_age = "10s"
-`, strings.ToLower(consumer), natsURL, extra, stream, strings.ToLower(stream), consumer, bucket, minioSrv.Endpoint))
+`, strings.ToLower(consumer), natsURL, extra, stream, strings.ToLower(stream), consumer, bucket, shared.MinIO(t).Endpoint))
 }
 
 func createPlanStream(t *testing.T, name string) jetstream.Stream {
 	t.Helper()
-	nc, err := natsSrv.Connect()
+	nc, err := shared.NATS(t).Connect()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +61,7 @@ func createPlanStream(t *testing.T, name string) jetstream.Stream {
 
 func createBucketOnce(t *testing.T, name string) {
 	t.Helper()
-	mc, err := minioSrv.Client()
+	mc, err := shared.MinIO(t).Client()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +70,7 @@ func createBucketOnce(t *testing.T, name string) {
 		t.Fatal(err)
 	}
 	if !ok {
-		if err := minioSrv.CreateBucket(context.Background(), name); err != nil {
+		if err := shared.MinIO(t).CreateBucket(context.Background(), name); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -166,8 +162,8 @@ func TestPlanReportsConsumersThatDoNotFitWithTheFix(t *testing.T) {
 			if bucket == "" {
 				bucket = "plan"
 			}
-			path := planFile(t, natsSrv.URL, stream, consumer, bucket, "")
-			code, out, errOut := jetlakeEnv(t, minioEnv(), "plan", "-config", path)
+			path := planFile(t, shared.NATS(t).URL, stream, consumer, bucket, "")
+			code, out, errOut := jetlakeEnv(t, shared.MinIO(t).ClientEnv(), "plan", "-config", path)
 			if code != tt.code {
 				t.Errorf("exit %d, want %d\n%s%s", code, tt.code, out, errOut)
 			}
@@ -191,7 +187,7 @@ func TestPlanReportsConsumersThatDoNotFitWithTheFix(t *testing.T) {
 // assertUnchanged checks that plan changed nothing on the consumer.
 func assertUnchanged(t *testing.T, stream, consumer string, want jetstream.ConsumerConfig) {
 	t.Helper()
-	nc, err := natsSrv.Connect()
+	nc, err := shared.NATS(t).Connect()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +206,7 @@ func assertUnchanged(t *testing.T, stream, consumer string, want jetstream.Consu
 func TestPlanOfAGoodSetupPassesAndShowsKeysAndPermissions(t *testing.T) {
 	createBucketOnce(t, "plan")
 	createPlanStream(t, "PLANGOOD")
-	nc, err := natsSrv.Connect()
+	nc, err := shared.NATS(t).Connect()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,8 +217,8 @@ func TestPlanOfAGoodSetupPassesAndShowsKeysAndPermissions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	path := planFile(t, natsSrv.URL, "PLANGOOD", "plangood", "plan", "")
-	code, out, errOut := jetlakeEnv(t, minioEnv(), "plan", "-config", path)
+	path := planFile(t, shared.NATS(t).URL, "PLANGOOD", "plangood", "plan", "")
+	code, out, errOut := jetlakeEnv(t, shared.MinIO(t).ClientEnv(), "plan", "-config", path)
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s%s", code, out, errOut)
 	}
@@ -259,7 +255,7 @@ func TestPlanOfAGoodSetupPassesAndShowsKeysAndPermissions(t *testing.T) {
 			t.Errorf("output lacks %q", want)
 		}
 	}
-	for _, never := range []string{minioSrv.SecretKey, "s3:DeleteObject\""} {
+	for _, never := range []string{shared.MinIO(t).SecretKey, "s3:DeleteObject\""} {
 		if strings.Contains(out, never) {
 			t.Errorf("output holds %q", never)
 		}
@@ -269,7 +265,7 @@ func TestPlanOfAGoodSetupPassesAndShowsKeysAndPermissions(t *testing.T) {
 	}
 
 	// -cleanup removes the probe and asks for s3:DeleteObject on probes only.
-	code, out, errOut = jetlakeEnv(t, minioEnv(), "plan", "-cleanup", "-config", path)
+	code, out, errOut = jetlakeEnv(t, shared.MinIO(t).ClientEnv(), "plan", "-cleanup", "-config", path)
 	if code != 0 || !strings.Contains(out, "ok    probe: removed") || !strings.Contains(out, `"Resource": "arn:aws:s3:::plan/raw/_jetlake/probe/*"`) {
 		t.Fatalf("-cleanup: exit %d:\n%s%s", code, out, errOut)
 	}
@@ -280,7 +276,7 @@ func TestPlanOfAGoodSetupPassesAndShowsKeysAndPermissions(t *testing.T) {
 
 func probes(t *testing.T, bucket, prefix string) int {
 	t.Helper()
-	mc, err := minioSrv.Client()
+	mc, err := shared.MinIO(t).Client()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +299,7 @@ func TestPlanWithoutNATSStillChecksTheStore(t *testing.T) {
 	url := "nats://" + ln.Addr().String()
 	ln.Close()
 	path := planFile(t, url, "PLANDOWN", "plandown", "plan", "")
-	code, out, errOut := jetlakeEnv(t, minioEnv(), "plan", "-cleanup", "-config", path)
+	code, out, errOut := jetlakeEnv(t, shared.MinIO(t).ClientEnv(), "plan", "-cleanup", "-config", path)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1:\n%s%s", code, out, errOut)
 	}
@@ -322,7 +318,7 @@ func TestPlanWithoutNATSStillChecksTheStore(t *testing.T) {
 
 func TestPlanUsageErrorsExit2(t *testing.T) {
 	bad := writeFile(t, "bad.toml", "name = \"x\"\n")
-	good := planFile(t, natsSrv.URL, "PLANUSAGE", "planusage", "plan", "")
+	good := planFile(t, shared.NATS(t).URL, "PLANUSAGE", "planusage", "plan", "")
 	for _, args := range [][]string{
 		{"plan"},
 		{"plan", "-config"},
@@ -365,7 +361,7 @@ prefix = "raw"
 [rotation]
 max_messages_per_file = 100
 max_file_age = "10s"
-`, url, minioSrv.Endpoint)
+`, url, shared.MinIO(t).Endpoint)
 	}
 	if err := os.WriteFile(path, []byte(body("nats://127.0.0.1:4222")), 0o644); err != nil {
 		t.Fatal(err)
@@ -390,11 +386,8 @@ no_auth_user: admin
 	if err := os.WriteFile(conf, []byte(serverConf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ns, err := exportertest.StartNATS(exportertest.NATSOptions{Args: []string{"-c", conf}})
-	if err != nil {
-		t.Fatalf("%v\n%s", err, serverConf)
-	}
-	defer ns.Stop()
+	t.Logf("nats-server configuration:\n%s", serverConf)
+	ns := exportertest.NATS(t, exportertest.NATSOptions{Args: []string{"-c", conf}})
 	if err := os.WriteFile(path, []byte(body(ns.URL)), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -419,8 +412,8 @@ no_auth_user: admin
 		env  []string
 		want string
 	}{
-		{append(minioEnv(), "PLAN_NATS_PASSWORD=wrong"), "Authorization Violation: check the credentials in [nats]"},
-		{minioEnv(), "FAIL  nats: cannot connect: nats.password_env names PLAN_NATS_PASSWORD, which is not set"},
+		{shared.MinIO(t).ClientEnv("PLAN_NATS_PASSWORD=wrong"), "Authorization Violation: check the credentials in [nats]"},
+		{shared.MinIO(t).ClientEnv(), "FAIL  nats: cannot connect: nats.password_env names PLAN_NATS_PASSWORD, which is not set"},
 	} {
 		code, out, errOut := jetlakeEnv(t, tt.env, "plan", "-config", path)
 		if code != 1 || !strings.Contains(out, tt.want) {
@@ -428,7 +421,7 @@ no_auth_user: admin
 		}
 	}
 
-	env := append(minioEnv(), "PLAN_NATS_PASSWORD=s3cr3t-pw-7421")
+	env := shared.MinIO(t).ClientEnv("PLAN_NATS_PASSWORD=s3cr3t-pw-7421")
 
 	// plan as the restricted user: everything it asks is in the list too.
 	code, out, errOut := jetlakeEnv(t, env, "plan", "-config", path)
@@ -451,7 +444,7 @@ no_auth_user: admin
 			args = append(args, "-cpuprofile", profile)
 		}
 		cmd := exec.Command(binary, args...)
-		cmd.Env = append(os.Environ(), env...)
+		cmd.Env = env
 		outb, err := runWithTimeout(cmd, 60*time.Second)
 		if err != nil {
 			t.Fatalf("run %d as the restricted user: %v\n%s\n%s", i+1, err, outb, tailFile(ns.LogFile))

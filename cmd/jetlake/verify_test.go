@@ -17,6 +17,7 @@ import (
 func verifyEnv(t *testing.T, name string) (dir string, creds []string) {
 	t.Helper()
 	ctx := context.Background()
+	natsSrv, minioSrv := shared.NATS(t), shared.MinIO(t)
 	js := streamAndBucket(t, natsSrv, minioSrv, name, jetstream.StreamConfig{})
 	for i := range 30 {
 		if _, err := js.Publish(ctx, fmt.Sprintf("%s.s%d", name, i%3), []byte(fmt.Sprintf("payload %d", i))); err != nil {
@@ -46,7 +47,7 @@ compression = "gzip"
 			t.Fatal(err)
 		}
 	}
-	creds = []string{"AWS_ACCESS_KEY_ID=" + minioSrv.AccessKey, "AWS_SECRET_ACCESS_KEY=" + minioSrv.SecretKey}
+	creds = minioSrv.ClientEnv()
 	if code, _, stderr := jetlakeEnv(t, creds, "run", "-until-idle", "-config", filepath.Join(dir, "b-raw.toml")); code != 0 {
 		t.Fatalf("run: exit %d\n%s", code, stderr)
 	}

@@ -125,7 +125,7 @@ func install(dir, name, pkg string) error {
 
 	cmd := exec.Command(goBin, "install", pkg)
 	cmd.Dir = tmp // outside any module, so the repository's go.mod plays no part
-	cmd.Env = append(os.Environ(), "GOBIN="+tmp)
+	cmd.Env = Environ("GOBIN=", "GOBIN="+tmp)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out

@@ -6,12 +6,23 @@
 // repository and reused from there. The package does not import "testing",
 // so programs under cmd/ can use it too.
 //
-// A typical test package starts one server of each kind in TestMain and
-// isolates its tests by stream and bucket names:
+// A typical test package shares one server of each kind among its tests
+// and isolates them by stream and bucket names. The servers start when a
+// test first asks for them; TestMain stops them:
 //
-//	nats, err := exportertest.StartNATS(exportertest.NATSOptions{})
-//	if err != nil { ... }
-//	defer nats.Stop()
+//	var shared exportertest.Shared
+//
+//	func TestMain(m *testing.M) { code := m.Run(); shared.Stop(); os.Exit(code) }
+//
+//	func TestExport(t *testing.T) {
+//		ns, ms := shared.NATS(t), shared.MinIO(t)
+//		...
+//	}
+//
+// Every helper that starts a server for a test (Shared, NATS, MinIO,
+// NATSCluster) skips the test under -short, as an integration test, so
+// "go test -short ./..." starts no server and needs no server binary.
+// Programs start servers with StartNATS and StartMinIO.
 //
 // Every server listens on 127.0.0.1 only. Stop ends the process it started
 // (and only that one) and removes the temporary directory it created.

@@ -46,6 +46,7 @@ func TestBinaryOverrideFromEnvironment(t *testing.T) {
 }
 
 func TestNATSServerServesJetStreamAcrossRestartAndKill(t *testing.T) {
+	SkipShort(t)
 	t.Parallel()
 	s, err := StartNATS(NATSOptions{})
 	if err != nil {
@@ -91,6 +92,7 @@ func TestNATSServerServesJetStreamAcrossRestartAndKill(t *testing.T) {
 }
 
 func TestNATSServerKeepsAGivenDir(t *testing.T) {
+	SkipShort(t)
 	t.Parallel()
 	dir := t.TempDir()
 	s, err := StartNATS(NATSOptions{Dir: dir})
@@ -106,6 +108,7 @@ func TestNATSServerKeepsAGivenDir(t *testing.T) {
 }
 
 func TestStartNATSOnABusyPortNamesThePort(t *testing.T) {
+	SkipShort(t)
 	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -120,6 +123,7 @@ func TestStartNATSOnABusyPortNamesThePort(t *testing.T) {
 }
 
 func TestMinIOServerStoresObjectsAcrossRestartAndKill(t *testing.T) {
+	SkipShort(t)
 	t.Parallel()
 	s, err := StartMinIO(MinIOOptions{})
 	if err != nil {

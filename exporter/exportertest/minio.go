@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -141,13 +140,7 @@ func (s *MinIOServer) start() error {
 // env is this process's environment without MINIO_* variables, which
 // would change the server's behaviour, plus the server's settings.
 func (s *MinIOServer) env() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "MINIO_") {
-			env = append(env, kv)
-		}
-	}
-	return append(env,
+	return Environ("MINIO_",
 		"MINIO_ROOT_USER="+s.AccessKey,
 		"MINIO_ROOT_PASSWORD="+s.SecretKey,
 		"MINIO_BROWSER=off",
@@ -259,13 +252,7 @@ func (s *MinIOServer) removeTempDir() error {
 // ClientEnv returns the process environment for a program that talks to
 // this server through the standard AWS credential chain: the server's
 // credentials, and no other AWS_* variable (a profile or session token of
-// the user's would mix with them).
-func (s *MinIOServer) ClientEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "AWS_") {
-			env = append(env, kv)
-		}
-	}
-	return append(env, "AWS_ACCESS_KEY_ID="+s.AccessKey, "AWS_SECRET_ACCESS_KEY="+s.SecretKey)
+// the user's would mix with them), then add.
+func (s *MinIOServer) ClientEnv(add ...string) []string {
+	return Environ("AWS_", append([]string{"AWS_ACCESS_KEY_ID=" + s.AccessKey, "AWS_SECRET_ACCESS_KEY=" + s.SecretKey}, add...)...)
 }

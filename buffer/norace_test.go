@@ -1,0 +1,5 @@
+//go:build !race
+
+package buffer_test
+
+const raceEnabled = false
