@@ -73,6 +73,17 @@ func (r *runner) nextJob() int {
 	return -1
 }
 
+// offer returns what the loop offers the uploaders: their channel, the
+// next job and its index in the queue; a nil channel, which never takes,
+// when no job can go now.
+func (r *runner) offer() (chan *job, *job, int) {
+	idx := r.nextJob()
+	if idx < 0 {
+		return nil, nil, idx
+	}
+	return r.jobs, r.queue[idx], idx
+}
+
 // dispatched takes the job at index i, handed to an uploader, off the
 // queue.
 func (r *runner) dispatched(i int) {

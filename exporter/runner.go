@@ -214,12 +214,7 @@ func (r *runner) run(ctx context.Context) error {
 	deadline := time.NewTimer(r.e.cfg.ShutdownTimeout)
 	defer deadline.Stop()
 	for r.inflight > 0 {
-		var jobs chan *job
-		var next *job
-		idx := r.nextJob()
-		if idx >= 0 {
-			jobs, next = r.jobs, r.queue[idx]
-		}
+		jobs, next, idx := r.offer()
 		select {
 		case jobs <- next:
 			r.dispatched(idx)
@@ -271,12 +266,7 @@ func (r *runner) loop(ctx context.Context) error {
 		if r.openMem()+r.inflightBytes+r.heldMem < r.budget {
 			in = r.in
 		}
-		var jobs chan *job
-		var next *job
-		idx := r.nextJob()
-		if idx >= 0 {
-			jobs, next = r.jobs, r.queue[idx]
-		}
+		jobs, next, idx := r.offer()
 		select {
 		case <-ctx.Done():
 			return nil
