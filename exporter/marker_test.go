@@ -29,7 +29,7 @@ func TestLossMarkersOfAnotherConsumerAreNeverOverwritten(t *testing.T) {
 		}
 		other := write("two")
 		var ce *CollisionError
-		if !errors.As(other.err, &ce) || other.stored || other.key != first.key {
+		if !errors.As(other.err, &ce) || !ce.Marker || other.stored || other.key != first.key {
 			t.Fatalf("conditional=%v: another consumer's marker at %s: stored %v, %v; want a CollisionError at %s", conditional, other.key, other.stored, other.err, first.key)
 		}
 		if md, _ := store.Head(context.Background(), first.key); md[MetaConsumer] != "one" || len(store.keys) != 1 {

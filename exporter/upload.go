@@ -238,7 +238,7 @@ func existingMarker(key string, md map[string]string, m *lossmarker.Marker) erro
 	if md[MetaStream] == m.Stream && md[MetaConsumer] == m.Consumer {
 		return nil
 	}
-	return &CollisionError{Key: key, Stream: md[MetaStream], Consumer: md[MetaConsumer]}
+	return &CollisionError{Key: key, Marker: true, Stream: md[MetaStream], Consumer: md[MetaConsumer]}
 }
 
 // existing decides about an object found at the key of a batch: written by
@@ -259,11 +259,12 @@ type CollisionError struct {
 	Intent        string // intent id in the existing object's metadata
 	Stream        string
 	StreamCreated string
-	Consumer      string // of an existing loss marker
+	Marker        bool   // the key is a loss marker's
+	Consumer      string // the consumer of the existing marker
 }
 
 func (e *CollisionError) Error() string {
-	if e.Intent == "" && e.StreamCreated == "" {
+	if e.Marker {
 		return fmt.Sprintf("loss marker %s already exists and records another consumer's loss (stream %q, consumer %q): "+
 			"two connectors write to the same prefix; give this connector its own s3.prefix", e.Key, e.Stream, e.Consumer)
 	}
