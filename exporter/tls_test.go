@@ -20,8 +20,9 @@ import (
 	"github.com/jetlake/jetlake/exporter"
 )
 
-// writeCA writes a self-signed CA certificate as PEM and returns its path.
-func writeCA(t *testing.T) string {
+// writeCA writes a self-signed CA certificate and its key as PEM and
+// returns their paths.
+func writeCA(t *testing.T) (cert, keyFile string) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -36,30 +37,44 @@ func writeCA(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return path
+	dir := t.TempDir()
+	cert, keyFile = filepath.Join(dir, "ca.pem"), filepath.Join(dir, "ca.key")
+	if err := os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cert, keyFile
 }
 
-// The README says tls_ca_file alone turns TLS on: a nats:// URL to a server
-// that offers no TLS is refused, never used in plain text.
-func TestTLSCAFileAloneRefusesAServerWithoutTLS(t *testing.T) {
+// The README says tls_ca_file, or a client certificate, alone turns TLS
+// on: a nats:// URL to a server that offers no TLS is refused, never used
+// in plain text.
+func TestTLSSettingsAloneRefuseAServerWithoutTLS(t *testing.T) {
 	ns := shared.NATS(t)
-	c := &config.Connector{Name: "tls", NATS: config.NATS{URL: ns.URL}}
-	nc, err := exporter.Dial(c)
-	if err != nil {
-		t.Fatalf("without tls_ca_file: %v", err)
-	}
-	nc.Close()
-	c.NATS.TLSCAFile = writeCA(t)
-	nc, err = exporter.Dial(c)
-	if err == nil {
-		nc.Close()
-		t.Fatal("with tls_ca_file, a server without TLS was used in plain text")
-	}
-	if !errors.Is(err, nats.ErrSecureConnWanted) {
-		t.Fatalf("with tls_ca_file: %v, want %v", err, nats.ErrSecureConnWanted)
+	cert, key := writeCA(t)
+	for _, tt := range []struct {
+		name string
+		tls  config.NATS
+		want error
+	}{
+		{"no TLS setting", config.NATS{}, nil},
+		{"tls_ca_file", config.NATS{TLSCAFile: cert}, nats.ErrSecureConnWanted},
+		{"tls_cert_file", config.NATS{TLSCertFile: cert, TLSKeyFile: key}, nats.ErrSecureConnWanted},
+	} {
+		c := &config.Connector{Name: "tls", NATS: tt.tls}
+		c.NATS.URL = ns.URL
+		nc, err := exporter.Dial(c)
+		if err == nil {
+			nc.Close()
+		}
+		if !errors.Is(err, tt.want) || (err == nil) != (tt.want == nil) {
+			t.Errorf("%s: Dial = %v, want %v", tt.name, err, tt.want)
+		}
 	}
 }
