@@ -28,7 +28,6 @@ type Options struct {
 	Logger    *slog.Logger
 	UntilIdle bool        // return once every consumer has nothing pending and everything is acked
 	Store     ObjectStore // nil: S3 from the connector's [s3] settings
-	Intents   IntentStore // nil: the JetStream key-value bucket of [state]
 	Version   string      // exporter version, written into object metadata
 	// MaxObjectSize is the largest object the store accepts in one
 	// PutObject; a message that can not fit is poison. Zero means 5 GiB.
@@ -51,7 +50,7 @@ type Exporter struct {
 	// headers, the reason among them.
 	rejEnc formats.Encoder
 
-	intents     IntentStore
+	intents     intentStore
 	conditional bool  // the store honours If-None-Match: *
 	acks        acker // the connection messages arrive on; set by Run
 
@@ -128,14 +127,13 @@ func New(cfg *config.Connector, opts Options) (*Exporter, error) {
 		m = NewMetrics(nil)
 	}
 	return &Exporter{
-		cfg:     cfg,
-		opts:    opts,
-		log:     log.With("connector", cfg.Name),
-		store:   store,
-		enc:     enc,
-		rejEnc:  rejEnc,
-		intents: opts.Intents,
-		m:       m,
+		cfg:    cfg,
+		opts:   opts,
+		log:    log.With("connector", cfg.Name),
+		store:  store,
+		enc:    enc,
+		rejEnc: rejEnc,
+		m:      m,
 	}, nil
 }
 
@@ -173,18 +171,16 @@ func (e *Exporter) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if e.intents == nil {
-		var kv *kvIntents
-		err := retry(ctx, e.log, "state bucket", func(ctx context.Context) error {
-			var err error
-			kv, err = openIntents(ctx, js, e.cfg.State.Bucket, e.cfg.State.Replicas)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		e.intents = kv
+	var kv *kvIntents
+	err = retry(ctx, e.log, "state bucket", func(ctx context.Context) error {
+		var err error
+		kv, err = openIntents(ctx, js, e.cfg.State.Bucket, e.cfg.State.Replicas)
+		return err
+	})
+	if err != nil {
+		return err
 	}
+	e.intents = kv
 	if err := e.probe(ctx); err != nil {
 		return err
 	}

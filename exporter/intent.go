@@ -126,9 +126,9 @@ func (s *seqSet) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// IntentStore keeps intents. It is implemented on a JetStream key-value
+// intentStore keeps intents. It is implemented on a JetStream key-value
 // bucket; tests use an in-memory one.
-type IntentStore interface {
+type intentStore interface {
 	// Create stores value under key; the key must not exist.
 	Create(ctx context.Context, key string, value []byte) error
 	// Delete removes key; a missing key is not an error.
@@ -138,7 +138,7 @@ type IntentStore interface {
 	List(ctx context.Context, prefix string) (map[string][]byte, error)
 }
 
-// kvIntents is an IntentStore on a JetStream key-value bucket.
+// kvIntents is an intentStore on a JetStream key-value bucket.
 type kvIntents struct {
 	kv jetstream.KeyValue
 }

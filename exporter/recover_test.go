@@ -12,7 +12,7 @@ import (
 	"github.com/jetlake/jetlake/config"
 )
 
-// memIntents is an in-memory IntentStore.
+// memIntents is an in-memory intentStore.
 type memIntents struct {
 	mu sync.Mutex
 	m  map[string][]byte
