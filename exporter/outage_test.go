@@ -1,0 +1,85 @@
+package exporter_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jetlake/jetlake/exporter/exportertest"
+)
+
+func TestS3OutageAcksNothingAndLosesNothing(t *testing.T) {
+	ms := exportertest.MinIO(t, exportertest.MinIOOptions{})
+	e := newEnv(t, shared.NATS(t), ms, `
+max_messages_per_file = 100
+max_file_age = "1s"`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done, _ := e.run(ctx, e.connector(), false)
+	e.publish(300, 3)
+	waitFor(t, 30*time.Second, "first batch exported", func() bool { return e.consumerInfo().AckFloor.Stream == 300 })
+
+	if err := ms.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	last := e.publish(500, 5)
+	// Messages are delivered to the exporter, whose uploads now fail.
+	waitFor(t, 20*time.Second, "delivery to the exporter", func() bool { return e.consumerInfo().NumPending == 0 })
+	floor := e.consumerInfo().AckFloor.Stream
+	for range 8 {
+		time.Sleep(500 * time.Millisecond)
+		info := e.consumerInfo()
+		if info.AckFloor.Stream != floor || info.NumAckPending != 500 {
+			t.Fatalf("while S3 is down: ack floor %d (was %d), %d unacked (want 500)", info.AckFloor.Stream, floor, info.NumAckPending)
+		}
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("exporter stopped during the outage: %v", err)
+	default:
+	}
+	if err := ms.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "everything acked after S3 returned", func() bool {
+		info := e.consumerInfo()
+		return info.NumAckPending == 0 && info.AckFloor.Stream == last
+	})
+	e.wantExactlyOnce(e.read(), last)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	e.verify(e.connector())
+}
+
+func TestNATSRestartMidRunLosesNothing(t *testing.T) {
+	ns := exportertest.NATS(t, exportertest.NATSOptions{})
+	e := newEnv(t, ns, shared.MinIO(t), `
+max_messages_per_file = 200
+max_file_age = "1s"`)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	done, _ := e.run(ctx, e.connector(), false)
+	e.publish(1000, 4)
+	waitFor(t, 30*time.Second, "first half exported", func() bool { return e.consumerInfo().AckFloor.Stream == 1000 })
+	if err := ns.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	last := e.publish(1000, 4)
+	waitFor(t, 60*time.Second, "second half exported after the restart", func() bool {
+		info := e.consumerInfo()
+		return info.AckFloor.Stream == last && info.NumAckPending == 0
+	})
+	select {
+	case err := <-done:
+		t.Fatalf("exporter stopped across the NATS restart: %v", err)
+	default:
+	}
+	e.wantExactlyOnce(e.read(), last)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	e.verify(e.connector())
+}

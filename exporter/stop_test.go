@@ -1,0 +1,60 @@
+package exporter_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlake/jetlake/exporter"
+)
+
+func TestMissingBucketStopsWithAClearError(t *testing.T) {
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `max_file_age = "1s"`)
+	c := e.connector()
+	c.S3.Bucket = "no-such-bucket-here"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done, _ := e.run(ctx, c, false)
+	err := <-done
+	if !exporter.IsPermanent(err) || !strings.Contains(err.Error(), "no-such-bucket-here") {
+		t.Fatalf("Run = %v, want a permanent error naming the bucket", err)
+	}
+}
+
+func TestDeletedConsumerStopsTheExporter(t *testing.T) {
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `max_file_age = "1s"`)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	done, _ := e.run(ctx, e.connector(), false)
+	e.publish(10, 1)
+	waitFor(t, 20*time.Second, "export", func() bool { return e.consumerInfo().AckFloor.Stream == 10 })
+	if err := e.js.DeleteConsumer(ctx, e.stream, "c"+e.stream); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "deleted") {
+			t.Fatalf("Run = %v, want an error saying the consumer was deleted", err)
+		}
+	case <-time.After(45 * time.Second):
+		t.Fatal("exporter kept running after its consumer was deleted")
+	}
+}
+
+func TestExistingConsumerWithFiniteMaxDeliverIsRefused(t *testing.T) {
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `max_file_age = "1s"`)
+	ctx := context.Background()
+	if _, err := e.js.CreateConsumer(ctx, e.stream, jetstream.ConsumerConfig{
+		Durable: "c" + e.stream, AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: 5,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	done, _ := e.run(ctx, e.connector(), false)
+	err := <-done
+	if err == nil || !strings.Contains(err.Error(), "MaxDeliver 5; jetlake needs -1 (unlimited)") {
+		t.Fatalf("Run = %v, want a refusal naming MaxDeliver", err)
+	}
+}
