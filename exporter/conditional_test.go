@@ -113,3 +113,48 @@ max_file_age = "1s"`)
 		t.Fatalf("ack floor %d after a collision, want %d: the batch must not be acked", floor, last)
 	}
 }
+
+// A collision is permanent: every run stops with it, none retries it
+// forever, and once the connector has a prefix of its own the refused
+// batch is exported there.
+func TestACollisionStopsEveryRunUntilTheConnectorHasItsOwnPrefix(t *testing.T) {
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
+max_messages_per_file = 5
+max_file_age = "1s"`)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	e.publish(5, 1)
+	st, err := e.js.Stream(ctx, e.stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := st.GetMsg(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := e.connector()
+	dir := c.Output.PathTemplate.Dir(&pathtemplate.Values{Stream: e.stream, Subject: first.Subject, Time: first.Time})
+	key, _ := pathtemplate.Key("raw", dir, 1, 5, "jsonl")
+	if _, err := e.mc.PutObject(ctx, e.bucket, key, strings.NewReader("{}\n"), 3, minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for run := 1; run <= 2; run++ {
+		rctx, cancel := context.WithTimeout(ctx, 45*time.Second)
+		done, _ := e.run(rctx, c, true)
+		err := <-done
+		cancel()
+		var ce *exporter.CollisionError
+		if !errors.As(err, &ce) || ce.Key != key || ce.Marker {
+			t.Fatalf("run %d = %v, want a collision of data objects on %s", run, err, key)
+		}
+		if info := e.consumerInfo(); info.AckFloor.Stream != 0 {
+			t.Fatalf("run %d: ack floor %d after a collision; nothing may be acked", run, info.AckFloor.Stream)
+		}
+	}
+	c.S3.Prefix = "own"
+	e.runUntilIdle(c, time.Minute)
+	if r := e.verify(c)[0]; r.Messages != 5 || len(r.Markers) != 0 {
+		t.Fatalf("under its own prefix: %d messages, %d markers; want 5 and none", r.Messages, len(r.Markers))
+	}
+	e.wantAllAcked()
+}

@@ -93,3 +93,41 @@ max_file_age = "1s"`)
 	}
 	e.wantAllAcked()
 }
+
+// Messages published after the consumer existed are in scope even when
+// nothing was delivered yet: removed before the first run that reads them,
+// they get a marker.
+func TestGapBeforeTheFirstDeliveryGetsAMarker(t *testing.T) {
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
+max_messages_per_file = 100
+max_file_age = "1s"`)
+	c := e.connector()
+	// A first run with nothing to deliver creates the consumer.
+	e.runUntilIdle(c, time.Minute)
+	ctx := context.Background()
+	st, err := e.js.Stream(ctx, e.stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.CachedInfo().Config
+	cfg.MaxMsgs = 10
+	if _, err := e.js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	last := e.publish(30, 1) // the stream keeps 21-30
+	e.runUntilIdle(c, time.Minute)
+	reports := e.verify(c)
+	if r := reports[0]; len(r.Markers) != 1 || r.Messages != 10 {
+		t.Fatalf("%d markers and %d messages exported; want one marker and 10 messages", len(r.Markers), r.Messages)
+	}
+	if m := reports[0].Markers[0]; m.Reason != "gap" || m.FirstSeq != 1 || m.LastSeq != 20 || m.Count != 20 {
+		t.Fatalf("marker %+v, want a gap of 1-20 (20 messages)", m)
+	}
+	got := e.read()
+	for q := uint64(1); q <= last; q++ {
+		if _, in := got.bySeq[q]; in != (q > 20) {
+			t.Fatalf("sequence %d: in an object = %v", q, in)
+		}
+	}
+	e.wantAllAcked()
+}
