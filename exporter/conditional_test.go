@@ -14,39 +14,6 @@ import (
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 
-func TestObjectOfAnotherBatchAtTheKeyStopsTheConnectorAndAcksNothing(t *testing.T) {
-	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
-max_messages_per_file = 5
-max_file_age = "1s"`)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	e.publish(5, 1)
-	st, err := e.js.Stream(ctx, e.stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, err := st.GetMsg(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := e.connector()
-	dir := c.Output.PathTemplate.Dir(&pathtemplate.Values{Stream: e.stream, Subject: first.Subject, Time: first.Time})
-	key, _ := pathtemplate.Key("raw", dir, 1, 5, "jsonl")
-	// Another writer's object, exactly where the first batch goes.
-	if _, err := e.mc.PutObject(ctx, e.bucket, key, strings.NewReader("{}\n"), 3, minio.PutObjectOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	done, _ := e.run(ctx, c, true)
-	err = <-done
-	var ce *exporter.CollisionError
-	if !errors.As(err, &ce) || ce.Key != key {
-		t.Fatalf("Run = %v, want a collision on %s", err, key)
-	}
-	if info := e.consumerInfo(); info.AckFloor.Stream != 0 {
-		t.Fatalf("ack floor %d after a collision; nothing may be acked", info.AckFloor.Stream)
-	}
-}
-
 // unconditionalStore ignores If-None-Match, like stores without conditional
 // writes.
 type unconditionalStore struct{ *exporter.S3Store }
@@ -114,10 +81,11 @@ max_file_age = "1s"`)
 	}
 }
 
-// A collision is permanent: every run stops with it, none retries it
-// forever, and once the connector has a prefix of its own the refused
-// batch is exported there.
-func TestACollisionStopsEveryRunUntilTheConnectorHasItsOwnPrefix(t *testing.T) {
+// Another writer's object exactly where the first batch goes is a
+// collision, and a permanent one: every run stops with it and acks nothing,
+// none retries it forever, and once the connector has a prefix of its own
+// the refused batch is exported there.
+func TestObjectOfAnotherBatchAtTheKeyStopsEveryRunUntilTheConnectorHasItsOwnPrefix(t *testing.T) {
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 5
 max_file_age = "1s"`)
