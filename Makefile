@@ -12,9 +12,8 @@ MINIO         := $(CACHE)/minio-$(MINIO_VERSION)/minio
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-# Packages tested with the race detector: the pure ones and the exporter
-# (its unit and integration tests alike). The rest runs without it.
-RACE := ./buffer/... ./formats/... ./pathtemplate/... ./lossmarker/... ./config/... ./exporter/...
+# Packages without I/O: every test of theirs runs with the race detector too.
+CORE := ./buffer/... ./formats/... ./pathtemplate/... ./lossmarker/... ./config/...
 
 .PHONY: build servers test short fmt vet bench demo clean
 
@@ -31,9 +30,8 @@ $(NATS_SERVER):
 $(MINIO):
 	GOBIN=$(dir $@) go install github.com/minio/minio@$(MINIO_VERSION)
 
-## test: format check, vet, then every test: the pure packages and the
-## exporter with -race, the commands (./cmd/...) without it, and the unit
-## tests of the former again without -race
+## test: format check, vet, the pure packages and the exporter's unit tests
+## with -race, then every test, integration and chaos included
 test: export JETLAKE_NATS_SERVER := $(NATS_SERVER)
 test: export JETLAKE_MINIO := $(MINIO)
 test: servers
@@ -45,11 +43,9 @@ test: servers
 	fi
 	go vet ./...
 	go vet -tags jetlakefault ./exporter/...
-	go test -race -count=1 -timeout 30m $(RACE)
-	go test -count=1 -timeout 30m ./cmd/...
-	@# The unit tests once more without -race, which skips the allocation
-	@# tests (it makes sync.Pool drop what it is given).
-	go test -short -count=1 $(RACE)
+	go test -race -count=1 -timeout 30m $(CORE)
+	go test -race -short -count=1 ./exporter/...
+	go test -count=1 -timeout 30m ./...
 
 ## short: the fast inner loop: every unit test, no server started
 short:
