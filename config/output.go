@@ -1,0 +1,215 @@
+package config
+
+import (
+	"errors"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/pathtemplate"
+)
+
+// outputCheck is Output with what later checks need to know.
+type outputCheck struct {
+	Output
+	templateSet bool // path_template is in the file
+}
+
+func (c *checker) output(t map[string]any, p keyPath) outputCheck {
+	c.unknown(t, p, &outputSpec)
+	o := outputCheck{templateSet: has(t, "path_template")}
+
+	formatOK := false
+	if f, ok := c.str(t, p, "format", string(formats.JSONLines)); ok {
+		switch f := formats.Format(f); f {
+		case formats.JSONLines, formats.JSONArray, formats.Raw, formats.Parquet:
+			o.Format, formatOK = f, true
+		default:
+			c.report(p.key("format"), "%q is not a format; allowed: json_lines, json_array, raw, parquet", f)
+		}
+	}
+	parquet := o.Format == formats.Parquet
+
+	if formatOK {
+		allowed := []formats.Compression{formats.None, formats.Gzip, formats.Zstd}
+		if parquet {
+			allowed = []formats.Compression{formats.Snappy, formats.Zstd, formats.Gzip, formats.None}
+		}
+		// The first allowed is the format's default.
+		if z, ok := c.str(t, p, "compression", string(allowed[0])); ok {
+			if slices.Contains(allowed, formats.Compression(z)) {
+				o.Compression = formats.Compression(z)
+			} else {
+				c.report(p.key("compression"), "%q is not a compression for %s; allowed: %s", z, o.Format, join(allowed))
+			}
+		}
+	}
+
+	if src, ok := c.str(t, p, "path_template", defaultPathTemplate); ok {
+		tpl, err := pathtemplate.Parse(src)
+		var se *pathtemplate.SyntaxError
+		switch {
+		case errors.As(err, &se):
+			c.report(p.key("path_template"), "%q: at byte %d: %s", src, se.Offset, se.Msg)
+		case err != nil:
+			c.report(p.key("path_template"), "%q: %v", src, err)
+		default:
+			o.PathTemplate = tpl
+		}
+	}
+
+	if g, ok := c.str(t, p, "group_by", GroupBySubject); ok {
+		switch g {
+		case GroupBySubject, GroupByPath:
+			o.GroupBy = g
+		default:
+			c.report(p.key("group_by"), "%q is not a grouping; allowed: subject (one file per subject and directory), path (one file per directory)", g)
+		}
+	}
+	o.IncludeMetadata, _ = c.boolean(t, p, "include_metadata", true)
+	o.IncludeHeaders, _ = c.boolean(t, p, "include_headers", false)
+	if d, ok := c.str(t, p, "raw_delimiter", ""); ok {
+		if d != "" && formatOK && o.Format != formats.Raw {
+			c.report(p.key("raw_delimiter"), "is only for the raw format, and format is %s; remove raw_delimiter or set format = \"raw\"", o.Format)
+		}
+		o.RawDelimiter = d
+	}
+
+	// The parquet keys: set in the file with another format, they are an
+	// error, so that nobody believes they apply.
+	parquetOnly := func(key string) bool {
+		if has(t, key) && formatOK && !parquet {
+			c.report(p.key(key), "is only for the parquet format, and format is %s; remove %s or set format = \"parquet\"", o.Format, key)
+			return false
+		}
+		return true
+	}
+	if n, ok := c.size(t, p, "row_group_size", defaultRowGroupSize); ok && parquetOnly("row_group_size") {
+		switch {
+		case n < minRowGroupSize || n > maxRowGroupSize:
+			c.report(p.key("row_group_size"), "%s is out of range; allowed: %s to %s", FormatSize(n), FormatSize(minRowGroupSize), FormatSize(maxRowGroupSize))
+		case parquet:
+			o.RowGroupSize = n
+		}
+	}
+	if keep, ok := c.boolean(t, p, "keep_payload", true); ok && parquetOnly("keep_payload") {
+		o.KeepPayload = keep
+	} else {
+		o.KeepPayload = true
+	}
+	if s, ok := c.str(t, p, "on_type_error", string(formats.RejectTypeErrors)); ok && parquetOnly("on_type_error") {
+		switch s := formats.TypeErrorPolicy(s); s {
+		case formats.RejectTypeErrors, formats.NullTypeErrors:
+			o.OnTypeError = s
+		default:
+			c.report(p.key("on_type_error"), "%q is not a type error policy; allowed: reject (the message goes under _jetlake/ instead of the data), null (the column is null)", s)
+		}
+	}
+	if has(t, "columns") && parquetOnly("columns") {
+		o.Columns = c.columns(t["columns"], p.key("columns"))
+	}
+	return o
+}
+
+// columns checks the [[output.columns]] entries.
+func (c *checker) columns(v any, p keyPath) []Column {
+	var tables []map[string]any
+	switch v := v.(type) {
+	case []map[string]any:
+		tables = v
+	case []any:
+		for i, e := range v {
+			if t, ok := e.(map[string]any); ok {
+				tables = append(tables, t)
+			} else {
+				c.report(p.index(i+1), "must be a table, not %s", typeName(e))
+				tables = append(tables, nil)
+			}
+		}
+	default:
+		c.report(p, "must be an array of tables, not %s; write a [[output.columns]] header for each column", typeName(v))
+		return nil
+	}
+	seen := make(map[string]int)
+	var out []Column
+	for i, t := range tables {
+		if t == nil {
+			continue
+		}
+		cp := p.index(i + 1)
+		col, ok := c.column(t, cp)
+		if col.Name != "" {
+			if j, dup := seen[col.Name]; dup {
+				c.report(cp.key("name"), "%q is already the name of output.columns[%d]; column names must be unique", col.Name, j)
+				ok = false
+			} else {
+				seen[col.Name] = i + 1
+			}
+		}
+		if ok {
+			out = append(out, col)
+		}
+	}
+	return out
+}
+
+// column checks one [[output.columns]] entry; it reports false when the
+// entry has a problem.
+func (c *checker) column(t map[string]any, p keyPath) (Column, bool) {
+	c.unknown(t, p, &columnSpec)
+	nprobs := len(c.probs)
+	var col Column
+
+	if !has(t, "name") {
+		c.report(p.key("name"), "missing; name the column, such as \"user_id\"")
+	} else if name, ok := c.str(t, p, "name", ""); ok {
+		switch {
+		case !columnName.MatchString(name):
+			c.report(p.key("name"), "%q is not a column name; use lower-case letters, digits and '_', not starting with a digit, such as \"user_id\"", name)
+		case slices.Contains(formats.EnvelopeNames(), name):
+			c.report(p.key("name"), "%q is the name of an envelope column; the names %s are taken", name, join(formats.EnvelopeNames()))
+		default:
+			col.Name = name
+		}
+	}
+
+	if !has(t, "source") {
+		c.report(p.key("source"), "missing; give the dotted path of the payload field, such as \"user.id\" or \"items.0.sku\"")
+	} else if src, ok := c.str(t, p, "source", ""); ok {
+		if src == "" || slices.Contains(strings.Split(src, "."), "") {
+			c.report(p.key("source"), "%q is not a path; give member names (or array indexes) separated by dots, such as \"user.id\" or \"items.0.sku\"", src)
+		} else {
+			col.Source = src
+		}
+	}
+
+	types := []formats.ColumnType{formats.TypeString, formats.TypeInt64, formats.TypeInt32, formats.TypeDouble,
+		formats.TypeBoolean, formats.TypeTimestamp, formats.TypeDate, formats.TypeJSON}
+	if !has(t, "type") {
+		c.report(p.key("type"), "missing; allowed: %s", join(types))
+	} else if typ, ok := c.str(t, p, "type", ""); ok {
+		if slices.Contains(types, formats.ColumnType(typ)) {
+			col.Type = formats.ColumnType(typ)
+		} else {
+			c.report(p.key("type"), "%q is not a column type; allowed: %s", typ, join(types))
+		}
+	}
+
+	if u, ok := c.str(t, p, "unit", ""); ok && has(t, "unit") {
+		switch {
+		case col.Type != "" && col.Type != formats.TypeTimestamp:
+			c.report(p.key("unit"), "is only for timestamp columns, and type is %s; remove unit", col.Type)
+		case u == "s" || u == "ms" || u == "us" || u == "ns":
+			col.Unit = u
+		default:
+			c.report(p.key("unit"), "%q is not a unit; allowed: s, ms, us, ns (of epoch numbers)", u)
+		}
+	}
+	col.Coerce, _ = c.boolean(t, p, "coerce", false)
+	return col, len(c.probs) == nprobs
+}
+
+// columnName is what a typed column may be called: a lower-case SQL
+// identifier that Athena, Trino and DuckDB take without quoting.
+var columnName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
