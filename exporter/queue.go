@@ -30,6 +30,10 @@ type job struct {
 	enc      formats.Encoder // the batch's encoder
 	format   string          // and its format's name
 	intentID string          // id of the batch's intent
+	// progress is when the server last (re)started the AckWait clock of
+	// the batch's oldest message, roughly: when the batch opened, or when
+	// InProgress was last sent for it while it waited in the queue.
+	progress time.Time
 
 	uploading bool // handed to an uploader
 
@@ -71,6 +75,28 @@ func (r *runner) nextJob() int {
 		}
 	}
 	return -1
+}
+
+// keepQueuedInProgress sends InProgress for the messages of sealed batches
+// waiting in the queue, behind an upload of their key that retries or for
+// a free uploader, once a third of their AckWait has passed since the last
+// time, so that the server does not redeliver what jetlake holds. The
+// uploader does the same for the batch it uploads.
+func (r *runner) keepQueuedInProgress(now time.Time) {
+	for _, j := range r.queue {
+		if j.batch == nil || now.Sub(j.progress) < j.stream.cfg.AckWait/3 {
+			continue
+		}
+		ok := true
+		for _, it := range j.batch.Items {
+			if err := it.Handle.inProgress(r.e.acks); err != nil {
+				ok = false
+			}
+		}
+		if ok {
+			j.progress = now
+		}
+	}
 }
 
 // offer returns what the loop offers the uploaders: their channel, the
@@ -116,7 +142,8 @@ func (r *runner) takeSealed() {
 			enc, format = r.e.rejEnc, string(formats.JSONLines)
 		}
 		for _, b := range set.TakeSealed() {
-			j := &job{batch: b, size: int64(b.Body.MemSize()), stream: r.streamOf(b), set: set, enc: enc, format: format, intentID: nuid.Next()}
+			j := &job{batch: b, size: int64(b.Body.MemSize()), stream: r.streamOf(b), set: set, enc: enc, format: format,
+				intentID: nuid.Next(), progress: b.Opened}
 			j.stream.book.seal(j.stream.intentPrefix+j.intentID, b.Len())
 			r.enqueue(j)
 		}

@@ -213,11 +213,15 @@ func (r *runner) run(ctx context.Context) error {
 	r.takeSealed()
 	deadline := time.NewTimer(r.e.cfg.ShutdownTimeout)
 	defer deadline.Stop()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
 	for r.inflight > 0 {
 		jobs, next, idx := r.offer()
 		select {
 		case jobs <- next:
 			r.dispatched(idx)
+		case now := <-tick.C:
+			r.keepQueuedInProgress(now)
 		case res := <-r.results:
 			if err := r.finish(res); err != nil {
 				return err
@@ -287,6 +291,7 @@ func (r *runner) loop(ctx context.Context) error {
 			r.set.Expire(now)
 			r.rej.Expire(now)
 			r.takeSealed()
+			r.keepQueuedInProgress(now)
 			if now.Sub(r.lastForget) >= 5*time.Second {
 				r.lastForget = now
 				r.forgetAcked(ctx)

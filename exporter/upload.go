@@ -164,7 +164,7 @@ func (e *Exporter) upload(ctx context.Context, j *job) *result {
 			opts.Metadata[MetaSeqs] = string(enc[1 : len(enc)-1])
 		}
 	}
-	c := &committer{e: e, stream: st.cfg.Stream, b: b, ackWait: st.cfg.AckWait, progress: b.Opened, key: res.key}
+	c := &committer{e: e, stream: st.cfg.Stream, b: b, ackWait: st.cfg.AckWait, progress: j.progress, key: res.key}
 	start := time.Now()
 
 	if e.intents != nil {

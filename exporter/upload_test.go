@@ -157,7 +157,7 @@ func sealedJob(t *testing.T, e *Exporter, n int, opened time.Time, ackWait time.
 	}
 	set.SealAll(buffer.ReasonCount)
 	b := set.TakeSealed()[0]
-	return &job{batch: b, size: int64(b.Size()), enc: e.enc, format: "json_lines", set: set,
+	return &job{batch: b, size: int64(b.Size()), enc: e.enc, format: "json_lines", set: set, progress: b.Opened,
 		stream: &streamState{cfg: config.Stream{Stream: "S", AckWait: ackWait}}}, msgs
 }
 
