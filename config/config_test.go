@@ -208,8 +208,7 @@ func TestLoadResolvesEveryKey(t *testing.T) {
 			Format:          formats.Raw,
 			PathTemplate:    pathtemplate.MustParse("{stream}/date={date}/hour={hour}"),
 			GroupBy:         GroupByPath,
-			IncludeMetadata: false,
-			IncludeHeaders:  true,
+			IncludeMetadata: true, // the default: raw takes no record keys
 			RawDelimiter:    "\n",
 			Compression:     formats.Zstd,
 			KeepPayload:     true,

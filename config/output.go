@@ -69,6 +69,13 @@ func (c *checker) output(t map[string]any, p keyPath) outputCheck {
 	}
 	o.IncludeMetadata, _ = c.boolean(t, p, "include_metadata", true)
 	o.IncludeHeaders, _ = c.boolean(t, p, "include_headers", false)
+	// Raw objects hold the payloads alone: the record keys do not apply,
+	// and nobody should believe they do.
+	for _, key := range []string{"include_metadata", "include_headers"} {
+		if has(t, key) && formatOK && o.Format == formats.Raw {
+			c.report(p.key(key), "does not apply to the raw format, which writes the payloads alone; remove %s, or choose json_lines, json_array or parquet", key)
+		}
+	}
 	if d, ok := c.str(t, p, "raw_delimiter", ""); ok {
 		if d != "" && formatOK && o.Format != formats.Raw {
 			c.report(p.key("raw_delimiter"), "is only for the raw format, and format is %s; remove raw_delimiter or set format = \"raw\"", o.Format)

@@ -87,11 +87,23 @@ func newRunner(e *Exporter, streams []*streamState) *runner {
 }
 
 // pullBytes bounds the bytes the client buffers per consumer ahead of the
-// runner, so the pull buffer counts inside the memory budget.
+// runner, so the pull buffer counts inside the memory budget. It is never
+// below the largest message the server takes (its max_payload) and room for
+// the message's subject and reply: the server sends nothing to a pull whose
+// limit is below the next message's size, and the client asks again with the
+// same limit, so one large message would stop the consumer for good.
 func (r *runner) pullBytes() int {
 	b := r.budget / int64(8*len(r.streams))
-	return int(min(max(b, 64<<10), 16<<20))
+	b = min(max(b, 64<<10), 16<<20)
+	if nc := r.e.nc.Load(); nc != nil {
+		b = max(b, nc.MaxPayload()+pullMargin)
+	}
+	return int(b)
 }
+
+// pullMargin is room in a pull's byte limit for a message's subject, reply
+// subject and framing, beyond its headers and data.
+const pullMargin = 16 << 10
 
 func (r *runner) run(ctx context.Context) error {
 	r.ctx = ctx
