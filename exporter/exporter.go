@@ -181,9 +181,6 @@ func (e *Exporter) Run(ctx context.Context) error {
 		return err
 	}
 	e.intents = kv
-	if err := e.probe(ctx); err != nil {
-		return err
-	}
 	streams := make([]*streamState, len(e.cfg.Streams))
 	for i, sc := range e.cfg.Streams {
 		s := &streamState{cfg: sc,
@@ -200,6 +197,11 @@ func (e *Exporter) Run(ctx context.Context) error {
 		streams[i] = s
 		e.log.Info("consumer ready", "stream", sc.Stream, "consumer", sc.Consumer,
 			"ack_wait", sc.AckWait, "max_ack_pending", sc.MaxAckPending, "recovered_batches", s.recovered)
+	}
+	// Probed once the streams are known to fit, so that a run refused for
+	// its streams writes nothing to the store.
+	if err := e.probe(ctx); err != nil {
+		return err
 	}
 	e.bound.Store(true)
 	r := newRunner(e, streams)

@@ -2,10 +2,12 @@ package exporter_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/exporter"
@@ -21,6 +23,22 @@ func TestMissingBucketStopsWithAClearError(t *testing.T) {
 	err := <-done
 	if !exporter.IsPermanent(err) || !strings.Contains(err.Error(), "no-such-bucket-here") {
 		t.Fatalf("Run = %v, want a permanent error naming the bucket", err)
+	}
+}
+
+func TestMissingStreamStopsBeforeWritingToTheStore(t *testing.T) {
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `max_file_age = "1s"`)
+	c := e.connector()
+	c.Streams[0].Stream = "NO_SUCH_STREAM"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done, _ := e.run(ctx, c, false)
+	var ce *exporter.ConfigError
+	if err := <-done; !errors.As(err, &ce) || !strings.Contains(err.Error(), "NO_SUCH_STREAM") {
+		t.Fatalf("Run = %v, want a configuration error naming the stream", err)
+	}
+	for obj := range e.mc.ListObjects(ctx, e.bucket, minio.ListObjectsOptions{Recursive: true}) {
+		t.Errorf("a run refused for its stream wrote %s (%v)", obj.Key, obj.Err)
 	}
 }
 
