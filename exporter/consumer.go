@@ -76,6 +76,24 @@ func natsOptions(c config.NATS, name string) ([]nats.Option, error) {
 	if c.InboxPrefix != "" {
 		opts = append(opts, nats.CustomInboxPrefix(c.InboxPrefix))
 	}
+	// The options that read files (credentials, CA, client certificate)
+	// read them again at every connect and fail the same way each time:
+	// find out once, here, so that a missing or malformed file stops the
+	// exporter with what to fix instead of being retried for ever.
+	scratch := nats.GetDefaultOptions()
+	for _, o := range opts {
+		if err := o(&scratch); err != nil {
+			return nil, fmt.Errorf("%w: check the files named in [nats] (creds_file, nkey_seed_file, tls_ca_file, tls_cert_file, tls_key_file)", err)
+		}
+	}
+	if scratch.UserJWT != nil {
+		if _, err := scratch.UserJWT(); err != nil {
+			return nil, fmt.Errorf("nats creds_file %s: %w", c.CredsFile, err)
+		}
+		if _, err := scratch.SignatureCB([]byte("jetlake")); err != nil {
+			return nil, fmt.Errorf("nats creds_file %s: %w", c.CredsFile, err)
+		}
+	}
 	return opts, nil
 }
 
