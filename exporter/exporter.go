@@ -149,27 +149,54 @@ type bucketChecker interface {
 // uploads and acks what it can within the connector's shutdown timeout; what
 // it could not upload stays unacked and JetStream redelivers it.
 //
-// Run returns nil after a clean stop. It returns a *ConfigError when a stream
-// or consumer does not fit, a *PermanentError when the store refuses the
-// writes for good, and ErrConsumerDeleted when a consumer vanishes.
+// Run returns nil after a clean stop, ctx ending while it sets up included.
+// It returns a *ConfigError when a stream or consumer does not fit, a
+// *PermanentError when the store or NATS refuses for good, a
+// *CollisionError when another writer's object holds a key, and
+// ErrConsumerDeleted when a consumer vanishes.
 func (e *Exporter) Run(ctx context.Context) error {
+	nc, streams, err := e.setUp(ctx)
+	if nc != nil {
+		defer nc.Close()
+	}
+	defer e.bound.Store(false)
+	if err != nil {
+		if ctx.Err() != nil {
+			// Stopped while setting up: nothing is held yet.
+			e.log.Info("stopped while setting up", "error", err)
+			return nil
+		}
+		return err
+	}
+	e.bound.Store(true)
+	r := newRunner(e, streams)
+	err = r.run(ctx)
+	if ferr := nc.FlushTimeout(5 * time.Second); ferr != nil && err == nil && !nc.IsClosed() {
+		e.log.Warn("flushing acks to NATS failed; unflushed acks are redelivered", "error", ferr)
+	}
+	return err
+}
+
+// setUp checks the bucket, connects, opens the state bucket, sets every
+// stream up and probes the store, in an order that writes nothing to the
+// store before the streams are known to fit. The connection it returns is
+// the caller's to close, also with an error.
+func (e *Exporter) setUp(ctx context.Context) (*nats.Conn, []*streamState, error) {
 	if bc, ok := e.store.(bucketChecker); ok {
 		err := retry(ctx, e.log, "object store", func(ctx context.Context) error { return bc.CheckBucket(ctx) })
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
 	nc, err := e.connect(ctx)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	e.nc.Store(nc)
 	e.acks = nc
-	defer nc.Close()
-	defer e.bound.Store(false)
 	js, err := NewJetStream(nc, e.cfg.NATS)
 	if err != nil {
-		return err
+		return nc, nil, err
 	}
 	var kv *kvIntents
 	err = retry(ctx, e.log, "state bucket", func(ctx context.Context) error {
@@ -178,7 +205,7 @@ func (e *Exporter) Run(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
-		return err
+		return nc, nil, err
 	}
 	e.intents = kv
 	streams := make([]*streamState, len(e.cfg.Streams))
@@ -192,7 +219,7 @@ func (e *Exporter) Run(ctx context.Context) error {
 			return e.setupStream(ctx, js, s)
 		})
 		if err != nil {
-			return err
+			return nc, nil, err
 		}
 		streams[i] = s
 		e.log.Info("consumer ready", "stream", sc.Stream, "consumer", sc.Consumer,
@@ -201,15 +228,9 @@ func (e *Exporter) Run(ctx context.Context) error {
 	// Probed once the streams are known to fit, so that a run refused for
 	// its streams writes nothing to the store.
 	if err := e.probe(ctx); err != nil {
-		return err
+		return nc, nil, err
 	}
-	e.bound.Store(true)
-	r := newRunner(e, streams)
-	err = r.run(ctx)
-	if ferr := nc.FlushTimeout(5 * time.Second); ferr != nil && err == nil && !nc.IsClosed() {
-		e.log.Warn("flushing acks to NATS failed; unflushed acks are redelivered", "error", ferr)
-	}
-	return err
+	return nc, streams, nil
 }
 
 // ErrConsumerDeleted is returned by Run when a consumer or its stream is

@@ -10,6 +10,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
 )
 
@@ -74,5 +75,30 @@ func TestExistingConsumerWithFiniteMaxDeliverIsRefused(t *testing.T) {
 	err := <-done
 	if err == nil || !strings.Contains(err.Error(), "MaxDeliver 5; jetlake needs -1 (unlimited)") {
 		t.Fatalf("Run = %v, want a refusal naming MaxDeliver", err)
+	}
+}
+
+// Stopping while the exporter still waits for NATS is a clean stop: nothing
+// is held yet, so Run returns nil rather than the cancellation.
+func TestStoppingWhileSettingUpIsACleanStop(t *testing.T) {
+	c, err := config.Parse("c.toml", []byte(`name = "c"
+[nats]
+url = "nats://127.0.0.1:1"
+[[streams]]
+stream = "S"
+[s3]
+bucket = "lake"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := exporter.New(c, exporter.Options{Logger: testLogger(t), Store: &exporter.MemStore{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := ex.Run(ctx); err != nil {
+		t.Fatalf("Run stopped while connecting = %v, want nil", err)
 	}
 }
