@@ -296,3 +296,28 @@ func TestTableLayout(t *testing.T) {
 		})
 	}
 }
+
+func TestTakenPartitionColumnsSayWhoTookThem(t *testing.T) {
+	since := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		template string
+		typed    []string
+		want     string
+	}{
+		{"{stream}/{date}", []string{"path_stream"}, `partition column "path_stream" is already the typed column "path_stream"; rename it in [[output.columns]], or write the segment as key={...} with another key`},
+		{"d={date}/path_d={hour}/d={minute}", nil, `partition column "path_d" is already the partition of segment "path_d={hour}"`},
+		{"payload={date}", nil, `partition column "path_payload" is already the data column "path_payload"`},
+	} {
+		c := &config.Connector{Streams: []config.Stream{{Stream: "S"}}}
+		c.Output.PathTemplate = pathtemplate.MustParse(tt.template)
+		data := []string{"stream", "payload", "path_payload"}
+		for _, n := range tt.typed {
+			c.Output.Columns = append(c.Output.Columns, config.Column{Name: n})
+			data = append(data, n)
+		}
+		_, err := tableLayout(c, data, since)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v\nwant an error saying %s", tt.template, err, tt.want)
+		}
+	}
+}

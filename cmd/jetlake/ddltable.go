@@ -119,9 +119,13 @@ func tableLayout(c *config.Connector, dataCols []string, since time.Time) (*layo
 	t := c.Output.PathTemplate
 	l := &layout{}
 	byVar := map[pathtemplate.Part]string{} // variable → column name
-	taken := map[string]bool{}
+	// Who took each column name, for the error when a partition wants it.
+	taken := map[string]string{}
 	for _, n := range dataCols {
-		taken[n] = true
+		taken[n] = fmt.Sprintf("the data column %q", n)
+	}
+	for _, col := range c.Output.Columns {
+		taken[col.Name] = fmt.Sprintf("the typed column %q; rename it in [[output.columns]]", col.Name)
 	}
 	var tmpl strings.Builder
 	literalOnly := true
@@ -160,15 +164,16 @@ func tableLayout(c *config.Connector, dataCols []string, since time.Time) (*layo
 				}
 			}
 			name = strings.ToLower(name)
-			if taken[name] {
+			if taken[name] != "" {
 				// stream and subject are data columns too; the partition
 				// holds the value as it appears in the key.
 				name = "path_" + name
 			}
-			if taken[name] {
-				return nil, fmt.Errorf("path_template %q: segment %q: partition column %q is already taken; use another key", t.String(), segmentText(seg), name)
+			if by := taken[name]; by != "" {
+				return nil, fmt.Errorf("path_template %q: segment %q: partition column %q is already %s, or write the segment as key={...} with another key",
+					t.String(), segmentText(seg), name, by)
 			}
-			taken[name] = true
+			taken[name] = fmt.Sprintf("the partition of segment %q", segmentText(seg))
 			byVar[v] = name
 			l.parts = append(l.parts, projection(c, v, name, since))
 		}
