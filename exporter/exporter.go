@@ -97,6 +97,7 @@ func New(cfg *config.Connector, opts Options) (*Exporter, error) {
 	// Chunks of compressed output are compressed by the runner's
 	// compressors, beside the runner instead of in it.
 	fo.DeferCompression = true
+	fo.TargetSize = cfg.Rotation.MaxFileSize
 	enc, err := formats.New(fo)
 	if err != nil {
 		return nil, fmt.Errorf("connector %s: %w", cfg.Name, err)

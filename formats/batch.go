@@ -24,10 +24,14 @@ type batch struct {
 	mem      int  // what MemSize returns
 	prevSize int  // size and mem before the last Append, for DropLast
 	prevMem  int
-	canDrop  bool // the last call was a successful Append
-	finished bool
-	body     Body     // what Finish returned
-	keys     []string // scratch for sorting header keys
+	// With a codec: the records measured on their own (see
+	// Options.TargetSize) in pend, and in chunks not drained yet; the
+	// estimate takes their measured size instead of applying a ratio.
+	pendKnown, waitKnown, prevKnown known
+	canDrop                         bool // the last call was a successful Append
+	finished                        bool
+	body                            Body     // what Finish returned
+	keys                            []string // scratch for sorting header keys
 }
 
 func (b *batch) Append(r *Record) error {
@@ -44,7 +48,11 @@ func (b *batch) Append(r *Record) error {
 			b.compressPending(false)
 		}
 		b.prevPend = b.pend.len()
+		b.prevKnown = b.pendKnown
 		b.appendPending(r)
+		if n := b.pend.len() - b.prevPend; n >= b.measureAt() {
+			b.pendKnown.add(int64(n), int64(b.measure1(b.pend.buf()[b.prevPend:])))
+		}
 	} else {
 		b.prev = b.out.mark()
 		b.appendChunks(r)
@@ -162,6 +170,8 @@ func (b *batch) compressPending(now bool) {
 	if c.dict != nil {
 		c.cost += cap(*c.dict)
 	}
+	c.known, b.pendKnown = b.pendKnown, known{}
+	b.waitKnown.add(c.known.raw, c.known.comp)
 	b.deferred = append(b.deferred, c)
 	b.deferMem += c.cost
 	if b.queue == nil || now {
@@ -191,6 +201,7 @@ func (b *batch) drain() {
 		c.frame = nil
 		b.drained++
 		b.outIn += int64(c.rawLen)
+		b.waitKnown.add(-c.known.raw, -c.known.comp)
 		b.deferMem -= c.cost
 		n++
 	}
@@ -231,7 +242,34 @@ func (b *batch) measure() {
 		ratio = float64(out-header) / float64(b.outIn)
 	}
 	waiting := b.stream.in - b.outIn // in chunks not drained yet
-	b.size = out + int(float64(waiting+int64(b.pend.len()+brackets))*ratio+0.5) + b.codec.overhead()
+	guessed := waiting + int64(b.pend.len()+brackets) - b.waitKnown.raw - b.pendKnown.raw
+	b.size = out + int(float64(guessed)*ratio+0.5) + int(b.waitKnown.comp+b.pendKnown.comp) + b.codec.overhead()
+}
+
+// known counts records whose compressed size was measured.
+type known struct{ raw, comp int64 }
+
+func (k *known) add(raw, comp int64) { k.raw, k.comp = k.raw+raw, k.comp+comp }
+
+// measureAt is the size from which a record is measured on its own: a
+// quarter of Options.TargetSize, or of a chunk when that is unknown.
+func (b *batch) measureAt() int {
+	if t := b.opts.TargetSize / 4; t > 0 {
+		return int(min(t, chunkSize/4))
+	}
+	return chunkSize / 4
+}
+
+// measure1 returns the size of p compressed on its own. Without the
+// dictionary of the records before it, that is a little more than it
+// adds to the stream: an estimate that errs towards a smaller object.
+func (b *batch) measure1(p []byte) int {
+	bound := b.codec.bound(len(p))
+	buf := getBuf(classFor(bound), bound)
+	*buf = b.codec.frame((*buf)[:0], nil, p)
+	n := len(*buf)
+	putBuf(buf)
+	return n
 }
 
 func (b *batch) Len() int     { return b.n }
@@ -244,6 +282,7 @@ func (b *batch) DropLast() {
 	}
 	if b.codec != nil {
 		b.pend.truncate(b.prevPend)
+		b.pendKnown = b.prevKnown
 	} else {
 		b.out.truncate(b.prev)
 	}
@@ -310,6 +349,7 @@ func (b *batch) Reset() {
 	clear(b.deferred)
 	b.deferred = b.deferred[:0]
 	b.deferMem, b.drained, b.outIn = 0, 0, 0
+	b.pendKnown, b.waitKnown, b.prevKnown = known{}, known{}, known{}
 	b.out.release()
 	b.pend.release()
 	b.stream.releaseDict()

@@ -18,7 +18,8 @@ type Chunk struct {
 	raw    *[]byte // the records; pooled, given back once compressed
 	dict   *[]byte // gzip: the 32 KiB before raw; pooled, nil for zstd
 	rawLen int
-	cost   int // memory the chunk holds until its batch takes the frame
+	cost   int   // memory the chunk holds until its batch takes the frame
+	known  known // of rawLen, the records measured on their own
 
 	mu    sync.Mutex
 	frame *[]byte // the compressed bytes, once done; pooled

@@ -213,6 +213,13 @@ type Options struct {
 	// ChunkSource, and compresses them on other goroutines (see Chunk).
 	DeferCompression bool
 
+	// TargetSize is the size batches are cut at, 0 if unknown. With
+	// gzip or zstd, a JSON or raw record of a quarter of it or more (or of
+	// a quarter chunk, when unknown) is compressed once more on its own
+	// to measure it, so that Size says exactly whether it fits: a
+	// compression ratio learned from other records can be far off for it.
+	TargetSize int64
+
 	// The fields below are for Parquet only; New rejects Columns,
 	// RowGroupSize and OmitPayload for other formats.
 

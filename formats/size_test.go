@@ -225,3 +225,44 @@ func TestSizeEstimatesLandNearTheLimit(t *testing.T) {
 		}
 	}
 }
+
+// A large record that does not compress is measured, not guessed from a
+// ratio learned on other records: Size says right away that it holds about
+// its own size, so a batch cut at the target puts it alone.
+func TestALargeRecordIsMeasuredNotGuessed(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	big := make([]byte, 2<<20)
+	for i := range big {
+		big[i] = byte(rng.Uint32())
+	}
+	for _, c := range []Compression{Gzip, Zstd} {
+		enc, err := New(Options{Format: Raw, RawDelimiter: []byte("\n"), Compression: c, TargetSize: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := enc.NewBatch()
+		small := &Record{Data: []byte(`{"a small": "and compressible record"}`)}
+		for range 100 {
+			if err := b.Append(small); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Append(&Record{Data: big}); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.Size(); got < len(big) {
+			t.Errorf("%s: Size = %d with a record of %d random bytes: it is guessed, not measured", c, got, len(big))
+		}
+		b.DropLast()
+		if got := b.Size(); got > 4096 {
+			t.Errorf("%s: Size = %d after the large record was dropped", c, got)
+		}
+		body, err := b.Finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body.Len() > 4096 {
+			t.Errorf("%s: %d bytes for 100 small records", c, body.Len())
+		}
+	}
+}
