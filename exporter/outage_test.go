@@ -83,3 +83,40 @@ max_file_age = "1s"`)
 	}
 	e.verify(e.connector())
 }
+
+// Through an outage longer than AckWait nothing jetlake holds is
+// redelivered: the batch whose upload retries is kept in progress, and so
+// are the batches of the same key queued behind it.
+func TestOutageLongerThanAckWaitRedeliversNothing(t *testing.T) {
+	ms := exportertest.MinIO(t, exportertest.MinIOOptions{})
+	e := newEnvAckWait(t, shared.NATS(t), ms, `
+max_messages_per_file = 100
+max_file_age = "1s"`, "10s")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done, _ := e.run(ctx, e.connector(), false)
+	waitFor(t, 20*time.Second, "the consumer", func() bool { return e.consumerInfo().Config.Durable != "" })
+	if err := ms.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	last := e.publish(300, 1) // three batches of one key: one uploads, two wait
+	waitFor(t, 20*time.Second, "delivery to the exporter", func() bool { return e.consumerInfo().NumPending == 0 })
+	for range 25 { // two and a half AckWaits
+		time.Sleep(time.Second)
+		if info := e.consumerInfo(); info.NumRedelivered != 0 || info.NumAckPending != 300 {
+			t.Fatalf("while S3 is down: %d messages redelivered, %d unacked; want 0 and 300", info.NumRedelivered, info.NumAckPending)
+		}
+	}
+	if err := ms.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "everything acked after S3 returned", func() bool {
+		info := e.consumerInfo()
+		return info.NumAckPending == 0 && info.AckFloor.Stream == last
+	})
+	e.wantExactlyOnce(e.read(), last)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
