@@ -35,8 +35,9 @@ func TestMissingStreamStopsBeforeWritingToTheStore(t *testing.T) {
 	defer cancel()
 	done, _ := e.run(ctx, c, false)
 	var ce *exporter.ConfigError
-	if err := <-done; !errors.As(err, &ce) || !strings.Contains(err.Error(), "NO_SUCH_STREAM") {
-		t.Fatalf("Run = %v, want a configuration error naming the stream", err)
+	// The key is named the way plan names it.
+	if err := <-done; !errors.As(err, &ce) || !strings.Contains(err.Error(), "NO_SUCH_STREAM") || !strings.Contains(err.Error(), "fix streams[1].stream") {
+		t.Fatalf("Run = %v, want a configuration error naming the stream and streams[1].stream", err)
 	}
 	for obj := range e.mc.ListObjects(ctx, e.bucket, minio.ListObjectsOptions{Recursive: true}) {
 		t.Errorf("a run refused for its stream wrote %s (%v)", obj.Key, obj.Err)
