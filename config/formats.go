@@ -2,6 +2,14 @@ package config
 
 import "github.com/jetlake/jetlake/formats"
 
+// Ext returns the extension of the objects the [output] settings make,
+// compression included, such as "jsonl.gz". A validated Output always has
+// one.
+func (o *Output) Ext() string {
+	ext, _, _ := formats.ObjectType(o.FormatsOptions())
+	return ext
+}
+
 // FormatsOptions returns the encoder options the [output] settings describe.
 func (o *Output) FormatsOptions() formats.Options {
 	opts := formats.Options{

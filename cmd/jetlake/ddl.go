@@ -138,7 +138,7 @@ func ddl(c *config.Connector, o ddlOptions) (string, []string, error) {
 	}
 	var notes []string
 	if c.Output.Format == formats.JSONLines && c.Output.Compression != formats.None {
-		notes = append(notes, fmt.Sprintf("objects end in .%s; %s decompresses them by that extension", objectExt(c), engineTitle(o.Engine)))
+		notes = append(notes, fmt.Sprintf("objects end in .%s; %s decompresses them by that extension", c.Output.Ext(), engineTitle(o.Engine)))
 	}
 	for _, p := range l.parts {
 		switch p.proj {

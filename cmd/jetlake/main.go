@@ -155,7 +155,7 @@ func summary(c *config.Connector, now time.Time) string {
 		state = " (disabled)"
 	}
 	fmt.Fprintf(&b, "connector %s%s (%s): ok\n", c.Name, state, c.File)
-	ext := objectExt(c) // with the compression suffix, as objects are named
+	ext := c.Output.Ext() // with the compression suffix, as objects are named
 	for _, s := range c.Streams {
 		subjects := "(whole stream)"
 		if len(s.Subjects) > 0 {

@@ -55,7 +55,7 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
-		res := plan.Run(ctx, c, plan.Options{Cleanup: *cleanup, Timeout: *timeout, Now: time.Now().UTC(), Ext: objectExt(c)})
+		res := plan.Run(ctx, c, plan.Options{Cleanup: *cleanup, Timeout: *timeout, Now: time.Now().UTC()})
 		printPlan(stdout, c, res, *cleanup)
 		failed += res.Count(plan.Fail)
 		warned += res.Count(plan.Warn)
@@ -72,14 +72,6 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
-}
-
-// objectExt is the extension of the connector's objects, compression
-// included. Load checked the format and the compression, the only options
-// ObjectType looks at.
-func objectExt(c *config.Connector) string {
-	ext, _, _ := formats.ObjectType(c.Output.FormatsOptions())
-	return ext
 }
 
 // printPlan writes the plan of connector c.
@@ -242,7 +234,7 @@ func effectiveConfig(c *config.Connector) string {
 	o := c.Output
 	b.WriteString("\n[output]\n")
 	kv("format", string(o.Format), "")
-	kv("compression", string(o.Compression), "objects end in ."+objectExt(c))
+	kv("compression", string(o.Compression), "objects end in ."+c.Output.Ext())
 	kv("path_template", o.PathTemplate.String(), "")
 	kv("group_by", o.GroupBy, "")
 	kv("include_metadata", o.IncludeMetadata, "")

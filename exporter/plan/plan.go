@@ -64,7 +64,6 @@ type Options struct {
 	Cleanup bool          // remove the probe afterwards (needs s3:DeleteObject)
 	Timeout time.Duration // time limit of each network call
 	Now     time.Time     // the time of the sample keys' messages
-	Ext     string        // extension of the connector's objects, compression included
 }
 
 // maxSampleSubjects is how many concrete subjects a plan lists per

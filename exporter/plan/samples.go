@@ -62,7 +62,7 @@ func (p *planner) sampleKeys(s config.Stream, subjects []subjectSample, why stri
 	}
 	render := func(subject string) string {
 		dir := c.Output.PathTemplate.Dir(&pathtemplate.Values{Stream: s.Stream, Subject: subject, Consumer: s.Consumer, Time: p.o.Now})
-		key, err := pathtemplate.Key(c.S3.Prefix, dir, 1, 500, p.o.Ext)
+		key, err := pathtemplate.Key(c.S3.Prefix, dir, 1, 500, c.Output.Ext())
 		if err != nil {
 			return err.Error()
 		}
