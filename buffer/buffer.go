@@ -11,7 +11,9 @@ package buffer
 
 import (
 	"fmt"
+	"slices"
 	"time"
+	"unsafe"
 )
 
 // Reason says why a batch was sealed.
@@ -33,6 +35,10 @@ type Limits struct {
 	MaxBytes    int           // encoded size; a single larger record gets a batch of its own
 	MaxMessages int           // records per batch
 	MaxAge      time.Duration // from when the batch's first record was added
+	// Overhead is the memory each batch holds beyond its body's MemSize
+	// and the Set's own bookkeeping, such as the body's struct. With many
+	// small batches it is most of the memory they take.
+	Overhead int
 }
 
 // Item is one message of a batch: its stream sequence and the caller's handle
@@ -77,6 +83,23 @@ type Batch[H any, B Sized] struct {
 	Opened time.Time // when the first record was added
 	Newest time.Time // latest record timestamp in the batch
 	Reason Reason    // why the batch was sealed; empty while open
+
+	overhead int // see Overhead
+}
+
+// Overhead is the memory the batch holds beyond its body's: its own struct,
+// its group and directory, its items and the Set's map entry, and
+// Limits.Overhead. At many subjects of few messages each it is most of the
+// memory a batch takes, so it is counted with the body's.
+func (b *Batch[H, B]) Overhead() int { return b.overhead }
+
+// mapEntry is about what an entry of the map of open batches takes.
+const mapEntry = 48
+
+// countOverhead sets b.overhead from what b holds now.
+func (b *Batch[H, B]) countOverhead(extra int) {
+	b.overhead = int(unsafe.Sizeof(*b)) + len(b.Group) + len(b.Dir) + mapEntry +
+		cap(b.Items)*int(unsafe.Sizeof(Item[H]{})) + extra
 }
 
 // Len is the number of messages in the batch.
@@ -93,13 +116,14 @@ type Set[H, R any, B Body[R]] struct {
 	newBody func() B
 	limits  Limits
 
-	open   map[string]*Batch[H, B] // by Group: a group has one open batch
-	sealed []*Batch[H, B]
-	taken  []*Batch[H, B] // what TakeSealed returned last
-	free   []*Batch[H, B]
-	bytes  int64 // encoded bytes of open batches
-	mem    int64 // memory held by open batches
-	msgs   int   // messages in open batches
+	open    map[string]*Batch[H, B] // by Group: a group has one open batch
+	sealed  []*Batch[H, B]
+	taken   []*Batch[H, B] // what TakeSealed returned last
+	scratch []*Batch[H, B] // for SealLargestUntil
+	free    []*Batch[H, B]
+	bytes   int64 // encoded bytes of open batches
+	mem     int64 // memory held by open batches
+	msgs    int   // messages in open batches
 }
 
 // New returns an empty Set whose batches encode their records in bodies
@@ -153,7 +177,14 @@ func (s *Set[H, R, B]) Add(group, dir []byte, rec *R, seq uint64, ts time.Time, 
 	s.bytes += int64(b.Body.Size() - before)
 	s.mem += int64(b.Body.MemSize() - beforeMem)
 	s.msgs++
-	b.Items = append(b.Items, Item[H]{Seq: seq, Handle: h})
+	if len(b.Items) == cap(b.Items) {
+		before := b.overhead
+		b.Items = append(b.Items, Item[H]{Seq: seq, Handle: h})
+		b.countOverhead(s.limits.Overhead)
+		s.mem += int64(b.overhead - before)
+	} else {
+		b.Items = append(b.Items, Item[H]{Seq: seq, Handle: h})
+	}
 	if len(b.Items) == 1 || seq < b.First {
 		b.First = seq
 	}
@@ -186,23 +217,24 @@ func (s *Set[H, R, B]) openBatch(group, dir string, now time.Time) *Batch[H, B] 
 		b = &Batch[H, B]{Body: s.newBody()}
 	}
 	b.Group, b.Dir, b.Opened = group, dir, now
+	b.countOverhead(s.limits.Overhead)
 	s.open[group] = b
 	s.bytes += int64(b.Body.Size())
-	s.mem += int64(b.Body.MemSize())
+	s.mem += int64(b.Body.MemSize() + b.overhead)
 	return b
 }
 
 // discard closes an empty batch without sealing it.
 func (s *Set[H, R, B]) discard(b *Batch[H, B]) {
 	s.bytes -= int64(b.Body.Size())
-	s.mem -= int64(b.Body.MemSize())
+	s.mem -= int64(b.Body.MemSize() + b.overhead)
 	delete(s.open, b.Group)
 	s.Release(b)
 }
 
 func (s *Set[H, R, B]) seal(b *Batch[H, B], r Reason) {
 	s.bytes -= int64(b.Body.Size())
-	s.mem -= int64(b.Body.MemSize())
+	s.mem -= int64(b.Body.MemSize() + b.overhead)
 	s.msgs -= len(b.Items)
 	delete(s.open, b.Group)
 	b.Reason = r
@@ -238,16 +270,52 @@ func (s *Set[H, R, B]) NextExpiry() (t time.Time, ok bool) {
 // SealLargest seals the open batch holding the most memory, the largest
 // then the oldest among equals, for reason r. It reports whether a batch was open.
 func (s *Set[H, R, B]) SealLargest(r Reason) bool {
-	return s.sealBest(r, func(a, b *Batch[H, B]) bool {
-		if am, bm := a.Body.MemSize(), b.Body.MemSize(); am != bm {
-			return am > bm
+	return s.sealBest(r, s.larger)
+}
+
+// SealLargestUntil seals open batches, the largest first as SealLargest
+// picks them, until those it sealed hold at least free bytes of memory
+// (Mem) or none is left, and returns how many it sealed. One pass over the
+// open batches serves all those seals: with many small batches, sealing
+// them one at a time would cost a pass each.
+func (s *Set[H, R, B]) SealLargestUntil(r Reason, free int64) int {
+	s.scratch = s.scratch[:0]
+	for _, b := range s.open {
+		s.scratch = append(s.scratch, b)
+	}
+	slices.SortFunc(s.scratch, func(a, b *Batch[H, B]) int {
+		switch {
+		case s.larger(a, b):
+			return -1
+		case s.larger(b, a):
+			return 1
 		}
-		// Memory comes in chunks: among equals, the fullest frees most.
-		if as, bs := a.Body.Size(), b.Body.Size(); as != bs {
-			return as > bs
-		}
-		return a.Opened.Before(b.Opened)
+		return 0
 	})
+	n := 0
+	var freed int64
+	for _, b := range s.scratch {
+		if n > 0 && freed >= free {
+			break
+		}
+		freed += int64(b.Body.MemSize() + b.overhead)
+		s.seal(b, r)
+		n++
+	}
+	clear(s.scratch)
+	return n
+}
+
+// larger reports whether sealing a frees more memory than sealing b.
+func (s *Set[H, R, B]) larger(a, b *Batch[H, B]) bool {
+	if am, bm := a.Body.MemSize(), b.Body.MemSize(); am != bm {
+		return am > bm
+	}
+	// Memory comes in chunks: among equals, the fullest frees most.
+	if as, bs := a.Body.Size(), b.Body.Size(); as != bs {
+		return as > bs
+	}
+	return a.Opened.Before(b.Opened)
 }
 
 // SealMost seals the open batch holding the most messages whose group the
@@ -327,9 +395,10 @@ func (s *Set[H, R, B]) Release(b *Batch[H, B]) {
 // Bytes is the encoded size of all open batches.
 func (s *Set[H, R, B]) Bytes() int64 { return s.bytes }
 
-// Mem is the memory all open batches hold: more than Bytes for bodies that
-// keep records in another form than the one they will be written in, such as
-// compressed and columnar formats.
+// Mem is the memory all open batches hold, their Overhead included: more
+// than Bytes for bodies that keep records in another form than the one they
+// will be written in, such as compressed and columnar formats, and for many
+// small batches.
 func (s *Set[H, R, B]) Mem() int64 { return s.mem }
 
 // Messages is the number of messages in open batches.

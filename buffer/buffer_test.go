@@ -279,3 +279,39 @@ func TestNewestIsTheLatestRecordTimestamp(t *testing.T) {
 		t.Fatalf("Newest = %v, Opened = %v; want %v and %v", b.Newest, b.Opened, t0.Add(3*time.Second), t0)
 	}
 }
+
+func TestSealLargestUntilSealsInOnePassWhatFreesEnough(t *testing.T) {
+	s := newSet(t, buffer.Limits{Overhead: 100})
+	add(t, s, "a", "d", 1, "xxxxxxxxxxxx", t0)
+	add(t, s, "b", "d", 2, "xxxxxx", t0)
+	add(t, s, "c", "d", 3, "x", t0)
+	add(t, s, "e", "d", 4, "x", t0.Add(time.Second))
+	mem := s.Mem()
+	if n := s.SealLargestUntil(buffer.ReasonMemory, 1); n != 1 {
+		t.Fatalf("sealed %d batches to free 1 byte, want the largest alone", n)
+	}
+	if n := s.SealLargestUntil(buffer.ReasonMemory, mem); n != 3 {
+		t.Fatalf("sealed %d batches to free everything, want the 3 left", n)
+	}
+	want := []string{"a/d 1-1 1 memory", "b/d 2-2 1 memory", "c/d 3-3 1 memory", "e/d 4-4 1 memory"}
+	if got := sealed(s); !slices.Equal(got, want) {
+		t.Fatalf("sealed = %q, want %q (largest first, then the oldest)", got, want)
+	}
+	if s.Open() != 0 || s.Mem() != 0 || s.SealLargestUntil(buffer.ReasonMemory, 1) != 0 {
+		t.Fatalf("after sealing all: %d open, Mem %d", s.Open(), s.Mem())
+	}
+}
+
+func TestMemCountsEachOpenBatchsOverhead(t *testing.T) {
+	s := newSet(t, buffer.Limits{Overhead: 1000})
+	add(t, s, "a", "d", 1, "x", t0)
+	one := s.Mem()
+	add(t, s, "b", "d", 2, "x", t0)
+	if per := s.Mem() - one; per < 1000+100 {
+		t.Fatalf("a second open batch adds %d bytes to Mem, want its overhead of 1000 and the batch's own", per)
+	}
+	s.SealAll(buffer.ReasonShutdown)
+	if s.Mem() != 0 {
+		t.Fatalf("Mem %d after sealing every batch", s.Mem())
+	}
+}
