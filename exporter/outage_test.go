@@ -38,18 +38,7 @@ max_file_age = "1s"`)
 		t.Fatalf("exporter stopped during the outage: %v", err)
 	default:
 	}
-	if err := ms.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 60*time.Second, "everything acked after S3 returned", func() bool {
-		info := e.consumerInfo()
-		return info.NumAckPending == 0 && info.AckFloor.Stream == last
-	})
-	e.wantExactlyOnce(e.read(), last)
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	e.endOutage(ms, last, cancel, done)
 	e.verify(e.connector())
 }
 
@@ -107,16 +96,23 @@ max_file_age = "1s"`, "10s")
 			t.Fatalf("while S3 is down: %d messages redelivered, %d unacked; want 0 and 300", info.NumRedelivered, info.NumAckPending)
 		}
 	}
+	e.endOutage(ms, last, cancel, done)
+}
+
+// endOutage restarts MinIO, waits until every message up to last is acked,
+// checks each is in exactly one object, and stops the exporter cleanly.
+func (e *env) endOutage(ms *exportertest.MinIOServer, last uint64, stop context.CancelFunc, done <-chan error) {
+	e.t.Helper()
 	if err := ms.Restart(); err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "everything acked after S3 returned", func() bool {
+	waitFor(e.t, 60*time.Second, "everything acked after S3 returned", func() bool {
 		info := e.consumerInfo()
 		return info.NumAckPending == 0 && info.AckFloor.Stream == last
 	})
 	e.wantExactlyOnce(e.read(), last)
-	cancel()
+	stop()
 	if err := <-done; err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
 }
