@@ -83,8 +83,8 @@ max_messages_per_file = 100
 max_file_age = "1s"`, "10s")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done, _ := e.run(ctx, e.connector(), false)
-	waitFor(t, 20*time.Second, "the consumer", func() bool { return e.consumerInfo().Config.Durable != "" })
+	done, ex := e.run(ctx, e.connector(), false)
+	waitFor(t, 20*time.Second, "the exporter to be ready", func() bool { return ex.Ready() == nil })
 	if err := ms.Kill(); err != nil {
 		t.Fatal(err)
 	}
