@@ -267,15 +267,10 @@ func (s *Set[H, R, B]) NextExpiry() (t time.Time, ok bool) {
 	return t.Add(s.limits.MaxAge), ok
 }
 
-// SealLargest seals the open batch holding the most memory, the largest
-// then the oldest among equals, for reason r. It reports whether a batch was open.
-func (s *Set[H, R, B]) SealLargest(r Reason) bool {
-	return s.sealBest(r, s.larger)
-}
-
-// SealLargestUntil seals open batches, the largest first as SealLargest
-// picks them, until those it sealed hold at least free bytes of memory
-// (Mem) or none is left, and returns how many it sealed. One pass over the
+// SealLargestUntil seals open batches for reason r, those holding the most
+// memory first (the fullest, then the oldest, among equals), until those it
+// sealed hold at least free bytes of memory (Mem) or none is left, and
+// returns how many it sealed; with free 0, that is the largest alone. One pass over the
 // open batches serves all those seals: with many small batches, sealing
 // them one at a time would cost a pass each.
 func (s *Set[H, R, B]) SealLargestUntil(r Reason, free int64) int {

@@ -153,14 +153,14 @@ func TestOutOfOrderSequencesGiveTheTrueRange(t *testing.T) {
 	}
 }
 
-func TestSealLargestAndSealMost(t *testing.T) {
+func TestSealLargestUntilAndSealMost(t *testing.T) {
 	s := newSet(t, buffer.Limits{})
 	add(t, s, "a", "d", 1, "xxxxxxxxxxxx", t0)
 	add(t, s, "b", "d", 2, "x", t0)
 	add(t, s, "b", "d", 3, "x", t0)
 	add(t, s, "c", "d", 4, "x", t0)
-	if !s.SealLargest(buffer.ReasonMemory) {
-		t.Fatal("SealLargest found nothing")
+	if s.SealLargestUntil(buffer.ReasonMemory, 0) != 1 {
+		t.Fatal("SealLargestUntil with nothing to free did not seal the largest batch alone")
 	}
 	if !s.SealMost(buffer.ReasonPending, nil) {
 		t.Fatal("SealMost found nothing")
