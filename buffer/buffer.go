@@ -333,20 +333,6 @@ func (s *Set[H, R, B]) SealMost(r Reason, match func(group string) bool) bool {
 	return true
 }
 
-func (s *Set[H, R, B]) sealBest(r Reason, better func(a, b *Batch[H, B]) bool) bool {
-	var best *Batch[H, B]
-	for _, b := range s.open {
-		if best == nil || better(b, best) {
-			best = b
-		}
-	}
-	if best == nil {
-		return false
-	}
-	s.seal(best, r)
-	return true
-}
-
 // SealAll seals every open batch for reason r.
 func (s *Set[H, R, B]) SealAll(r Reason) {
 	for _, b := range s.open {

@@ -33,17 +33,6 @@ func NewBody(pieces ...[]byte) Body {
 	return b
 }
 
-// singleBody returns the Body of p, keeping the slices that describe it in
-// *pieces and *ends so that it does not allocate when they are reused.
-func singleBody(p []byte, pieces *[][]byte, ends *[]int64) Body {
-	*pieces, *ends = (*pieces)[:0], (*ends)[:0]
-	if len(p) > 0 {
-		*pieces = append(*pieces, p)
-		*ends = append(*ends, int64(len(p)))
-	}
-	return Body{pieces: *pieces, ends: *ends}
-}
-
 // Len returns the number of bytes of b.
 func (b Body) Len() int64 {
 	if len(b.ends) == 0 {

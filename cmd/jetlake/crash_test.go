@@ -28,14 +28,13 @@ import (
 
 // crashEnv is a stream, a bucket and a connector file for one crash test.
 type crashEnv struct {
-	t      *testing.T
-	name   string // stream, bucket and connector name
-	file   string
-	js     jetstream.JetStream
-	mc     *minio.Client
-	minio  *exportertest.MinIOServer
-	nats   *exportertest.NATSServer
-	extras string // more [rotation] lines
+	t     *testing.T
+	name  string // stream, bucket and connector name
+	file  string
+	js    jetstream.JetStream
+	mc    *minio.Client
+	minio *exportertest.MinIOServer
+	nats  *exportertest.NATSServer
 }
 
 // streamAndBucket connects to ns, creates the stream NAME on name.> with
