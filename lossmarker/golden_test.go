@@ -28,6 +28,18 @@ func goldenMarkers() map[string]*lossmarker.Marker {
 			DetectedAt:      time.Date(2026, 1, 1, 0, 30, 0, 123456789, cet),
 			ExporterVersion: "v0.3.0",
 		},
+		"ranges": {
+			Stream:          "ORDERS",
+			Consumer:        "jetlake-orders",
+			FirstSeq:        2,
+			LastSeq:         2000001,
+			Count:           1000001,
+			Ranges:          []lossmarker.Range{{2, 1000001}, {2000001, 2000001}},
+			Reason:          lossmarker.Gap,
+			Error:           "the stream removed these sequences before they were exported",
+			DetectedAt:      time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC),
+			ExporterVersion: "v0.4.0",
+		},
 		"poison": {
 			Stream:          "ORDERS",
 			Consumer:        "jetlake-orders",

@@ -37,16 +37,33 @@ const Dir = "_jetlake"
 
 // Marker records a range of stream sequences that was not exported.
 type Marker struct {
-	Stream          string    `json:"stream"`
-	Consumer        string    `json:"consumer"`
-	Subject         string    `json:"subject,omitempty"` // when known
-	FirstSeq        uint64    `json:"first_seq"`
-	LastSeq         uint64    `json:"last_seq"`
-	Count           uint64    `json:"count"` // sequences covered; may be below the range for a sparse set
+	Stream   string `json:"stream"`
+	Consumer string `json:"consumer"`
+	Subject  string `json:"subject,omitempty"` // when known
+	FirstSeq uint64 `json:"first_seq"`
+	LastSeq  uint64 `json:"last_seq"`
+	Count    uint64 `json:"count"` // sequences named
+	// Ranges, when set, are the exact sequences the marker names: sorted,
+	// disjoint, not adjacent, from FirstSeq to LastSeq, Count in all. A
+	// marker without them names every sequence from FirstSeq to LastSeq.
+	Ranges          []Range   `json:"ranges,omitempty"`
 	Reason          Reason    `json:"reason"`
 	Error           string    `json:"error"`
 	DetectedAt      time.Time `json:"detected_at"`
 	ExporterVersion string    `json:"exporter_version"`
+}
+
+// Range is an inclusive range of stream sequences, encoded as a JSON pair
+// [first, last].
+type Range [2]uint64
+
+// Runs returns the ranges the marker names: its Ranges, or the one range
+// from FirstSeq to LastSeq.
+func (m *Marker) Runs() []Range {
+	if len(m.Ranges) > 0 {
+		return m.Ranges
+	}
+	return []Range{{m.FirstSeq, m.LastSeq}}
 }
 
 // Key returns the marker's object key:
@@ -70,7 +87,12 @@ func (m *Marker) Validate() error {
 	if m.FirstSeq == 0 || m.LastSeq < m.FirstSeq {
 		errs = append(errs, fmt.Errorf("range %d-%d is not a range of stream sequences", m.FirstSeq, m.LastSeq))
 	}
-	if m.Count == 0 || m.Count > m.LastSeq-m.FirstSeq+1 {
+	switch {
+	case len(m.Ranges) > 0:
+		if err := m.validateRanges(); err != nil {
+			errs = append(errs, err)
+		}
+	case m.Count == 0 || m.Count > m.LastSeq-m.FirstSeq+1:
 		errs = append(errs, fmt.Errorf("count %d does not fit range %d-%d", m.Count, m.FirstSeq, m.LastSeq))
 	}
 	if m.Reason != Gap && m.Reason != Poison {
@@ -84,6 +106,28 @@ func (m *Marker) Validate() error {
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("lossmarker: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// validateRanges checks that Ranges are sorted, disjoint and not adjacent,
+// span FirstSeq to LastSeq and hold Count sequences.
+func (m *Marker) validateRanges() error {
+	var n uint64
+	for i, r := range m.Ranges {
+		if r[0] == 0 || r[1] < r[0] {
+			return fmt.Errorf("ranges[%d] %d-%d is not a range of stream sequences", i, r[0], r[1])
+		}
+		if i > 0 && (r[0] <= m.Ranges[i-1][1] || r[0]-m.Ranges[i-1][1] < 2) {
+			return fmt.Errorf("ranges[%d] %d-%d does not follow %d-%d with a gap", i, r[0], r[1], m.Ranges[i-1][0], m.Ranges[i-1][1])
+		}
+		n += r[1] - r[0] + 1
+	}
+	if first, last := m.Ranges[0][0], m.Ranges[len(m.Ranges)-1][1]; first != m.FirstSeq || last != m.LastSeq {
+		return fmt.Errorf("ranges span %d-%d, not %d-%d", first, last, m.FirstSeq, m.LastSeq)
+	}
+	if n != m.Count {
+		return fmt.Errorf("ranges hold %d sequences, not count %d", n, m.Count)
 	}
 	return nil
 }
