@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jetlake/jetlake/pathtemplate"
@@ -53,9 +55,36 @@ type Marker struct {
 	ExporterVersion string    `json:"exporter_version"`
 }
 
-// Range is an inclusive range of stream sequences, encoded as a JSON pair
-// [first, last].
+// Range is an inclusive range of stream sequences, [first, last]. Its text
+// form is "first-last", or "first" for a single sequence.
 type Range [2]uint64
+
+// MarshalText returns "first-last", or "first" when first == last.
+func (r Range) MarshalText() ([]byte, error) {
+	b := strconv.AppendUint(nil, r[0], 10)
+	if r[1] != r[0] {
+		b = append(b, '-')
+		b = strconv.AppendUint(b, r[1], 10)
+	}
+	return b, nil
+}
+
+// UnmarshalText parses what MarshalText writes.
+func (r *Range) UnmarshalText(text []byte) error {
+	first, last, found := strings.Cut(string(text), "-")
+	f, err := strconv.ParseUint(first, 10, 64)
+	if err != nil {
+		return fmt.Errorf("range %q: %w", text, err)
+	}
+	l := f
+	if found {
+		if l, err = strconv.ParseUint(last, 10, 64); err != nil {
+			return fmt.Errorf("range %q: %w", text, err)
+		}
+	}
+	*r = Range{f, l}
+	return nil
+}
 
 // Runs returns the ranges the marker names: its Ranges, or the one range
 // from FirstSeq to LastSeq.
