@@ -48,11 +48,16 @@ func (r *runner) add(d delivery) {
 			// active one left before exporting anything.
 			s.pin = pin
 			r.log.Info("pinned: this instance is active", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer)
-			if err := r.e.recover(r.ctx, s); err != nil {
+			if err := r.e.takeOver(r.ctx, s); err != nil {
 				r.fail(err)
 				return
 			}
 		}
+	}
+	if s.ledger == nil {
+		// Not pinned yet (a message of the pin in flight as it moved):
+		// leave it to the server, which redelivers it to the pinned one.
+		return
 	}
 	switch s.book.classify(seq, md.delivered > 1) {
 	case seqWaiting:
@@ -67,16 +72,13 @@ func (r *runner) add(d delivery) {
 		// stored.
 		return
 	}
-	if s.gapCheck && md.delivered == 1 {
-		if s.next != 0 && seq > s.next {
-			// A jump in first deliveries: the stream removed the skipped
-			// sequences, or their first delivery was lost on the way (a
-			// consumer leader change) and they come back. confirmGaps asks
-			// the stream which.
-			s.suspects = append(s.suspects, Range{s.next, seq - 1})
-		}
-		s.next = max(s.next, seq+1)
+	if s.ledger.accounted(seq) {
+		// In a stored object or loss marker already, as the export record
+		// says: ack without writing it again.
+		r.ackCommitted(s, seq, msg)
+		return
 	}
+	s.ledger.delivered(seq)
 	s.book.hold(seq)
 	out := &r.e.cfg.Output
 	r.rec = formats.Record{

@@ -5,46 +5,139 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/jetlake/jetlake/lossmarker"
 )
 
-// confirmGaps asks each stream which of the suspected gaps it really
-// removed (below its first sequence, or deleted) and writes loss markers for
-// those; sequences still in the stream will be delivered again.
-func (r *runner) confirmGaps(ctx context.Context) {
+// How often the runner compares its ledger with the stream: as soon as it
+// has holes, and every few seconds regardless, since a purge of an idle
+// stream leaves no jump in deliveries to notice.
+const (
+	walkHoles    = time.Second
+	walkIdle     = 5 * time.Second
+	saveInterval = time.Second
+)
+
+// maxMarkerRanges bounds the ranges one loss marker names; more take
+// several markers.
+const maxMarkerRanges = 10_000
+
+// saveResult is the outcome of writing a stream's export record.
+type saveResult struct {
+	stream *streamState
+	l      *ledger
+	rev    uint64 // the ledger revision written
+	floor  uint64 // the floor the record holds now
+	err    error
+}
+
+// tend starts, beside the loop, the walks and record writes that are due:
+// one of each per stream at a time.
+func (r *runner) tend(ctx context.Context, now time.Time) {
 	for _, s := range r.streams {
-		if len(s.suspects) == 0 {
+		l := s.ledger
+		if l == nil {
 			continue
 		}
-		ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		info, err := s.stream.Info(ictx, jetstream.WithDeletedDetails(true))
+		if !s.walking && (!l.holes.empty() && now.Sub(s.lastWalk) >= walkHoles || now.Sub(s.lastWalk) >= walkIdle) {
+			s.walking = true
+			holes := l.toWalk(walkMaxRanges)
+			r.bg.Go(func() { r.walks <- r.e.walk(ctx, s, holes) })
+		}
+		if r.e.intents != nil && !s.saving && l.rev != s.savedRev && now.Sub(s.lastSave) >= saveInterval {
+			s.saving = true
+			rec, rev := l.record(s.created, now), l.rev
+			r.bg.Go(func() {
+				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+				defer cancel()
+				floor, err := saveRecord(sctx, r.e.intents, s.recordKey, rec)
+				r.saves <- &saveResult{stream: s, l: l, rev: rev, floor: floor, err: err}
+			})
+		}
+	}
+}
+
+// walked applies a walk's findings: holes the stream no longer holds get
+// loss markers (or, for a filtered consumer, are taken for other subjects'
+// sequences), and a first sequence that moved past the frontier makes new
+// holes, for the next walk.
+func (r *runner) walked(res *walkResult) {
+	s := res.stream
+	s.walking = false
+	s.lastWalk = time.Now()
+	if res.err != nil {
+		r.log.Warn("could not compare the export record with the stream; trying again", "stream", s.cfg.Stream, "error", res.err)
+		return
+	}
+	l := s.ledger
+	if l == nil {
+		return
+	}
+	lost, headLost := l.walked(res.scanned, res.existing)
+	if res.firstSeq > 0 {
+		l.reach(res.firstSeq-1, true)
+	}
+	for _, m := range gapMarkers(s, lost, "the stream removed these sequences before they were exported (limits, a purge or a delete)") {
+		r.enqueue(&job{stream: s, marker: m})
+	}
+	for _, m := range gapMarkers(s, headLost, "the stream's first sequence moved past these sequences before they were exported (limits or a purge); "+
+		"the consumer is filtered, so they may also hold messages of other subjects") {
+		r.enqueue(&job{stream: s, marker: m})
+	}
+}
+
+// gapMarkers returns the loss markers of lost ranges, sorted: one per
+// maxMarkerRanges ranges.
+func gapMarkers(s *streamState, lost []Range, why string) []*lossmarker.Marker {
+	var out []*lossmarker.Marker
+	for len(lost) > 0 {
+		part := lost[:min(len(lost), maxMarkerRanges)]
+		lost = lost[len(part):]
+		m := &lossmarker.Marker{
+			Stream: s.cfg.Stream, Consumer: s.cfg.Consumer,
+			FirstSeq: part[0].First, LastSeq: part[len(part)-1].Last,
+			Reason: lossmarker.Gap,
+		}
+		for _, r := range part {
+			m.Count += r.Last - r.First + 1
+			if len(part) > 1 {
+				m.Ranges = append(m.Ranges, lossmarker.Range{r.First, r.Last})
+			}
+		}
+		m.Error = fmt.Sprintf("%s: %d sequences from %d to %d", why, m.Count, m.FirstSeq, m.LastSeq)
+		out = append(out, m)
+	}
+	return out
+}
+
+// saved applies a written export record: the intents of batches the
+// recorded floor has passed are no longer needed.
+func (r *runner) saved(res *saveResult) {
+	s := res.stream
+	s.saving = false
+	s.lastSave = time.Now()
+	if res.err != nil {
+		r.log.Warn("could not write the export record; trying again", "stream", s.cfg.Stream, "error", res.err)
+		return
+	}
+	if res.l != s.ledger {
+		return // a takeover started another ledger meanwhile
+	}
+	s.savedRev = res.rev
+	for _, ikey := range s.book.passFloor(res.floor) {
+		r.forget(ikey)
+	}
+}
+
+// saveNow writes every stream's export record and forgets the intents its
+// floor passed, on the way out.
+func (r *runner) saveNow(ctx context.Context) {
+	for _, s := range r.streams {
+		if s.ledger == nil || r.e.intents == nil || s.ledger.rev == s.savedRev {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		floor, err := saveRecord(sctx, r.e.intents, s.recordKey, s.ledger.record(s.created, time.Now()))
 		cancel()
-		if err != nil {
-			r.log.Warn("could not check a suspected gap; trying again", "stream", s.cfg.Stream, "error", err)
-			continue
-		}
-		deleted := make(map[uint64]bool, len(info.State.Deleted))
-		for _, q := range info.State.Deleted {
-			deleted[q] = true
-		}
-		for _, sus := range s.suspects {
-			var lost []uint64
-			for q := sus.First; q <= sus.Last; q++ {
-				if q < info.State.FirstSeq || deleted[q] {
-					lost = append(lost, q)
-				}
-			}
-			for _, run := range toRanges(lost) {
-				r.enqueue(&job{stream: s, marker: &lossmarker.Marker{
-					Stream: s.cfg.Stream, Consumer: s.cfg.Consumer,
-					FirstSeq: run.First, LastSeq: run.Last, Count: run.Last - run.First + 1,
-					Reason: lossmarker.Gap,
-					Error:  fmt.Sprintf("the stream removed sequences %s before they were exported (limits, max age, or a delete)", run),
-				}})
-			}
-		}
-		s.suspects = s.suspects[:0]
+		r.saved(&saveResult{stream: s, l: s.ledger, rev: s.ledger.rev, floor: floor, err: err})
 	}
 }

@@ -29,6 +29,7 @@ func hotRunner(tb testing.TB) (*runner, *streamState) {
 		cfg:       config.Stream{Stream: "S", Consumer: "c", AckWait: time.Minute, MaxAckPending: 1 << 20},
 		mReceived: e.m.received.WithLabelValues("c", "S"), mRedelivered: e.m.redelivered.WithLabelValues("c", "S"),
 		mAcked: e.m.acked.WithLabelValues("c", "S"),
+		ledger: newLedger(0, nil, 1, 0, false),
 	}
 	r := newRunner(e, []*streamState{s})
 	r.ctx = context.Background()

@@ -136,6 +136,11 @@ type intentStore interface {
 	// List returns every key under prefix (a dotted key prefix ending in
 	// ".") with its value.
 	List(ctx context.Context, prefix string) (map[string][]byte, error)
+	// Get returns key's value and revision, or errNoRecord.
+	Get(ctx context.Context, key string) ([]byte, uint64, error)
+	// Update stores value under key if key's revision is rev (0: key must
+	// not exist), or returns errRecordChanged.
+	Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error)
 }
 
 // kvIntents is an intentStore on a JetStream key-value bucket.
@@ -175,6 +180,30 @@ func (k *kvIntents) Delete(ctx context.Context, key string) error {
 		return nil
 	}
 	return err
+}
+
+func (k *kvIntents) Get(ctx context.Context, key string) ([]byte, uint64, error) {
+	e, err := k.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, 0, errNoRecord
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	return e.Value(), e.Revision(), nil
+}
+
+func (k *kvIntents) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
+	var err error
+	if rev == 0 {
+		rev, err = k.kv.Create(ctx, key, value)
+	} else {
+		rev, err = k.kv.Update(ctx, key, value, rev)
+	}
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return 0, fmt.Errorf("%w: %w", errRecordChanged, err)
+	}
+	return rev, err
 }
 
 func (k *kvIntents) List(ctx context.Context, prefix string) (map[string][]byte, error) {

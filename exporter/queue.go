@@ -187,6 +187,20 @@ func (r *runner) finish(res *result) error {
 		if res.stored {
 			r.e.m.lost.WithLabelValues(r.e.cfg.Name, s.cfg.Stream, string(j.marker.Reason)).Add(float64(j.marker.Count))
 		}
+		if s.ledger != nil {
+			for _, run := range j.marker.Runs() {
+				if res.stored {
+					s.ledger.marked(Range{run[0], run[1]})
+				} else if j.term == nil {
+					s.ledger.unmarked(Range{run[0], run[1]})
+				}
+			}
+			if !res.stored {
+				for _, ref := range j.term {
+					s.ledger.returned(ref.seq())
+				}
+			}
+		}
 		return nil
 	}
 	b := j.batch
@@ -202,6 +216,17 @@ func (r *runner) finish(res *result) error {
 	for _, it := range b.Items {
 		s.book.release(it.Seq)
 		r.heldMem -= refMem(it.Handle)
+	}
+	if s.ledger != nil {
+		if res.stored {
+			for _, run := range batchSeqs(b).runs {
+				s.ledger.stored(Range{run[0], run[1]})
+			}
+		} else {
+			for _, it := range b.Items {
+				s.ledger.returned(it.Seq)
+			}
+		}
 	}
 	switch {
 	case res.stored && !res.confirmed:
@@ -256,4 +281,9 @@ func (r *runner) awaitUnsure(s *streamState, j *job, res *result) {
 	}
 	in := &intent{ID: j.intentID, Key: res.key, Stream: s.cfg.Stream, Consumer: s.cfg.Consumer, Seqs: seqs}
 	s.book.await(res.intentKey, in, time.Now().Add(resolveAfter(s.cfg.AckWait, false)))
+	if s.ledger != nil {
+		for _, run := range seqs.runs {
+			s.ledger.wait(Range{run[0], run[1]})
+		}
+	}
 }

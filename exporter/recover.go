@@ -73,6 +73,25 @@ func (e *Exporter) recover(ctx context.Context, s *streamState) error {
 	return nil
 }
 
+// takeOver recovers what the instance pinned before this one left, and
+// starts the ledger from the export record it kept.
+func (e *Exporter) takeOver(ctx context.Context, s *streamState) error {
+	if err := e.recover(ctx, s); err != nil {
+		return err
+	}
+	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	ci, err := s.cons.Info(ictx)
+	if err != nil {
+		return fmt.Errorf("stream %s, consumer %s: %w", s.cfg.Stream, s.cfg.Consumer, err)
+	}
+	si, err := s.stream.Info(ictx)
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", s.cfg.Stream, err)
+	}
+	return e.startLedger(ctx, s, ci, &si.State)
+}
+
 // writerGone is how long a PUT of a writer that is gone may still land: it
 // sends nothing more, but the store may yet commit a request it completed.
 const writerGone = 10 * time.Second
@@ -112,11 +131,19 @@ func (r *runner) resolve(ctx context.Context, now time.Time) error {
 				}
 				r.log.Info("recovery: batch was never stored; its messages are exported again", "key", u.in.Key, "messages", u.in.Seqs.Len(),
 					"object_of_another_batch", md[MetaIntent])
+				if s.ledger != nil {
+					u.in.Seqs.All(s.ledger.returned)
+				}
 			case err != nil:
 				continue
 			default:
 				r.log.Info("recovery: batch was stored by its writer; its messages are acked", "key", u.in.Key, "messages", u.in.Seqs.Len())
 				s.book.commit(ikey, u.in.Seqs)
+				if s.ledger != nil {
+					for _, run := range u.in.Seqs.runs {
+						s.ledger.stored(Range{run[0], run[1]})
+					}
+				}
 			}
 			for _, d := range s.book.resolve(ikey) {
 				r.add(d)
@@ -141,10 +168,8 @@ func (r *runner) forget(intentKey string) {
 	})
 }
 
-// forgetAcked forgets the intents of batches the consumer's ack floor has
-// passed: every message of them was acked and no reset can replay them. It
-// also refreshes the consumer gauges from the same consumer info.
-func (r *runner) forgetAcked(ctx context.Context) {
+// consumerGauges refreshes the consumer gauges from the consumers' info.
+func (r *runner) consumerGauges(ctx context.Context) {
 	for _, s := range r.streams {
 		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		info, err := s.cons.Info(ictx)
@@ -154,8 +179,5 @@ func (r *runner) forgetAcked(ctx context.Context) {
 		}
 		r.e.m.pending.WithLabelValues(r.e.cfg.Name, s.cfg.Stream).Set(float64(info.NumPending))
 		r.e.m.ackPending.WithLabelValues(r.e.cfg.Name, s.cfg.Stream).Set(float64(info.NumAckPending))
-		for _, ikey := range s.book.passFloor(info.AckFloor.Stream) {
-			r.forget(ikey)
-		}
 	}
 }

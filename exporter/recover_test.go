@@ -14,8 +14,34 @@ import (
 
 // memIntents is an in-memory intentStore.
 type memIntents struct {
-	mu sync.Mutex
-	m  map[string][]byte
+	mu   sync.Mutex
+	m    map[string][]byte
+	revs map[string]uint64
+	rev  uint64
+}
+
+func (s *memIntents) Get(_ context.Context, key string) ([]byte, uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.m[key]
+	if !ok {
+		return nil, 0, errNoRecord
+	}
+	return v, s.revs[key], nil
+}
+
+func (s *memIntents) Update(_ context.Context, key string, value []byte, rev uint64) (uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.revs[key] != rev {
+		return 0, errRecordChanged
+	}
+	if s.revs == nil {
+		s.revs = map[string]uint64{}
+	}
+	s.rev++
+	s.m[key], s.revs[key] = value, s.rev
+	return s.rev, nil
 }
 
 func (s *memIntents) Create(_ context.Context, key string, value []byte) error {

@@ -34,6 +34,8 @@ type runner struct {
 	fatal     chan error
 	jobs      chan *job
 	results   chan *result
+	walks     chan *walkResult // one walk per stream at a time
+	saves     chan *saveResult // one record write per stream at a time
 	queue     []*job            // sealed batches waiting for an uploader
 	uploading map[bufferKey]int // batches with an uploader, by buffer key
 
@@ -41,8 +43,8 @@ type runner struct {
 	heldMem       int64 // memory of the delivered messages kept for their acks
 	inflight      int   // jobs not yet done
 	lastMsg       time.Time
-	lastForget    time.Time
-	bg            sync.WaitGroup // intent deletions
+	lastGauge     time.Time
+	bg            sync.WaitGroup // intent deletions, walks and record writes
 
 	// The most memory held at once, open buffers, uploads and held
 	// messages together, and the gauge that exports it.
@@ -80,6 +82,8 @@ func newRunner(e *Exporter, streams []*streamState) *runner {
 		fatal:   make(chan error, len(streams)+1),
 		jobs:    make(chan *job),
 		results: make(chan *result, e.cfg.S3.UploadConcurrency),
+		walks:   make(chan *walkResult, len(streams)),
+		saves:   make(chan *saveResult, len(streams)),
 		mPeak:   e.m.bufferedPeak.WithLabelValues(e.cfg.Name),
 	}
 }
@@ -192,13 +196,6 @@ func (r *runner) run(ctx context.Context) error {
 		}
 		close(pullersDone)
 	}()
-	for _, s := range r.streams {
-		for _, m := range s.startMarkers {
-			r.enqueue(&job{stream: s, marker: m})
-		}
-		s.startMarkers = nil
-	}
-
 	err := r.loop(ctx)
 	if err != nil {
 		return err
@@ -252,7 +249,7 @@ func (r *runner) run(ctx context.Context) error {
 			return nil
 		}
 	}
-	r.forgetAcked(context.WithoutCancel(ctx))
+	r.saveNow(context.WithoutCancel(ctx))
 	r.log.Info("stopped cleanly")
 	return nil
 }
@@ -307,19 +304,23 @@ func (r *runner) loop(ctx context.Context) error {
 			if err := r.finish(res); err != nil {
 				return err
 			}
+		case res := <-r.walks:
+			r.walked(res)
+		case res := <-r.saves:
+			r.saved(res)
 		case now := <-tick.C:
 			r.set.Expire(now)
 			r.rej.Expire(now)
 			r.takeSealed()
 			r.keepQueuedInProgress(now)
-			if now.Sub(r.lastForget) >= 5*time.Second {
-				r.lastForget = now
-				r.forgetAcked(ctx)
+			if now.Sub(r.lastGauge) >= 5*time.Second {
+				r.lastGauge = now
+				r.consumerGauges(ctx)
 			}
 			if err := r.resolve(ctx, now); err != nil {
 				return err
 			}
-			r.confirmGaps(ctx)
+			r.tend(ctx, now)
 			r.flushPoison()
 			r.gauges(now)
 			if r.e.opts.UntilIdle && now.Sub(r.lastMsg) >= 500*time.Millisecond && len(r.queue) == 0 {
@@ -390,8 +391,9 @@ func (r *runner) idle(ctx context.Context) (bool, error) {
 		}
 	}
 	for _, s := range r.streams {
-		if len(s.suspects) > 0 {
-			r.confirmGaps(ctx)
+		if l := s.ledger; l != nil && (!l.holes.empty() || !l.marking.empty()) {
+			// Sequences not known to be exported: a walk tells whether
+			// they come back or get a loss marker.
 			return false, nil
 		}
 	}

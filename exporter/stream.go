@@ -9,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/lossmarker"
 )
 
 // streamState is what the runner keeps per configured stream. Set up
@@ -29,17 +28,22 @@ type streamState struct {
 	mReceived, mRedelivered, mAcked prometheus.Counter
 	newest                          time.Time // timestamp of the newest exported message
 
-	// Gap detection for consumers that see every message of the stream:
-	// the stream sequence the next first delivery should have (0: unknown).
-	poisoned     *job                 // a poison marker that consecutive poison messages may still join
-	startMarkers []*lossmarker.Marker // found while setting up; written when the runner starts
+	poisoned *job // a poison marker that consecutive poison messages may still join
 
 	drained bool // the last delivery said the consumer had nothing more to deliver
 
-	gapCheck bool
-	next     uint64
-	suspects []Range          // skipped ranges to check against the stream
-	stream   jetstream.Stream // for those checks
+	// What is exported, in ranges, compared with the stream by walks beside
+	// the runner; nil until recovery ran (on a pinned consumer, until this
+	// instance is pinned).
+	ledger    *ledger
+	filtered  bool             // the consumer sees only some of the stream's subjects
+	stream    jetstream.Stream // for walks
+	recordKey string           // of the export record in the state bucket
+	walking   bool             // a walk is under way
+	lastWalk  time.Time
+	saving    bool   // the export record is being written
+	savedRev  uint64 // the ledger revision last written
+	lastSave  time.Time
 }
 
 // delivery is a message handed from a puller to the runner.
@@ -66,37 +70,23 @@ func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *s
 	s.created = si.Created.UTC()
 	s.intentPrefix = intentPrefix(e.cfg.Name, s.cfg.Stream, s.cfg.Consumer)
 	s.book.reset()
-	s.startMarkers = nil
+	s.ledger = nil
+	s.filtered = !config.FiltersCover(s.cfg.Subjects, si.Config.Subjects)
+	s.recordKey = recordKey(e.cfg.Name, s.cfg.Stream, s.cfg.Consumer)
 	s.recovered = 0
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("stream %s, consumer %s: %w", s.cfg.Stream, s.cfg.Consumer, err)
+	}
 	if s.cfg.Failover != config.FailoverPinned {
 		// A pinned consumer recovers once this instance is pinned: a
 		// standby must not touch what the active one is doing.
 		if err := e.recover(ctx, s); err != nil {
 			return err
 		}
-	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("stream %s, consumer %s: %w", s.cfg.Stream, s.cfg.Consumer, err)
-	}
-	s.gapCheck = config.FiltersCover(s.cfg.Subjects, si.Config.Subjects)
-	// The server starts a consumer's delivered sequence just before the
-	// first message it can deliver (0 on an empty stream), so everything
-	// after it is in scope, even when nothing was delivered yet: messages
-	// published after the consumer existed and removed before this start
-	// are a gap too.
-	s.next = info.Delivered.Stream + 1
-	if !s.gapCheck && si.State.FirstSeq > info.Delivered.Stream+1 {
-		// A filtered consumer can not tell which of the removed messages
-		// matched its filter; the marker names the whole range.
-		s.startMarkers = append(s.startMarkers, &lossmarker.Marker{
-			Stream: s.cfg.Stream, Consumer: s.cfg.Consumer,
-			FirstSeq: info.Delivered.Stream + 1, LastSeq: si.State.FirstSeq - 1,
-			Count:  si.State.FirstSeq - 1 - info.Delivered.Stream,
-			Reason: lossmarker.Gap,
-			Error: fmt.Sprintf("the stream's first sequence is %d: messages after %d were removed before they were exported; "+
-				"the consumer is filtered, so the range may also hold messages of other subjects", si.State.FirstSeq, info.Delivered.Stream),
-		})
+		if err := e.startLedger(ctx, s, info, &si.State); err != nil {
+			return err
+		}
 	}
 	if info.NumAckPending > 0 && s.cfg.Failover != config.FailoverPinned {
 		// Pending messages would come back only after AckWait, interleaved
@@ -106,6 +96,48 @@ func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *s
 			e.log.Info("consumer reset not available; unacked messages return after AckWait",
 				"stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "error", err)
 		}
+	}
+	return nil
+}
+
+// startLedger starts s's ledger from the export record (or, for a consumer
+// that has none yet, from its ack floor) and from what recovery found in
+// the intents. Everything between the recorded floor and the furthest the
+// stream or consumer has moved is a hole until a walk tells what the
+// stream still holds: a purge moves the consumer's delivered sequence and
+// ack floor past what it removed, exported or not.
+func (e *Exporter) startLedger(ctx context.Context, s *streamState, ci *jetstream.ConsumerInfo, st *jetstream.StreamState) error {
+	floor := ci.AckFloor.Stream
+	var done []Range
+	if e.intents != nil {
+		rec, _, err := loadRecord(ctx, e.intents, s.recordKey)
+		if err != nil {
+			return err
+		}
+		switch {
+		case rec == nil:
+		case rec.StreamCreated.Equal(s.created):
+			floor = rec.Floor
+			for _, r := range rec.Done.runs {
+				done = append(done, Range{r[0], r[1]})
+			}
+		default:
+			e.log.Warn("the stream was re-created: its export record is of the earlier one", "stream", s.cfg.Stream,
+				"record_stream_created", rec.StreamCreated, "stream_created", s.created)
+		}
+	}
+	l := newLedger(floor, done, st.FirstSeq, ci.Delivered.Stream, s.filtered)
+	for q := range s.book.committed {
+		l.stored(Range{q, q})
+	}
+	for q := range s.book.pending {
+		l.wait(Range{q, q})
+	}
+	s.ledger = l
+	s.savedRev = 0
+	if !l.holes.empty() {
+		e.log.Info("export record: checking sequences not known to be exported", "stream", s.cfg.Stream,
+			"floor", l.floor, "holes", len(l.holes.runs()), "first_hole", l.holes.runs()[0].First)
 	}
 	return nil
 }

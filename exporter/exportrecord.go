@@ -1,0 +1,122 @@
+package exporter
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// exportRecord is what the state bucket keeps about one stream and
+// consumer, beside the intents: every sequence up to Floor is in a stored
+// object or loss marker (or is not in the consumer's scope), and so is
+// every sequence of Done. Every stored sequence above Floor that Done does
+// not name is in an intent: intents are forgotten only once the recorded
+// floor passes them. At start the exporter compares the record with the
+// stream, and what the stream no longer holds and the record does not
+// name is lost.
+type exportRecord struct {
+	StreamCreated time.Time `json:"stream_created"`
+	Floor         uint64    `json:"floor"`
+	Done          seqSet    `json:"done"`
+	Updated       time.Time `json:"updated"`
+}
+
+// maxRecordDone bounds the encoded Done ranges a record keeps; beyond it
+// only the floor is kept, and the intents name what is stored above it.
+const maxRecordDone = 256 << 10
+
+// recordKey is the state-bucket key of a connector's export record for one
+// stream and consumer.
+func recordKey(connector, stream, consumer string) string {
+	enc := base64.RawURLEncoding
+	return "export." + enc.EncodeToString([]byte(connector)) + "." + enc.EncodeToString([]byte(stream)) + "." + enc.EncodeToString([]byte(consumer))
+}
+
+// errNoRecord is returned by an intentStore's Get for a key that is not
+// there.
+var errNoRecord = errors.New("no export record")
+
+// loadRecord returns the export record at key and its revision, or a nil
+// record and revision 0 when there is none.
+func loadRecord(ctx context.Context, st intentStore, key string) (*exportRecord, uint64, error) {
+	value, rev, err := st.Get(ctx, key)
+	if errors.Is(err, errNoRecord) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("export record %s: %w", key, err)
+	}
+	var rec exportRecord
+	if err := json.Unmarshal(value, &rec); err != nil {
+		return nil, 0, fmt.Errorf("export record %s: %w", key, err)
+	}
+	return &rec, rev, nil
+}
+
+// saveRecord stores rec at key, merged with what is there: another
+// instance (the one pinned before, or after) may have written a higher
+// floor, and what either says is exported is. It returns the floor stored.
+func saveRecord(ctx context.Context, st intentStore, key string, rec exportRecord) (uint64, error) {
+	for attempt := 0; ; attempt++ {
+		cur, rev, err := loadRecord(ctx, st, key)
+		if err != nil {
+			return 0, err
+		}
+		out := rec
+		if cur != nil && cur.StreamCreated.Equal(rec.StreamCreated) {
+			out = mergeRecords(rec, *cur)
+		}
+		value, err := json.Marshal(&out)
+		if err != nil {
+			return 0, err
+		}
+		if len(value) > maxRecordDone {
+			out.Done = seqSet{}
+			if value, err = json.Marshal(&out); err != nil {
+				return 0, err
+			}
+		}
+		_, err = st.Update(ctx, key, value, rev)
+		if err == nil {
+			return out.Floor, nil
+		}
+		if !errors.Is(err, errRecordChanged) || attempt == 4 {
+			return 0, fmt.Errorf("export record %s: %w", key, err)
+		}
+	}
+}
+
+// errRecordChanged is returned by an intentStore's Update when the key's
+// revision is not the one given: another writer came first.
+var errRecordChanged = errors.New("export record changed meanwhile")
+
+// mergeRecords returns what both records say is exported: the higher floor,
+// and the union of the done ranges above it.
+func mergeRecords(a, b exportRecord) exportRecord {
+	var done rangeSet
+	for _, rec := range []exportRecord{a, b} {
+		for _, r := range rec.Done.runs {
+			done.add(Range{r[0], r[1]})
+		}
+	}
+	out := exportRecord{StreamCreated: a.StreamCreated, Floor: max(a.Floor, b.Floor), Updated: a.Updated}
+	for len(done.rs) > 0 && done.rs[0].First <= next(out.Floor) {
+		out.Floor = max(out.Floor, done.rs[0].Last)
+		done.rs = done.rs[1:]
+	}
+	out.Done = rangesToSeqSet(done.rs)
+	return out
+}
+
+// rangesToSeqSet returns the seqSet of sorted, disjoint, non-adjacent
+// ranges.
+func rangesToSeqSet(rs []Range) seqSet {
+	runs := make([][2]uint64, len(rs))
+	for i, r := range rs {
+		runs[i] = [2]uint64{r.First, r.Last}
+	}
+	return seqSet{runs: runs}
+}

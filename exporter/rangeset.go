@@ -1,0 +1,98 @@
+package exporter
+
+import (
+	"math"
+	"slices"
+	"sort"
+)
+
+// rangeSet is a set of stream sequences kept as sorted, disjoint,
+// non-adjacent ranges, so that what it costs grows with the number of
+// ranges, never with the number of sequences: a purge of 300 million
+// sequences is one range. The zero value is an empty set.
+type rangeSet struct {
+	rs []Range
+}
+
+// next returns q+1, saturating at the largest sequence.
+func next(q uint64) uint64 {
+	if q == math.MaxUint64 {
+		return q
+	}
+	return q + 1
+}
+
+// add adds every sequence of r (First <= Last).
+func (s *rangeSet) add(r Range) {
+	// The ranges that touch or overlap r: from the first whose Last+1 is
+	// at least r.First to the last whose First is at most r.Last+1.
+	i := sort.Search(len(s.rs), func(i int) bool { return next(s.rs[i].Last) >= r.First })
+	j := sort.Search(len(s.rs), func(j int) bool { return s.rs[j].First > next(r.Last) })
+	if i < j {
+		r.First = min(r.First, s.rs[i].First)
+		r.Last = max(r.Last, s.rs[j-1].Last)
+	}
+	s.rs = slices.Replace(s.rs, i, j, r)
+}
+
+// remove removes every sequence of r (First <= Last).
+func (s *rangeSet) remove(r Range) {
+	i := sort.Search(len(s.rs), func(i int) bool { return s.rs[i].Last >= r.First })
+	j := sort.Search(len(s.rs), func(j int) bool { return s.rs[j].First > r.Last })
+	if i >= j {
+		return
+	}
+	var keep [2]Range
+	n := 0
+	if first := s.rs[i]; first.First < r.First {
+		keep[n] = Range{first.First, r.First - 1}
+		n++
+	}
+	if last := s.rs[j-1]; last.Last > r.Last {
+		keep[n] = Range{r.Last + 1, last.Last}
+		n++
+	}
+	s.rs = slices.Replace(s.rs, i, j, keep[:n]...)
+}
+
+// has reports whether q is in the set.
+func (s *rangeSet) has(q uint64) bool {
+	i := sort.Search(len(s.rs), func(i int) bool { return s.rs[i].Last >= q })
+	return i < len(s.rs) && s.rs[i].First <= q
+}
+
+// empty reports whether the set holds no sequence.
+func (s *rangeSet) empty() bool { return len(s.rs) == 0 }
+
+// runs returns the ranges; the caller must not change them.
+func (s *rangeSet) runs() []Range { return s.rs }
+
+// count returns the number of sequences, saturating at the largest uint64.
+func (s *rangeSet) count() uint64 {
+	var n uint64
+	for _, r := range s.rs {
+		c := r.Last - r.First + 1
+		if c == 0 || n+c < n {
+			return math.MaxUint64
+		}
+		n += c
+	}
+	return n
+}
+
+// within returns the parts of the set inside r, as new ranges.
+func (s *rangeSet) within(r Range) []Range {
+	i := sort.Search(len(s.rs), func(i int) bool { return s.rs[i].Last >= r.First })
+	var out []Range
+	for ; i < len(s.rs) && s.rs[i].First <= r.Last; i++ {
+		out = append(out, Range{max(s.rs[i].First, r.First), min(s.rs[i].Last, r.Last)})
+	}
+	return out
+}
+
+// dropThrough removes every sequence up to q.
+func (s *rangeSet) dropThrough(q uint64) {
+	if len(s.rs) > 0 && s.rs[0].First <= q {
+		s.remove(Range{s.rs[0].First, q})
+	}
+}

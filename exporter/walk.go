@@ -1,0 +1,135 @@
+package exporter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// walkResult is what a walk of a stream found about a ledger's holes.
+type walkResult struct {
+	stream   *streamState
+	scanned  []Range  // the hole ranges looked up
+	existing []uint64 // sorted: the sequences in them the stream still holds
+	firstSeq uint64   // the stream's first sequence
+	lastSeq  uint64   // and its last
+	err      error
+}
+
+// Bounds on one walk, so that a stream with a million holes is walked a
+// part at a time, each part reported back to the runner at once.
+const (
+	walkMaxRanges = 4096 // hole ranges looked up per walk
+	walkMaxCalls  = 8192 // message lookups per walk
+)
+
+// walk asks the stream which sequences of holes it still holds, in ranges:
+// for each hole range, the first message at or after its start (matching
+// the consumer's filter), and so on while one is found inside it. A range
+// below the stream's first sequence costs nothing; a range the stream no
+// longer holds any of costs one lookup, however long it is. It runs beside
+// the runner, which applies the result.
+func (e *Exporter) walk(ctx context.Context, s *streamState, holes []Range) *walkResult {
+	res := &walkResult{stream: s}
+	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	info, err := s.stream.Info(ictx)
+	cancel()
+	if err != nil {
+		res.err = fmt.Errorf("stream info: %w", err)
+		return res
+	}
+	res.firstSeq, res.lastSeq = info.State.FirstSeq, info.State.LastSeq
+	filters := s.cfg.Subjects
+	if len(filters) == 0 || !s.filtered {
+		filters = []string{">"}
+	}
+	calls := 0
+	for _, h := range holes {
+		at := max(h.First, res.firstSeq)
+		for at <= h.Last && calls < walkMaxCalls {
+			calls += len(filters)
+			q, err := e.nextMessage(ctx, s, at, filters)
+			if err != nil {
+				res.err = err
+				return res
+			}
+			if q == 0 || q > h.Last {
+				at = 0
+				break
+			}
+			res.existing = append(res.existing, q)
+			at = q + 1
+			if at == 0 {
+				break
+			}
+		}
+		switch {
+		case at == 0 || at > h.Last:
+			res.scanned = append(res.scanned, h)
+		case at > h.First:
+			res.scanned = append(res.scanned, Range{h.First, at - 1})
+		}
+		if calls >= walkMaxCalls {
+			break
+		}
+	}
+	return res
+}
+
+// nextMessage returns the sequence of the first message at or after seq
+// whose subject matches one of filters, or 0 when the stream holds none. It
+// asks the stream's leader, never a direct-get replica or mirror, which may
+// lag and not hold a message yet: a message it lacks would be taken for a
+// lost one.
+func (e *Exporter) nextMessage(ctx context.Context, s *streamState, seq uint64, filters []string) (uint64, error) {
+	nc := e.nc.Load()
+	if nc == nil {
+		return 0, errors.New("not connected")
+	}
+	subject := APIPrefix(e.cfg.NATS) + "STREAM.MSG.GET." + s.cfg.Stream
+	var first uint64
+	for _, f := range filters {
+		req, err := json.Marshal(struct {
+			Seq  uint64 `json:"seq"`
+			Next string `json:"next_by_subj"`
+		}{seq, f})
+		if err != nil {
+			return 0, err
+		}
+		gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		msg, err := nc.RequestWithContext(gctx, subject, req)
+		cancel()
+		if err != nil {
+			return 0, fmt.Errorf("look up sequence %d: %w", seq, err)
+		}
+		var resp struct {
+			Error *struct {
+				Code        int    `json:"code"`
+				ErrCode     int    `json:"err_code"`
+				Description string `json:"description"`
+			} `json:"error"`
+			Message *struct {
+				Seq uint64 `json:"seq"`
+			} `json:"message"`
+		}
+		if err := json.Unmarshal(msg.Data, &resp); err != nil {
+			return 0, fmt.Errorf("look up sequence %d: %w", seq, err)
+		}
+		switch {
+		case resp.Error != nil && resp.Error.ErrCode == int(jetstream.JSErrCodeMessageNotFound):
+			continue
+		case resp.Error != nil:
+			return 0, fmt.Errorf("look up sequence %d: %s (%d)", seq, resp.Error.Description, resp.Error.ErrCode)
+		case resp.Message == nil || resp.Message.Seq < seq:
+			return 0, fmt.Errorf("look up sequence %d: unexpected response %.200s", seq, msg.Data)
+		}
+		if first == 0 || resp.Message.Seq < first {
+			first = resp.Message.Seq
+		}
+	}
+	return first, nil
+}
