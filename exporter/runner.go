@@ -34,8 +34,8 @@ type runner struct {
 	fatal     chan error
 	jobs      chan *job
 	results   chan *result
-	walks     chan *walkResult // one walk per stream at a time
-	saves     chan *saveResult // one record write per stream at a time
+	walks     chan *walkResult  // one walk per stream at a time
+	saves     chan *saveResult  // one record write per stream at a time
 	queue     []*job            // sealed batches waiting for an uploader
 	uploading map[bufferKey]int // batches with an uploader, by buffer key
 
