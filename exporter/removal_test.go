@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -259,4 +260,57 @@ func (e *env) wantEachOnce(last uint64) {
 	if problems := coverage(e.holders(), last); len(problems) > 0 {
 		e.t.Fatalf("%d problems:\n%s", len(problems), strings.Join(problems[:min(len(problems), 20)], "\n"))
 	}
+}
+
+// A filtered consumer can not tell which removed sequences matched its
+// filter. When the stream's first sequence moves past what it exported, a
+// marker names the whole removed range, which may hold other subjects'
+// sequences too; every message of its subjects is still in exactly one
+// object or marker, and a run with nothing removed writes no marker.
+func TestAFilteredConsumerNamesARemovedHeadRange(t *testing.T) {
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
+max_messages_per_file = 100
+max_file_age = "1s"`)
+	body, err := os.ReadFile(e.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	filtered := strings.Replace(string(body), fmt.Sprintf(`subjects = ["%s.>"]`, e.stream),
+		fmt.Sprintf(`subjects = ["%[1]s.s0", "%[1]s.s1"]`, e.stream), 1)
+	if err := os.WriteFile(e.file, []byte(filtered), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := e.connector()
+	e.publish(400, 4)
+	e.runUntilIdle(c, time.Minute)
+	if ms := e.markers(); len(ms) != 0 {
+		t.Fatalf("%d markers after a run with nothing removed", len(ms))
+	}
+	e.publish(1000, 4)
+	e.purge(jetstream.WithPurgeSequence(1001))
+	last := e.publish(200, 4)
+	e.runUntilIdle(c, time.Minute)
+
+	ms := e.markers()
+	if len(ms) != 1 || ms[0].LastSeq != 1000 || ms[0].FirstSeq > 401 || !strings.Contains(ms[0].Error, "other subjects") {
+		t.Fatalf("markers %+v, want one up to 1000 that says it may hold other subjects", ms)
+	}
+	// Every sequence of s0 and s1 (published round-robin over s0-s3) is
+	// in exactly one object or marker.
+	got := e.read()
+	for q := uint64(1); q <= last; q++ {
+		inScope := (q-1)%4 < 2
+		_, inObject := got.bySeq[q]
+		inMarker := q >= ms[0].FirstSeq && q <= ms[0].LastSeq
+		switch {
+		case inObject && inMarker:
+			t.Fatalf("sequence %d is in an object and in the marker", q)
+		case inScope && !inObject && !inMarker:
+			t.Fatalf("sequence %d of the consumer's subjects is in nothing", q)
+		case !inScope && inObject:
+			t.Fatalf("sequence %d of another subject was exported", q)
+		}
+	}
+	e.verify(c)
+	e.wantAllAcked()
 }
