@@ -101,8 +101,7 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 	}
 	// Data objects, by stream.
 	type object struct {
-		key      string
-		seqs     []uint64
+		objectRuns
 		fromMeta bool   // read from metadata though a deep check was asked
 		problem  string // why its sequences are unknown or in doubt
 	}
@@ -127,7 +126,7 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 			}
 		}
 		stream := md[MetaStream]
-		o := object{key: key}
+		o := object{objectRuns: objectRuns{key: key}}
 		meta := md[MetaSeqs]
 		fromRecords := opts.Deep || meta == ""
 		if fromRecords {
@@ -135,7 +134,9 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 			if err != nil {
 				return err
 			}
-			o.seqs, err = recordSequences(key, body)
+			seqs, err := recordSequences(key, body)
+			slices.Sort(seqs)
+			o.runs = toRanges(seqs)
 			switch {
 			case errors.Is(err, errNoRecords) && meta != "":
 				fromRecords, o.fromMeta = false, opts.Deep
@@ -151,10 +152,15 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 			if err := set.UnmarshalJSON([]byte(strconv.Quote(meta))); err != nil {
 				o.problem = fmt.Sprintf("%s: metadata %s: %v", key, MetaSeqs, err)
 			}
-			set.All(func(q uint64) { o.seqs = append(o.seqs, q) })
+			o.runs = make([]Range, len(set.runs))
+			for i, r := range set.runs {
+				o.runs[i] = Range{r[0], r[1]}
+			}
 		}
-		if o.problem == "" && (len(o.seqs) == 0 || slices.Min(o.seqs) != first || slices.Max(o.seqs) != last ||
-			md[MetaCount] != "" && md[MetaCount] != strconv.Itoa(len(o.seqs))) {
+		// The runs are sorted by first sequence, and the last one ends with
+		// the highest; a repeated sequence counts each time.
+		if o.problem == "" && (len(o.runs) == 0 || o.runs[0].First != first || o.runs[len(o.runs)-1].Last != last ||
+			md[MetaCount] != "" && md[MetaCount] != strconv.FormatUint(ranges(o.runs).len(), 10)) {
 			o.problem = fmt.Sprintf("%s: its name, metadata and records disagree on the sequences it holds", key)
 		}
 		byStream[stream] = append(byStream[stream], o)
@@ -196,11 +202,13 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 			if err != nil {
 				return err
 			}
-			o := object{key: key}
-			if o.seqs, err = recordSequences(key, body); err != nil {
-				o.problem = err.Error()
+			seqs, err := recordSequences(key, body)
+			if err != nil {
+				rejected = append(rejected, object{objectRuns: objectRuns{key: key}, problem: err.Error()})
+				return nil
 			}
-			rejected = append(rejected, o)
+			slices.Sort(seqs)
+			rejected = append(rejected, object{objectRuns: objectRuns{key: key, runs: toRanges(seqs)}})
 			return nil
 		}); err != nil {
 			return nil, fmt.Errorf("list rejected messages: %w", err)
@@ -229,55 +237,39 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 		if from == 0 {
 			from = si.State.FirstSeq
 			for _, o := range byStream[sc.Stream] {
-				for _, q := range o.seqs {
-					if q != 0 && q < from {
-						from = q
+				for _, r := range o.runs {
+					if r.Last != 0 {
+						from = min(from, max(r.First, 1))
 					}
 				}
 			}
 			for _, m := range rep.Markers {
-				from = min(from, m.FirstSeq)
+				for _, r := range m.Runs() {
+					from = min(from, r[0])
+				}
 			}
 			from = max(from, 1)
 		}
 		rep.Scope = Range{from, to}
 
-		// Which object holds each sequence.
-		holder := map[uint64]string{}
-		data := len(byStream[sc.Stream])
-		for i, o := range append(byStream[sc.Stream], rejected...) {
-			if i < data {
-				rep.Objects++
-				if o.fromMeta {
-					rep.MetadataOnly++
-				}
+		in := coverageInput{scope: rep.Scope, markers: rep.Markers, filtered: rep.Filtered}
+		for _, o := range byStream[sc.Stream] {
+			rep.Objects++
+			if o.fromMeta {
+				rep.MetadataOnly++
 			}
 			if o.problem != "" {
 				rep.Problems = append(rep.Problems, o.problem)
 				continue
 			}
-			for _, q := range o.seqs {
-				if q < from || q > to {
-					continue
-				}
-				if prev, dup := holder[q]; dup {
-					if len(rep.Overlaps) < 100 {
-						rep.Overlaps = append(rep.Overlaps, fmt.Sprintf("sequence %d is in %s and %s", q, prev, o.key))
-					}
-					continue
-				}
-				holder[q] = o.key
-				if i < data {
-					rep.Messages++
-				} else {
-					rep.RejectedMessages++
-				}
-			}
+			in.data = append(in.data, o.objectRuns)
 		}
-		lost := markedRanges(rep.Markers)
-		covered := func(q uint64) bool {
-			_, ok := holder[q]
-			return ok || lost.has(q)
+		for _, o := range rejected {
+			if o.problem != "" {
+				rep.Problems = append(rep.Problems, o.problem)
+				continue
+			}
+			in.rejected = append(in.rejected, o.objectRuns)
 		}
 		if to < from {
 			continue
@@ -285,32 +277,22 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 		// What must be covered: every sequence in scope for a consumer that
 		// sees the whole stream; the matching messages still in the stream
 		// for a filtered one.
-		var missing []uint64
-		if !rep.Filtered {
-			for q := from; q <= to; q++ {
-				if !covered(q) {
-					missing = append(missing, q)
-				}
-			}
-		} else {
+		if rep.Filtered {
 			progress("stream %s: reading the sequences of the filtered subjects", sc.Stream)
-			seqs, err := streamSequences(ctx, js, sc, from, to)
-			if err != nil {
+			if in.stream, err = streamSequences(ctx, js, sc, from, to); err != nil {
 				return nil, err
 			}
-			for _, q := range seqs {
-				if !covered(q) {
-					missing = append(missing, q)
-				}
-			}
 		}
-		rep.Missing = toRanges(missing)
+		c := checkCoverage(in)
+		rep.Missing, rep.Overlaps = c.missing, c.overlaps
+		rep.Messages, rep.RejectedMessages = c.messages, c.rejectedMessages
 	}
 	return reports, nil
 }
 
 // streamSequences returns the sequences in [from, to] of the messages in the
-// stream that match the consumer's filter, reading headers only.
+// stream that match the consumer's filter, in stream order, reading headers
+// only.
 func streamSequences(ctx context.Context, js jetstream.JetStream, sc config.Stream, from, to uint64) ([]uint64, error) {
 	cons, err := js.OrderedConsumer(ctx, sc.Stream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: sc.Subjects,
@@ -447,20 +429,18 @@ var errNoRecords = errors.New("raw objects hold payloads only, with no sequence 
 type ranges []Range
 
 // markedRanges returns the sequences the markers name, sorted and merged, so
-// that looking one up costs O(log M) for M markers.
+// that looking one up costs O(log M) for M marker ranges.
 func markedRanges(markers []*lossmarker.Marker) ranges {
-	out := make(ranges, 0, len(markers))
+	var all []Range
 	for _, m := range markers {
-		out = append(out, Range{m.FirstSeq, m.LastSeq})
-	}
-	slices.SortFunc(out, func(a, b Range) int { return cmp.Compare(a.First, b.First) })
-	merged := out[:0]
-	for _, r := range out {
-		if n := len(merged); n > 0 && r.First <= merged[n-1].Last+1 {
-			merged[n-1].Last = max(merged[n-1].Last, r.Last)
-			continue
+		for _, r := range m.Runs() {
+			all = append(all, Range{r[0], r[1]})
 		}
-		merged = append(merged, r)
+	}
+	slices.SortFunc(all, func(a, b Range) int { return cmp.Compare(a.First, b.First) })
+	merged := ranges(all[:0])
+	for _, r := range all {
+		merged = merged.add(r)
 	}
 	return merged
 }
@@ -471,7 +451,9 @@ func (rs ranges) has(q uint64) bool {
 	return i < len(rs) && rs[i].First <= q
 }
 
-// toRanges turns sorted sequences into ranges.
+// toRanges turns sorted sequences into ranges. A sequence that repeats
+// starts a new range, which overlaps the one before it: the ranges' lengths
+// add up to len(seqs).
 func toRanges(seqs []uint64) []Range {
 	var out []Range
 	for _, q := range seqs {

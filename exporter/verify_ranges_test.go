@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/jetlake/jetlake/lossmarker"
@@ -32,5 +33,38 @@ func TestMarkedRangesFindsEverySequenceOfEveryMarker(t *testing.T) {
 	}
 	if markedRanges(nil).has(1) {
 		t.Error("no markers: has(1) = true")
+	}
+}
+
+func TestMarkedRangesNamesOnlyAMarkersRanges(t *testing.T) {
+	markers := []*lossmarker.Marker{
+		{FirstSeq: 10, LastSeq: 30, Count: 6, Ranges: []lossmarker.Range{{10, 12}, {20, 20}, {29, 30}}},
+		{FirstSeq: 21, LastSeq: 21}, // joins 20
+		{FirstSeq: 1, LastSeq: 300_000_000},
+	}
+	if got, want := markedRanges(markers[:2]), (ranges{{10, 12}, {20, 21}, {29, 30}}); !slices.Equal(got, want) {
+		t.Errorf("markedRanges = %v, want %v", got, want)
+	}
+	if got, want := markedRanges(markers), (ranges{{1, 300_000_000}}); !slices.Equal(got, want) {
+		t.Errorf("markedRanges with a wide marker = %v, want %v", got, want)
+	}
+}
+
+func TestToRanges(t *testing.T) {
+	tests := []struct {
+		seqs []uint64
+		want []Range
+	}{
+		{nil, nil},
+		{[]uint64{7}, []Range{{7, 7}}},
+		{[]uint64{1, 2, 3, 5, 8, 9}, []Range{{1, 3}, {5, 5}, {8, 9}}},
+		// A repeated sequence starts a range that overlaps the one before.
+		{[]uint64{1, 2, 2, 3}, []Range{{1, 2}, {2, 3}}},
+		{[]uint64{4, 4, 4}, []Range{{4, 4}, {4, 4}, {4, 4}}},
+	}
+	for _, tt := range tests {
+		if got := toRanges(tt.seqs); !slices.Equal(got, tt.want) {
+			t.Errorf("toRanges(%v) = %v, want %v", tt.seqs, got, tt.want)
+		}
 	}
 }
