@@ -38,21 +38,22 @@ func (r *runner) add(d delivery) {
 	seq := md.streamSeq
 	s.drained = md.pending == 0
 	ts := time.Unix(0, md.timestamp)
-	s.mReceived.Inc()
-	if md.delivered > 1 {
-		s.mRedelivered.Inc()
-	}
 	if s.cfg.Failover == config.FailoverPinned {
 		if pin := msg.Headers().Get(pinHeader); pin != "" && pin != s.pin {
 			// This instance was just pinned: recover what the previous
 			// active one left before exporting anything.
 			s.pin = pin
 			r.log.Info("pinned: this instance is active", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer)
-			if err := r.e.takeOver(r.ctx, s); err != nil {
-				r.fail(err)
-				return
-			}
+			r.takeOver(r.ctx, s)
 		}
+	}
+	if s.takingOver {
+		s.parked = append(s.parked, d)
+		return
+	}
+	s.mReceived.Inc()
+	if md.delivered > 1 {
+		s.mRedelivered.Inc()
 	}
 	if s.ledger == nil {
 		// Not pinned yet (a message of the pin in flight as it moved):

@@ -41,16 +41,19 @@ func (r *runner) tend(ctx context.Context, now time.Time) {
 		if !s.walking && (!l.holes.empty() && now.Sub(s.lastWalk) >= walkHoles || now.Sub(s.lastWalk) >= walkIdle) {
 			s.walking = true
 			holes := l.toWalk(walkMaxRanges)
-			r.bg.Go(func() { r.walks <- r.e.walk(ctx, s, holes) })
+			r.beside(func() func() {
+				res := r.e.walk(ctx, s, holes)
+				return func() { r.walked(res) }
+			})
 		}
 		if r.e.intents != nil && !s.saving && l.rev != s.savedRev && now.Sub(s.lastSave) >= saveInterval {
 			s.saving = true
 			rec, rev := l.record(s.created, now), l.rev
-			r.bg.Go(func() {
+			r.beside(func() func() {
 				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 				defer cancel()
 				floor, err := saveRecord(sctx, r.e.intents, s.recordKey, rec)
-				r.saves <- &saveResult{stream: s, l: l, rev: rev, floor: floor, err: err}
+				return func() { r.saved(&saveResult{stream: s, l: l, rev: rev, floor: floor, err: err}) }
 			})
 		}
 	}

@@ -97,9 +97,8 @@ func TestAMessageOfABatchGivenUpWaitsForTheStore(t *testing.T) {
 		t.Fatal("the message was buffered again before the store was asked")
 	}
 	r.e.store.(*MemStore).preset(key, map[string]string{MetaIntent: j.intentID})
-	if err := r.resolve(context.Background(), time.Now().Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
+	r.resolve(context.Background(), time.Now().Add(time.Hour))
+	settle(r)
 	if acks, _, _ := back.snapshot(); acks != 1 || r.set.Open() != 0 {
 		t.Fatalf("after the store said it holds the object: %d acks, %d open buffers; want 1 ack, none", acks, r.set.Open())
 	}

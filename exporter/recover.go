@@ -10,36 +10,55 @@ import (
 	"github.com/jetlake/jetlake/config"
 )
 
+// recovery is what the intents another process left say about a stream:
+// found beside the loop, applied on it.
+type recovery struct {
+	committed  map[string]seqSet // intents whose object exists, by intent key
+	unresolved map[string]*intent
+}
+
 // recover loads the intents another process (an earlier run, or the
 // instance that was pinned before) left for s, skipping the ones this
-// process owns. An intent whose object exists was committed: its sequences
-// are acked without being written again when they come back. An intent whose
-// object is missing is unresolved: its owner may still be storing it, so its
-// messages wait until resolveAfter has passed and the object is looked up
-// again (see runner.resolve).
+// process owns, and applies them to s's book.
 func (e *Exporter) recover(ctx context.Context, s *streamState) error {
+	rec, err := e.findIntents(ctx, s, s.book.known())
+	if err != nil {
+		return err
+	}
+	s.applyRecovery(rec, time.Now())
+	return nil
+}
+
+// findIntents looks up the intents of s not in known. An intent whose
+// object exists was committed: its sequences are acked without being
+// written again when they come back. An intent whose object is missing is
+// unresolved: its owner may still be storing it, so its messages wait until
+// resolveAfter has passed and the object is looked up again (see
+// runner.resolve). It reads only what does not change after set-up (cfg,
+// created, intentPrefix), so it may run beside the loop.
+func (e *Exporter) findIntents(ctx context.Context, s *streamState, known map[string]bool) (*recovery, error) {
 	entries, err := e.intents.List(ctx, s.intentPrefix)
 	if err != nil {
-		return fmt.Errorf("list intents: %w", err)
+		return nil, fmt.Errorf("list intents: %w", err)
 	}
 	if len(entries) > 0 {
 		crashPoint("during-recovery")
 	}
-	known := s.book.known()
+	rec := &recovery{committed: map[string]seqSet{}, unresolved: map[string]*intent{}}
 	for ikey, value := range entries {
 		if known[ikey] {
 			continue
 		}
 		var in intent
 		if err := json.Unmarshal(value, &in); err != nil {
-			return fmt.Errorf("intent %s: %w", ikey, err)
+			return nil, fmt.Errorf("intent %s: %w", ikey, err)
 		}
 		if !in.StreamCreated.Equal(s.created) {
 			// The stream was re-created: these sequences are other messages.
 			e.log.Warn("forgetting an intent of an earlier stream with the same name", "intent", ikey, "key", in.Key,
 				"intent_stream_created", in.StreamCreated, "stream_created", s.created)
 			if err := e.intents.Delete(ctx, ikey); err != nil {
-				return err
+				return nil, err
 			}
 			continue
 		}
@@ -48,11 +67,9 @@ func (e *Exporter) recover(ctx context.Context, s *streamState) error {
 		case errors.Is(err, ErrNotFound):
 			e.log.Info("recovery: batch not stored (yet); its messages wait until its writer must have given up",
 				"key", in.Key, "messages", in.Seqs.Len())
-			// Under pinned failover the intent may be another live
-			// instance's; otherwise its writer was the process before.
-			s.book.await(ikey, &in, time.Now().Add(resolveAfter(s.cfg.AckWait, s.cfg.Failover == config.FailoverPinned)))
+			rec.unresolved[ikey] = &in
 		case err != nil:
-			return err
+			return nil, err
 		case md[MetaIntent] != in.ID:
 			// Another batch's object holds the key (a second writer on the
 			// prefix, refused at upload): this batch was never stored, and
@@ -62,34 +79,71 @@ func (e *Exporter) recover(ctx context.Context, s *streamState) error {
 			e.log.Warn("recovery: the object at this batch's key holds another batch; this batch was never stored and its messages are exported again",
 				"key", in.Key, "messages", in.Seqs.Len(), "object_intent", md[MetaIntent], "object_stream", md[MetaStream])
 			if err := e.intents.Delete(ctx, ikey); err != nil {
-				return err
+				return nil, err
 			}
 		default:
 			e.log.Info("recovery: batch was stored; its messages are acked when they come back", "key", in.Key, "messages", in.Seqs.Len())
-			s.book.commit(ikey, in.Seqs)
-			s.recovered++
+			rec.committed[ikey] = in.Seqs
 		}
 	}
-	return nil
+	return rec, nil
 }
 
-// takeOver recovers what the instance pinned before this one left, and
-// starts the ledger from the export record it kept.
-func (e *Exporter) takeOver(ctx context.Context, s *streamState) error {
-	if err := e.recover(ctx, s); err != nil {
-		return err
+// applyRecovery records what findIntents found in s's book and, when it
+// has one, ledger.
+func (s *streamState) applyRecovery(rec *recovery, now time.Time) {
+	for ikey, seqs := range rec.committed {
+		s.book.commit(ikey, seqs)
+		s.recovered++
+		if s.ledger != nil {
+			for _, run := range seqs.runs {
+				s.ledger.stored(Range{run[0], run[1]})
+			}
+		}
 	}
-	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	ci, err := s.cons.Info(ictx)
-	if err != nil {
-		return fmt.Errorf("stream %s, consumer %s: %w", s.cfg.Stream, s.cfg.Consumer, err)
+	for ikey, in := range rec.unresolved {
+		// Under pinned failover the intent may be another live instance's;
+		// otherwise its writer was the process before.
+		s.book.await(ikey, in, now.Add(resolveAfter(s.cfg.AckWait, s.cfg.Failover == config.FailoverPinned)))
+		if s.ledger != nil {
+			for _, run := range in.Seqs.runs {
+				s.ledger.wait(Range{run[0], run[1]})
+			}
+		}
 	}
-	si, err := s.stream.Info(ictx)
-	if err != nil {
-		return fmt.Errorf("stream %s: %w", s.cfg.Stream, err)
+}
+
+// takeOver starts, beside the loop, the recovery of what the instance
+// pinned before this one left, and the ledger from the export record it
+// kept. Until both are applied, the stream's deliveries are parked.
+func (r *runner) takeOver(ctx context.Context, s *streamState) {
+	if s.takingOver {
+		return
 	}
-	return e.startLedger(ctx, s, ci, &si.State)
+	s.takingOver = true
+	known := s.book.known()
+	r.beside(func() func() {
+		rec, err := r.e.findIntents(ctx, s, known)
+		var start *ledgerStart
+		if err == nil {
+			start, err = r.e.loadLedgerStart(ctx, s)
+		}
+		return func() {
+			s.takingOver = false
+			if err != nil {
+				r.fail(err)
+				return
+			}
+			s.ledger = nil
+			s.applyRecovery(rec, time.Now())
+			s.startLedger(start, r.log)
+			parked := s.parked
+			s.parked = nil
+			for _, d := range parked {
+				r.add(d)
+			}
+		}
+	})
 }
 
 // writerGone is how long a PUT of a writer that is gone may still land: it
@@ -110,50 +164,78 @@ func resolveAfter(ackWait time.Duration, writerAlive bool) time.Duration {
 	return min(d, writerGone)
 }
 
-// resolve decides about unresolved intents whose time is up: the object
-// exists now (its messages are acked, not written) or it never will (the
-// intent is deleted and its messages are exported anew).
-func (r *runner) resolve(ctx context.Context, now time.Time) error {
+// resolve decides, beside the loop, about unresolved intents whose time
+// is up: the object exists now (its messages are acked, not written) or it
+// never will (the intent is deleted and its messages are exported anew).
+// An intent the store could not answer about is asked again a second
+// later.
+func (r *runner) resolve(ctx context.Context, now time.Time) {
 	for _, s := range r.streams {
 		for ikey, u := range s.book.due(now) {
-			hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			md, err := r.e.store.Head(hctx, u.in.Key)
-			cancel()
-			switch {
-			case errors.Is(err, ErrNotFound), err == nil && md[MetaIntent] != u.in.ID:
-				// No object, or another batch's: this one was never
-				// stored (a conditional write lets only one through).
-				dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-				err := r.e.intents.Delete(dctx, ikey)
-				cancel()
-				if err != nil {
-					continue // try again on the next tick
-				}
-				r.log.Info("recovery: batch was never stored; its messages are exported again", "key", u.in.Key, "messages", u.in.Seqs.Len(),
-					"object_of_another_batch", md[MetaIntent])
-				if s.ledger != nil {
-					u.in.Seqs.All(s.ledger.returned)
-				}
-			case err != nil:
+			if u.resolving {
 				continue
-			default:
-				r.log.Info("recovery: batch was stored by its writer; its messages are acked", "key", u.in.Key, "messages", u.in.Seqs.Len())
-				s.book.commit(ikey, u.in.Seqs)
-				if s.ledger != nil {
-					for _, run := range u.in.Seqs.runs {
-						s.ledger.stored(Range{run[0], run[1]})
-					}
-				}
 			}
-			for _, d := range s.book.resolve(ikey) {
-				r.add(d)
-			}
-			if r.fatalErr != nil {
-				return r.fatalErr
-			}
+			u.resolving = true
+			r.beside(func() func() {
+				stored, err := r.e.resolveIntent(ctx, ikey, u.in)
+				return func() { r.resolved(s, ikey, u, stored, err) }
+			})
 		}
 	}
-	return nil
+}
+
+// resolveIntent asks the store whether the object of an unresolved intent
+// exists, and deletes the intent when it never will.
+func (e *Exporter) resolveIntent(ctx context.Context, ikey string, in *intent) (bool, error) {
+	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	md, err := e.store.Head(hctx, in.Key)
+	cancel()
+	switch {
+	case errors.Is(err, ErrNotFound), err == nil && md[MetaIntent] != in.ID:
+		// No object, or another batch's: this one was never stored (a
+		// conditional write lets only one through).
+		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := e.intents.Delete(dctx, ikey)
+		cancel()
+		if err != nil {
+			return false, err
+		}
+		e.log.Info("recovery: batch was never stored; its messages are exported again", "key", in.Key, "messages", in.Seqs.Len(),
+			"object_of_another_batch", md[MetaIntent])
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	e.log.Info("recovery: batch was stored by its writer; its messages are acked", "key", in.Key, "messages", in.Seqs.Len())
+	return true, nil
+}
+
+// resolved applies what resolveIntent found, and hands the deliveries that
+// waited for it to add again.
+func (r *runner) resolved(s *streamState, ikey string, u *unresolved, stored bool, err error) {
+	u.resolving = false
+	if s.book.unresolved[ikey] != u {
+		return // a takeover or reset since
+	}
+	if err != nil {
+		u.deadline = time.Now().Add(time.Second)
+		return
+	}
+	if stored {
+		s.book.commit(ikey, u.in.Seqs)
+	}
+	if s.ledger != nil {
+		if stored {
+			for _, run := range u.in.Seqs.runs {
+				s.ledger.stored(Range{run[0], run[1]})
+			}
+		} else {
+			u.in.Seqs.All(s.ledger.returned)
+		}
+	}
+	for _, d := range s.book.resolve(ikey) {
+		r.add(d)
+	}
 }
 
 // forget deletes an intent in the background; a failure leaves it for the
@@ -166,18 +248,4 @@ func (r *runner) forget(intentKey string) {
 			r.log.Warn("could not delete a committed intent; the next start will", "intent", intentKey, "error", err)
 		}
 	})
-}
-
-// consumerGauges refreshes the consumer gauges from the consumers' info.
-func (r *runner) consumerGauges(ctx context.Context) {
-	for _, s := range r.streams {
-		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		info, err := s.cons.Info(ictx)
-		cancel()
-		if err != nil {
-			continue
-		}
-		r.e.m.pending.WithLabelValues(r.e.cfg.Name, s.cfg.Stream).Set(float64(info.NumPending))
-		r.e.m.ackPending.WithLabelValues(r.e.cfg.Name, s.cfg.Stream).Set(float64(info.NumAckPending))
-	}
 }

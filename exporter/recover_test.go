@@ -136,11 +136,10 @@ func TestRecoveryAfterACrashAtEachCommitStep(t *testing.T) {
 				return
 			}
 			// Its writer has given up: the object is looked up again.
-			r := &runner{e: e, log: e.log, streams: []*streamState{s}}
+			r := newRunner(e, []*streamState{s})
 			u := s.book.unresolved[ikey]
-			if err := r.resolve(context.Background(), u.deadline.Add(time.Second)); err != nil {
-				t.Fatal(err)
-			}
+			r.resolve(context.Background(), u.deadline.Add(time.Second))
+			settle(r)
 			if _, ok := intents.m[ikey]; ok {
 				t.Error("the intent of a batch never stored was kept")
 			}
@@ -165,14 +164,23 @@ func TestALatePutOfAStalledWriterIsFoundWhenResolving(t *testing.T) {
 	s.book.await("p.I1", in, time.Now())
 	// The stalled writer's PUT lands after recovery looked.
 	store.preset(key, map[string]string{MetaIntent: "I1"})
-	r := &runner{e: e, log: e.log, streams: []*streamState{s}}
-	if err := r.resolve(context.Background(), time.Now().Add(time.Second)); err != nil {
-		t.Fatal(err)
-	}
+	r := newRunner(e, []*streamState{s})
+	r.resolve(context.Background(), time.Now().Add(time.Second))
+	settle(r)
 	if _, ok := s.book.committed[5]; !ok {
 		t.Fatal("the late object's sequences were not taken as stored")
 	}
 	if _, ok := intents.m["p.I1"]; !ok {
 		t.Fatal("the intent of a stored batch was deleted before the ack floor passed it")
+	}
+}
+
+// settle applies the work beside the loop as the loop would, until none is
+// left.
+func settle(r *runner) {
+	for r.besideN > 0 {
+		apply := <-r.back
+		r.besideN--
+		apply()
 	}
 }

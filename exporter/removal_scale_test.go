@@ -69,7 +69,7 @@ max_file_age = "1s"`)
 	const (
 		rounds  = 10_000
 		hot     = 100 // subjects
-		keepers = 5    // a kept message every rounds/keepers rounds
+		keepers = 5   // a kept message every rounds/keepers rounds
 	)
 	futures := make([]jetstream.PubAckFuture, 0, 2048)
 	var last uint64

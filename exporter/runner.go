@@ -34,8 +34,12 @@ type runner struct {
 	fatal     chan error
 	jobs      chan *job
 	results   chan *result
-	walks     chan *walkResult  // one walk per stream at a time
-	saves     chan *saveResult  // one record write per stream at a time
+	back      chan func()       // from work beside the loop: what to apply on it
+	stopping  chan struct{}     // closed when the loop ends: work beside it stops reporting
+	besideN   int               // work beside the loop not yet applied
+	gauging   bool              // consumer gauges are being refreshed
+	checking  bool              // an idle check is under way
+	idleDone  bool              // an idle check found the work done
 	queue     []*job            // sealed batches waiting for an uploader
 	uploading map[bufferKey]int // batches with an uploader, by buffer key
 
@@ -44,7 +48,7 @@ type runner struct {
 	inflight      int   // jobs not yet done
 	lastMsg       time.Time
 	lastGauge     time.Time
-	bg            sync.WaitGroup // intent deletions, walks and record writes
+	bg            sync.WaitGroup // work beside the loop: intent deletions, walks, record writes, lookups
 
 	// The most memory held at once, open buffers, uploads and held
 	// messages together, and the gauge that exports it.
@@ -76,15 +80,15 @@ func newRunner(e *Exporter, streams []*streamState) *runner {
 		set:       buffer.New[ackRef, formats.Record](e.enc.NewBatch, limits),
 		// Rejected messages wait in their own buffers, one object per stream
 		// and day, under _jetlake/rejected/.
-		rej:     buffer.New[ackRef, formats.Record](e.rejEnc.NewBatch, limits),
-		budget:  rot.MaxBufferedBytes,
-		in:      make(chan delivery, 64),
-		fatal:   make(chan error, len(streams)+1),
-		jobs:    make(chan *job),
-		results: make(chan *result, e.cfg.S3.UploadConcurrency),
-		walks:   make(chan *walkResult, len(streams)),
-		saves:   make(chan *saveResult, len(streams)),
-		mPeak:   e.m.bufferedPeak.WithLabelValues(e.cfg.Name),
+		rej:      buffer.New[ackRef, formats.Record](e.rejEnc.NewBatch, limits),
+		budget:   rot.MaxBufferedBytes,
+		in:       make(chan delivery, 64),
+		fatal:    make(chan error, len(streams)+1),
+		jobs:     make(chan *job),
+		results:  make(chan *result, e.cfg.S3.UploadConcurrency),
+		back:     make(chan func(), 16),
+		stopping: make(chan struct{}),
+		mPeak:    e.m.bufferedPeak.WithLabelValues(e.cfg.Name),
 	}
 }
 
@@ -154,6 +158,7 @@ func (r *runner) run(ctx context.Context) error {
 			}
 		}
 		cancelUploads()
+		close(r.stopping)
 		close(r.jobs)
 		// Drain results so workers can finish, then wait for them.
 		go func() {
@@ -304,10 +309,15 @@ func (r *runner) loop(ctx context.Context) error {
 			if err := r.finish(res); err != nil {
 				return err
 			}
-		case res := <-r.walks:
-			r.walked(res)
-		case res := <-r.saves:
-			r.saved(res)
+		case apply := <-r.back:
+			r.besideN--
+			apply()
+			if r.fatalErr != nil {
+				return r.fatalErr
+			}
+			if r.idleDone {
+				return nil
+			}
 		case now := <-tick.C:
 			r.set.Expire(now)
 			r.rej.Expire(now)
@@ -317,25 +327,19 @@ func (r *runner) loop(ctx context.Context) error {
 				r.lastGauge = now
 				r.consumerGauges(ctx)
 			}
-			if err := r.resolve(ctx, now); err != nil {
-				return err
-			}
+			r.resolve(ctx, now)
 			r.tend(ctx, now)
 			r.flushPoison()
 			r.gauges(now)
 			if r.e.opts.UntilIdle && now.Sub(r.lastMsg) >= 500*time.Millisecond && len(r.queue) == 0 {
-				if done, err := r.checkIdle(ctx); done || err != nil {
-					return err
-				}
+				r.checkIdle(ctx)
 			}
 		case now := <-fast:
 			// The last deliveries said nothing more was pending: check
 			// at once rather than after half a second of quiet.
 			if r.drained() && now.Sub(r.lastMsg) >= fastIdle && len(r.queue) == 0 &&
 				(r.inflight == 0 || r.set.Open()+r.rej.Open() > 0) {
-				if done, err := r.checkIdle(ctx); done || err != nil {
-					return err
-				}
+				r.checkIdle(ctx)
 			}
 		}
 	}
@@ -354,56 +358,6 @@ func (r *runner) drained() bool {
 		}
 	}
 	return true
-}
-
-// checkIdle runs idle and logs when the work is done.
-func (r *runner) checkIdle(ctx context.Context) (bool, error) {
-	idle, err := r.idle(ctx)
-	if err != nil {
-		return false, err
-	}
-	if idle {
-		r.log.Info("idle: every consumer is caught up")
-	}
-	return idle, nil
-}
-
-// idle reports whether every consumer has nothing pending and nothing is
-// buffered or in flight. When the consumers are caught up but buffers are
-// open, it seals them so the next check can succeed.
-func (r *runner) idle(ctx context.Context) (bool, error) {
-	acked := true
-	for _, s := range r.streams {
-		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		info, err := s.cons.Info(ictx)
-		cancel()
-		if err != nil {
-			if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
-				return false, fmt.Errorf("stream %s, consumer %s: %w: %w", s.cfg.Stream, s.cfg.Consumer, ErrConsumerDeleted, err)
-			}
-			return false, nil
-		}
-		if info.NumPending > 0 {
-			return false, nil
-		}
-		if info.NumAckPending > 0 {
-			acked = false
-		}
-	}
-	for _, s := range r.streams {
-		if l := s.ledger; l != nil && (!l.holes.empty() || !l.marking.empty()) {
-			// Sequences not known to be exported: a walk tells whether
-			// they come back or get a loss marker.
-			return false, nil
-		}
-	}
-	if r.set.Open()+r.rej.Open() > 0 {
-		r.set.SealAll(buffer.ReasonShutdown)
-		r.rej.SealAll(buffer.ReasonShutdown)
-		r.takeSealed()
-		return false, nil
-	}
-	return acked && r.inflight == 0, nil
 }
 
 // fail records a failure found while handling a message; the loop returns

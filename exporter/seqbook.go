@@ -42,10 +42,11 @@ type committed struct {
 
 // unresolved is an intent whose object was missing when it was found.
 type unresolved struct {
-	key      string
-	in       *intent
-	deadline time.Time
-	waiting  map[uint64]delivery // its messages, delivered meanwhile, by sequence
+	key       string
+	in        *intent
+	deadline  time.Time
+	waiting   map[uint64]delivery // its messages, delivered meanwhile, by sequence
+	resolving bool                // the store is being asked
 }
 
 // seqClass is what a delivered sequence is to the book.

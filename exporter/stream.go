@@ -3,6 +3,7 @@ package exporter
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -29,6 +30,11 @@ type streamState struct {
 	newest                          time.Time // timestamp of the newest exported message
 
 	poisoned *job // a poison marker that consecutive poison messages may still join
+
+	// A pinned consumer's takeover: recovery runs beside the loop, and
+	// the stream's deliveries wait meanwhile.
+	takingOver bool
+	parked     []delivery
 
 	drained bool // the last delivery said the consumer had nothing more to deliver
 
@@ -84,9 +90,11 @@ func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *s
 		if err := e.recover(ctx, s); err != nil {
 			return err
 		}
-		if err := e.startLedger(ctx, s, info, &si.State); err != nil {
+		start, err := e.loadLedgerStart(ctx, s)
+		if err != nil {
 			return err
 		}
+		s.startLedger(start, e.log)
 	}
 	if info.NumAckPending > 0 && s.cfg.Failover != config.FailoverPinned {
 		// Pending messages would come back only after AckWait, interleaved
@@ -100,33 +108,56 @@ func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *s
 	return nil
 }
 
-// startLedger starts s's ledger from the export record (or, for a consumer
-// that has none yet, from its ack floor) and from what recovery found in
-// the intents. Everything between the recorded floor and the furthest the
-// stream or consumer has moved is a hole until a walk tells what the
-// stream still holds: a purge moves the consumer's delivered sequence and
-// ack floor past what it removed, exported or not.
-func (e *Exporter) startLedger(ctx context.Context, s *streamState, ci *jetstream.ConsumerInfo, st *jetstream.StreamState) error {
-	floor := ci.AckFloor.Stream
-	var done []Range
-	if e.intents != nil {
-		rec, _, err := loadRecord(ctx, e.intents, s.recordKey)
-		if err != nil {
-			return err
-		}
-		switch {
-		case rec == nil:
-		case rec.StreamCreated.Equal(s.created):
-			floor = rec.Floor
-			for _, r := range rec.Done.runs {
-				done = append(done, Range{r[0], r[1]})
-			}
-		default:
-			e.log.Warn("the stream was re-created: its export record is of the earlier one", "stream", s.cfg.Stream,
-				"record_stream_created", rec.StreamCreated, "stream_created", s.created)
-		}
+// ledgerStart is what a ledger starts from: the export record (or, for a
+// consumer that has none yet, its ack floor), the stream's first sequence
+// and the consumer's delivered sequence.
+type ledgerStart struct {
+	floor               uint64
+	done                []Range
+	firstSeq, delivered uint64
+}
+
+// loadLedgerStart reads what s's ledger starts from. It reads only what
+// does not change after set-up, so it may run beside the loop.
+func (e *Exporter) loadLedgerStart(ctx context.Context, s *streamState) (*ledgerStart, error) {
+	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	ci, err := s.cons.Info(ictx)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s, consumer %s: %w", s.cfg.Stream, s.cfg.Consumer, err)
 	}
-	l := newLedger(floor, done, st.FirstSeq, ci.Delivered.Stream, s.filtered)
+	si, err := s.stream.Info(ictx)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", s.cfg.Stream, err)
+	}
+	start := &ledgerStart{floor: ci.AckFloor.Stream, firstSeq: si.State.FirstSeq, delivered: ci.Delivered.Stream}
+	if e.intents == nil {
+		return start, nil
+	}
+	rec, _, err := loadRecord(ictx, e.intents, s.recordKey)
+	switch {
+	case err != nil:
+		return nil, err
+	case rec == nil:
+	case rec.StreamCreated.Equal(s.created):
+		start.floor = rec.Floor
+		for _, r := range rec.Done.runs {
+			start.done = append(start.done, Range{r[0], r[1]})
+		}
+	default:
+		e.log.Warn("the stream was re-created: its export record is of the earlier one", "stream", s.cfg.Stream,
+			"record_stream_created", rec.StreamCreated, "stream_created", s.created)
+	}
+	return start, nil
+}
+
+// startLedger starts s's ledger from start and from what recovery found in
+// the intents. Everything between the floor and the furthest the stream or
+// consumer has moved is a hole until a walk tells what the stream still
+// holds: a purge moves the consumer's delivered sequence and ack floor past
+// what it removed, exported or not.
+func (s *streamState) startLedger(start *ledgerStart, log *slog.Logger) {
+	l := newLedger(start.floor, start.done, start.firstSeq, start.delivered, s.filtered)
 	for q := range s.book.committed {
 		l.stored(Range{q, q})
 	}
@@ -136,8 +167,7 @@ func (e *Exporter) startLedger(ctx context.Context, s *streamState, ci *jetstrea
 	s.ledger = l
 	s.savedRev = 0
 	if !l.holes.empty() {
-		e.log.Info("export record: checking sequences not known to be exported", "stream", s.cfg.Stream,
+		log.Info("export record: checking sequences not known to be exported", "stream", s.cfg.Stream,
 			"floor", l.floor, "holes", len(l.holes.runs()), "first_hole", l.holes.runs()[0].First)
 	}
-	return nil
 }

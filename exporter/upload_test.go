@@ -133,12 +133,13 @@ func testExporter(t testing.TB, store ObjectStore) *Exporter {
 		t.Fatal(err)
 	}
 	return &Exporter{
-		cfg:   &config.Connector{Name: "c", S3: config.S3{Prefix: "p"}, Output: config.Output{Format: "json_lines", PathTemplate: pathtemplate.MustParse("{subject}")}},
-		log:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-		store: store,
-		enc:   enc,
-		m:     NewMetrics(nil),
-		acks:  &fakeAcker{},
+		cfg:    &config.Connector{Name: "c", S3: config.S3{Prefix: "p"}, Output: config.Output{Format: "json_lines", PathTemplate: pathtemplate.MustParse("{subject}")}},
+		log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		store:  store,
+		enc:    enc,
+		rejEnc: enc,
+		m:      NewMetrics(nil),
+		acks:   &fakeAcker{},
 	}
 }
 

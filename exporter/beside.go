@@ -1,0 +1,116 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlake/jetlake/buffer"
+)
+
+// beside runs work in a goroutine beside the loop, so that no network call
+// holds up deliveries and acks; the function work returns is applied on
+// the loop, which owns the state. Work that reports after the loop ended is
+// dropped.
+func (r *runner) beside(work func() func()) {
+	r.besideN++
+	r.bg.Go(func() {
+		apply := work()
+		select {
+		case r.back <- apply:
+		case <-r.stopping:
+		}
+	})
+}
+
+// consumerGauges refreshes the consumer gauges from the consumers' info,
+// beside the loop.
+func (r *runner) consumerGauges(ctx context.Context) {
+	if r.gauging {
+		return
+	}
+	r.gauging = true
+	r.beside(func() func() {
+		for _, s := range r.streams {
+			ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			info, err := s.cons.Info(ictx)
+			cancel()
+			if err != nil {
+				continue
+			}
+			r.e.m.pending.WithLabelValues(r.e.cfg.Name, s.cfg.Stream).Set(float64(info.NumPending))
+			r.e.m.ackPending.WithLabelValues(r.e.cfg.Name, s.cfg.Stream).Set(float64(info.NumAckPending))
+		}
+		return func() { r.gauging = false }
+	})
+}
+
+// checkIdle asks, beside the loop, whether every consumer has nothing
+// pending; the loop then decides whether the work is done (Options.UntilIdle)
+// and sets idleDone.
+func (r *runner) checkIdle(ctx context.Context) {
+	if r.checking {
+		return
+	}
+	r.checking = true
+	r.beside(func() func() {
+		infos := make([]*jetstream.ConsumerInfo, len(r.streams))
+		var fatal error
+		for i, s := range r.streams {
+			ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			info, err := s.cons.Info(ictx)
+			cancel()
+			if err != nil {
+				if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+					fatal = fmt.Errorf("stream %s, consumer %s: %w: %w", s.cfg.Stream, s.cfg.Consumer, ErrConsumerDeleted, err)
+				}
+				infos = nil
+				break
+			}
+			infos[i] = info
+		}
+		return func() {
+			r.checking = false
+			if fatal != nil {
+				r.fail(fatal)
+				return
+			}
+			if infos != nil && r.idle(infos) {
+				r.log.Info("idle: every consumer is caught up")
+				r.idleDone = true
+			}
+		}
+	})
+}
+
+// idle reports whether, by infos, every consumer has nothing pending and
+// nothing is buffered or in flight. When the consumers are caught up but
+// buffers are open, it seals them so the next check can succeed.
+func (r *runner) idle(infos []*jetstream.ConsumerInfo) bool {
+	acked := true
+	for _, info := range infos {
+		if info.NumPending > 0 {
+			return false
+		}
+		if info.NumAckPending > 0 {
+			acked = false
+		}
+	}
+	for _, s := range r.streams {
+		if l := s.ledger; l != nil && (!l.holes.empty() || !l.marking.empty()) {
+			// Sequences not known to be exported: a walk tells whether
+			// they come back or get a loss marker.
+			return false
+		}
+	}
+	if r.set.Open()+r.rej.Open() > 0 {
+		r.set.SealAll(buffer.ReasonShutdown)
+		r.rej.SealAll(buffer.ReasonShutdown)
+		r.takeSealed()
+		return false
+	}
+	return acked && r.inflight == 0
+}
