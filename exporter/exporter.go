@@ -51,6 +51,9 @@ type Exporter struct {
 	rejEnc formats.Encoder
 
 	intents     intentStore
+	// wrapState, when set, wraps the state bucket: tests use it to stall
+	// it.
+	wrapState func(intentStore) intentStore
 	conditional bool  // the store honours If-None-Match: *
 	acks        acker // the connection messages arrive on; set by Run
 
@@ -209,6 +212,9 @@ func (e *Exporter) setUp(ctx context.Context) (*nats.Conn, []*streamState, error
 		return nc, nil, err
 	}
 	e.intents = kv
+	if e.wrapState != nil {
+		e.intents = e.wrapState(kv)
+	}
 	streams := make([]*streamState, len(e.cfg.Streams))
 	for i, sc := range e.cfg.Streams {
 		s := &streamState{cfg: sc,
