@@ -24,6 +24,7 @@ import (
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/exportertest"
+	"github.com/jetlake/jetlake/lossmarker"
 )
 
 // crashEnv is a stream, a bucket and a connector file for one crash test.
@@ -178,13 +179,25 @@ func runWithTimeout(cmd *exec.Cmd, d time.Duration) ([]byte, error) {
 // verify and checks that sequences 1..n are each in exactly one of them.
 func (c *crashEnv) exactlyOnce(n uint64) {
 	c.t.Helper()
+	if marked := c.eachOnce(n); marked != 0 {
+		c.t.Fatalf("%d sequences are named by loss markers, want none", marked)
+	}
+}
+
+// eachOnce checks that sequences 1..n are each in exactly one data object
+// or loss marker, reading the bucket itself, and returns how many the
+// markers name.
+func (c *crashEnv) eachOnce(n uint64) int {
+	c.t.Helper()
 	ctx := context.Background()
 	seen := map[uint64]string{}
+	marked := 0
 	for obj := range c.mc.ListObjects(ctx, c.name, minio.ListObjectsOptions{Prefix: "lake/", Recursive: true}) {
 		if obj.Err != nil {
 			c.t.Fatal(obj.Err)
 		}
-		if strings.HasPrefix(obj.Key, "lake/_jetlake/") {
+		isMarker := strings.HasPrefix(obj.Key, "lake/_jetlake/lost/")
+		if strings.HasPrefix(obj.Key, "lake/_jetlake/") && !isMarker {
 			continue
 		}
 		r, err := c.mc.GetObject(ctx, c.name, obj.Key, minio.GetObjectOptions{})
@@ -196,28 +209,45 @@ func (c *crashEnv) exactlyOnce(n uint64) {
 		if err != nil {
 			c.t.Fatal(err)
 		}
+		var seqs []uint64
+		if isMarker {
+			m, err := lossmarker.Parse(body)
+			if err != nil {
+				c.t.Fatalf("%s: %v", obj.Key, err)
+			}
+			for _, run := range m.Runs() {
+				for q := run[0]; q <= run[1]; q++ {
+					seqs = append(seqs, q)
+				}
+			}
+			marked += len(seqs)
+		}
 		sc := bufio.NewScanner(bytes.NewReader(body))
-		for sc.Scan() {
+		for !isMarker && sc.Scan() {
 			var rec struct {
 				Sequence uint64 `json:"sequence"`
 			}
 			if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
 				c.t.Fatalf("%s: %v", obj.Key, err)
 			}
-			if prev, dup := seen[rec.Sequence]; dup {
-				c.t.Fatalf("sequence %d is in %s and %s", rec.Sequence, prev, obj.Key)
+			seqs = append(seqs, rec.Sequence)
+		}
+		for _, q := range seqs {
+			if prev, dup := seen[q]; dup {
+				c.t.Fatalf("sequence %d is in %s and %s", q, prev, obj.Key)
 			}
-			seen[rec.Sequence] = obj.Key
+			seen[q] = obj.Key
 		}
 	}
 	for q := uint64(1); q <= n; q++ {
 		if _, ok := seen[q]; !ok {
-			c.t.Fatalf("sequence %d is in no object (%d of %d present)", q, len(seen), n)
+			c.t.Fatalf("sequence %d is in no object or marker (%d of %d present)", q, len(seen), n)
 		}
 	}
 	if uint64(len(seen)) != n {
-		c.t.Fatalf("%d sequences in objects, want %d", len(seen), n)
+		c.t.Fatalf("%d sequences in objects and markers, want %d", len(seen), n)
 	}
+	return marked
 }
 
 // intents returns how many intents of the connector the state bucket holds.

@@ -89,6 +89,60 @@ func TestPinnedStandbyTakesOverWhenTheActiveIsKilled(t *testing.T) {
 	c.exactlyOnce(n)
 }
 
+// What the stream removes while the active instance is gone and the
+// standby takes over gets loss markers from the standby: it compares the
+// export record the active one kept with the stream.
+func TestAStandbyTakingOverNamesWhatTheStreamRemoved(t *testing.T) {
+	c := newCrashEnv(t, "takeover", shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
+	body, err := os.ReadFile(c.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body = bytes.Replace(body, []byte(`ack_wait = "30s"`), []byte("ack_wait = \"15s\"\nfailover = \"pinned\"\npriority_timeout = \"5s\""), 1)
+	if err := os.WriteFile(c.file, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.publish(400, 4)
+	a, aLog := c.start()
+	c.consumerDone("takeover", 400, time.Minute, aLog)
+	b, bLog := c.start()
+	time.Sleep(1500 * time.Millisecond)
+	if err := a.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	a.Wait()
+	// Before the standby is pinned: 600 more, of which the stream keeps
+	// 801-1000 but 900.
+	c.publish(600, 4)
+	ctx := context.Background()
+	st, err := c.js.Stream(ctx, strings.ToUpper(c.name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Purge(ctx, jetstream.WithPurgeSequence(801)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteMsg(ctx, 900); err != nil {
+		t.Fatal(err)
+	}
+	c.consumerDone("takeover", 1000, 2*time.Minute, bLog)
+	if !strings.Contains(bLog.String(), "this instance is active") {
+		t.Fatalf("the standby never took over\n%s", bLog.String())
+	}
+	if err := b.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Wait(); err != nil {
+		t.Fatalf("standby exit: %v\n%s", err, bLog.String())
+	}
+	if marked := c.eachOnce(1000); marked != 401 {
+		t.Fatalf("markers name %d sequences, want the 401 removed (401-800 and 900)", marked)
+	}
+	if out := c.verify(); !strings.Contains(out, "OK: every sequence") {
+		t.Fatalf("verify:\n%s", out)
+	}
+}
+
 func TestTwoInstancesWithDisjointFiltersCoverTheStream(t *testing.T) {
 	c := newCrashEnv(t, "split", shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
 	base, err := os.ReadFile(c.file)
