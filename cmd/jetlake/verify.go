@@ -108,6 +108,9 @@ func printReport(w io.Writer, r *exporter.Report) {
 		if m.Subject != "" {
 			subject = " subject " + m.Subject
 		}
+		if len(m.Ranges) > 1 {
+			subject += fmt.Sprintf(" in %d ranges", len(m.Ranges))
+		}
 		fmt.Fprintf(w, "  LOST %s (%s, %d messages%s): %s\n", exporter.Range{First: m.FirstSeq, Last: m.LastSeq}, m.Reason, m.Count, subject, m.Error)
 	}
 	for i, p := range r.Problems {
