@@ -50,10 +50,10 @@ type Exporter struct {
 	// headers, the reason among them.
 	rejEnc formats.Encoder
 
-	intents     intentStore
+	intents intentStore
 	// wrapState, when set, wraps the state bucket: tests use it to stall
 	// it.
-	wrapState func(intentStore) intentStore
+	wrapState   func(intentStore) intentStore
 	conditional bool  // the store honours If-None-Match: *
 	acks        acker // the connection messages arrive on; set by Run
 

@@ -38,7 +38,7 @@ func (r *runner) tend(ctx context.Context, now time.Time) {
 		if l == nil {
 			continue
 		}
-		if !s.walking && (!l.holes.empty() && now.Sub(s.lastWalk) >= walkHoles || now.Sub(s.lastWalk) >= walkIdle) {
+		if !s.walking && (!l.holes.empty() && now.Sub(s.lastWalk) >= s.walkEvery || now.Sub(s.lastWalk) >= walkIdle) {
 			s.walking = true
 			holes := l.toWalk(walkMaxRanges)
 			r.beside(func() func() {
@@ -76,6 +76,12 @@ func (r *runner) walked(res *walkResult) {
 		return
 	}
 	lost, headLost := l.walked(res.scanned, res.existing)
+	// Holes the stream still holds come back only when they are
+	// redelivered: look again less often while nothing else is found.
+	s.walkEvery = walkHoles
+	if len(lost)+len(headLost) == 0 && len(res.existing) > 0 {
+		s.walkEvery = walkIdle
+	}
 	if res.firstSeq > 0 {
 		l.reach(res.firstSeq-1, true)
 	}

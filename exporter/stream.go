@@ -47,8 +47,9 @@ type streamState struct {
 	recordKey string           // of the export record in the state bucket
 	walking   bool             // a walk is under way
 	lastWalk  time.Time
-	saving    bool   // the export record is being written
-	savedRev  uint64 // the ledger revision last written
+	walkEvery time.Duration // how soon holes are walked again
+	saving    bool          // the export record is being written
+	savedRev  uint64        // the ledger revision last written
 	lastSave  time.Time
 }
 
