@@ -251,6 +251,7 @@ func (r *runner) run(ctx context.Context) error {
 		case <-deadline.C:
 			r.log.Warn("shutdown timeout: leaving unuploaded messages unacked; JetStream redelivers them",
 				"batches", r.inflight, "bytes", r.inflightBytes, "shutdown_timeout", r.e.cfg.ShutdownTimeout)
+			r.saveNow(context.WithoutCancel(ctx))
 			return nil
 		}
 	}
