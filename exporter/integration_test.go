@@ -152,7 +152,17 @@ func (e *env) connector() *config.Connector {
 // subjects and returns the last stream sequence.
 func (e *env) publish(n, subjects int) uint64 {
 	e.t.Helper()
-	ctx := context.Background()
+	return e.publishEach(n, func(i int) (string, []byte) {
+		return fmt.Sprintf("%s.s%d", e.stream, i%subjects),
+			fmt.Appendf(nil, `{"i": %d, "user": {"id": %d, "name": "user-%d"}, "big": 123456789012345678901234567890}`, i, i%97, i)
+	})
+}
+
+// publishEach publishes n messages, message i on the subject and with the
+// data msg returns, a window of them at a time, and returns the last stream
+// sequence.
+func (e *env) publishEach(n int, msg func(i int) (string, []byte)) uint64 {
+	e.t.Helper()
 	var last uint64
 	futures := make([]jetstream.PubAckFuture, 0, 1000)
 	wait := func() {
@@ -162,16 +172,15 @@ func (e *env) publish(n, subjects int) uint64 {
 				last = max(last, ack.Sequence)
 			case err := <-f.Err():
 				e.t.Fatal(err)
-			case <-time.After(10 * time.Second):
+			case <-time.After(30 * time.Second):
 				e.t.Fatal("publish ack timeout")
 			}
 		}
 		futures = futures[:0]
 	}
 	for i := range n {
-		subj := fmt.Sprintf("%s.s%d", e.stream, i%subjects)
-		data := fmt.Sprintf(`{"i": %d, "user": {"id": %d, "name": "user-%d"}, "big": 123456789012345678901234567890}`, i, i%97, i)
-		f, err := e.js.PublishAsync(subj, []byte(data))
+		subj, data := msg(i)
+		f, err := e.js.PublishAsync(subj, data)
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -181,7 +190,6 @@ func (e *env) publish(n, subjects int) uint64 {
 		}
 	}
 	wait()
-	_ = ctx
 	return last
 }
 
@@ -367,13 +375,7 @@ func (e *env) get(ctx context.Context, key string) []byte {
 // waitFor polls cond until it holds or the timeout passes.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	exportertest.WaitFor(t, timeout, what, cond)
 }
 
 // verify runs exporter.Verify on the connector and requires every report OK.

@@ -71,40 +71,18 @@ max_file_age = "1s"`)
 		hot     = 100 // subjects
 		keepers = 5   // a kept message every rounds/keepers rounds
 	)
-	futures := make([]jetstream.PubAckFuture, 0, 2048)
-	var last uint64
-	flush := func() {
-		for _, f := range futures {
-			select {
-			case ack := <-f.Ok():
-				last = max(last, ack.Sequence)
-			case err := <-f.Err():
-				t.Fatal(err)
-			case <-time.After(30 * time.Second):
-				t.Fatal("publish ack timeout")
-			}
-		}
-		futures = futures[:0]
-	}
-	pub := func(subject string) {
-		f, err := e.js.PublishAsync(subject, []byte(`{"v":1}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		futures = append(futures, f)
-		if len(futures) == cap(futures) {
-			flush()
-		}
-	}
+	// Round r publishes a message on every hot subject, after a kept one
+	// every rounds/keepers rounds.
+	subjects := make([]string, 0, rounds*hot+keepers)
 	for r := range rounds {
 		if r%(rounds/keepers) == 0 {
-			pub(fmt.Sprintf("%s.keep.%d", e.stream, r))
+			subjects = append(subjects, fmt.Sprintf("%s.keep.%d", e.stream, r))
 		}
 		for s := range hot {
-			pub(fmt.Sprintf("%s.hot.%d", e.stream, s))
+			subjects = append(subjects, fmt.Sprintf("%s.hot.%d", e.stream, s))
 		}
 	}
-	flush()
+	last := e.publishEach(len(subjects), func(i int) (string, []byte) { return subjects[i], []byte(`{"v":1}`) })
 	st, err := e.js.Stream(context.Background(), e.stream)
 	if err != nil {
 		t.Fatal(err)

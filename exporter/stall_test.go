@@ -170,7 +170,7 @@ max_file_age = "1s"
 		stop()
 		<-done
 	}()
-	waitUntil(t, 30*time.Second, "the exporter to be ready", func() bool { return e.Ready() == nil })
+	exportertest.WaitFor(t, 30*time.Second, "the exporter to be ready", func() bool { return e.Ready() == nil })
 
 	state.stall()
 	cons, err := js.Consumer(ctx, "S", c.Streams[0].Consumer)
@@ -188,7 +188,7 @@ max_file_age = "1s"
 			}
 			last = ack.Sequence
 		}
-		waitUntil(t, 10*time.Second, fmt.Sprintf("round %d acked while the state bucket stalls", round), func() bool {
+		exportertest.WaitFor(t, 10*time.Second, fmt.Sprintf("round %d acked while the state bucket stalls", round), func() bool {
 			info, err := cons.Info(ctx)
 			return err == nil && info.AckFloor.Stream >= last
 		})
@@ -202,21 +202,10 @@ max_file_age = "1s"
 	}
 	t.Logf("%d state calls met the stall", calls)
 	state.release()
-	waitUntil(t, 30*time.Second, "the crash's intent to be resolved", func() bool {
+	exportertest.WaitFor(t, 30*time.Second, "the crash's intent to be resolved", func() bool {
 		_, _, err := kv.Get(ctx, intentPrefix(c.Name, "S", c.Streams[0].Consumer)+in.ID)
 		return errors.Is(err, errNoRecord)
 	})
-}
-
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 func testLog(t *testing.T) *slog.Logger {

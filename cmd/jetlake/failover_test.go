@@ -37,16 +37,23 @@ func (c *crashEnv) consumerDone(consumer string, last uint64, timeout time.Durat
 	}
 }
 
-func TestPinnedStandbyTakesOverWhenTheActiveIsKilled(t *testing.T) {
-	c := newCrashEnv(t, "failover", shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
+// pinned makes the connector's consumer a pinned one, with AckWait 15 s and
+// a pinned TTL of 5 s.
+func (c *crashEnv) pinned() {
+	c.t.Helper()
 	body, err := os.ReadFile(c.file)
 	if err != nil {
-		t.Fatal(err)
+		c.t.Fatal(err)
 	}
 	body = bytes.Replace(body, []byte(`ack_wait = "30s"`), []byte("ack_wait = \"15s\"\nfailover = \"pinned\"\npriority_timeout = \"5s\""), 1)
 	if err := os.WriteFile(c.file, body, 0o644); err != nil {
-		t.Fatal(err)
+		c.t.Fatal(err)
 	}
+}
+
+func TestPinnedStandbyTakesOverWhenTheActiveIsKilled(t *testing.T) {
+	c := newCrashEnv(t, "failover", shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
+	c.pinned()
 	const n = 20000
 	published := c.publishInBackground(n, 10)
 	a, aLog := c.start()
@@ -94,14 +101,7 @@ func TestPinnedStandbyTakesOverWhenTheActiveIsKilled(t *testing.T) {
 // export record the active one kept with the stream.
 func TestAStandbyTakingOverNamesWhatTheStreamRemoved(t *testing.T) {
 	c := newCrashEnv(t, "takeover", shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
-	body, err := os.ReadFile(c.file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body = bytes.Replace(body, []byte(`ack_wait = "30s"`), []byte("ack_wait = \"15s\"\nfailover = \"pinned\"\npriority_timeout = \"5s\""), 1)
-	if err := os.WriteFile(c.file, body, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	c.pinned()
 	c.publish(400, 4)
 	a, aLog := c.start()
 	c.consumerDone("takeover", 400, time.Minute, aLog)

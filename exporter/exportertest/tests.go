@@ -2,9 +2,11 @@ package exportertest
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
+	"time"
 )
 
 // TB is the part of testing.TB the helpers of this file use. The package
@@ -31,6 +33,19 @@ func SkipShort(t TB) {
 	t.Helper()
 	if Short() {
 		t.Skip("integration test: starts nats-server, MinIO or jetlake; skipped with -short")
+	}
+}
+
+// WaitFor polls cond every 50 ms until it holds, and fails t once timeout
+// has passed, saying what it waited for.
+func WaitFor(t TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal(fmt.Sprintf("timed out after %s waiting for %s", timeout, what))
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
