@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -212,5 +213,30 @@ func TestMergeRecordsKeepsWhatEitherSaysIsExported(t *testing.T) {
 	}
 	if back.Floor != got.Floor || !slices.Equal(back.Done.runs, want) || !back.StreamCreated.Equal(created) {
 		t.Errorf("decoded %+v from %s", back, body)
+	}
+}
+
+// BenchmarkLedgerStoresOutOfOrder stores 100,000 batches of one sequence in
+// a random order, as 100,000 subjects of one message each are flushed, and
+// looks every sequence up once more, as redeliveries would.
+func BenchmarkLedgerStoresOutOfOrder(b *testing.B) {
+	const n = 100_000
+	order := rand.New(rand.NewPCG(1, 2)).Perm(n)
+	for b.Loop() {
+		l := newLedger(0, nil, 1, 0, false)
+		for q := uint64(1); q <= n; q++ {
+			l.delivered(q)
+		}
+		for _, i := range order {
+			l.stored(Range{uint64(i) + 1, uint64(i) + 1})
+		}
+		for q := uint64(1); q <= n; q++ {
+			if !l.accounted(q) {
+				b.Fatalf("sequence %d not accounted", q)
+			}
+		}
+		if l.floor != n {
+			b.Fatalf("floor %d", l.floor)
+		}
 	}
 }
