@@ -132,14 +132,13 @@ func (r *runner) saved(res *saveResult) {
 		return // a takeover started another ledger meanwhile
 	}
 	s.savedRev = res.rev
-	for _, ikey := range s.book.passFloor(res.floor) {
-		r.forget(ikey)
-	}
+	r.forget(s.book.passFloor(res.floor))
 }
 
-// saveNow writes every stream's export record and forgets the intents its
+// saveNow writes every stream's export record and deletes the intents its
 // floor passed, on the way out.
 func (r *runner) saveNow(ctx context.Context) {
+	defer r.forgetNow(ctx)
 	for _, s := range r.streams {
 		if s.ledger == nil || r.e.intents == nil || s.ledger.rev == s.savedRev {
 			continue

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/jetlake/jetlake/config"
@@ -238,14 +240,54 @@ func (r *runner) resolved(s *streamState, ikey string, u *unresolved, stored boo
 	}
 }
 
-// forget deletes an intent in the background; a failure leaves it for the
-// next recovery, which handles it the same way.
-func (r *runner) forget(intentKey string) {
-	r.bg.Go(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := r.e.intents.Delete(ctx, intentKey); err != nil {
-			r.log.Warn("could not delete a committed intent; the next start will", "intent", intentKey, "error", err)
+// forgetConcurrency is how many intent deletions run at once, so that a
+// floor passing 100,000 batches at once does not start 100,000 goroutines.
+const forgetConcurrency = 8
+
+// forget queues intents to delete beside the loop, a few at a time. A
+// failure leaves an intent for the next recovery, which handles it the same
+// way.
+func (r *runner) forget(keys []string) {
+	r.forgetQueue = append(r.forgetQueue, keys...)
+	if r.forgetting || len(r.forgetQueue) == 0 {
+		return
+	}
+	batch := slices.Clone(r.forgetQueue[:min(len(r.forgetQueue), 4096)])
+	r.forgetQueue = slices.Delete(r.forgetQueue, 0, len(batch))
+	r.forgetting = true
+	r.beside(func() func() {
+		r.e.deleteIntents(context.Background(), batch)
+		return func() {
+			r.forgetting = false
+			r.forget(nil)
 		}
 	})
+}
+
+// forgetNow deletes every queued intent, on the way out.
+func (r *runner) forgetNow(ctx context.Context) {
+	r.e.deleteIntents(ctx, r.forgetQueue)
+	r.forgetQueue = nil
+}
+
+// deleteIntents deletes keys, forgetConcurrency at a time.
+func (e *Exporter) deleteIntents(ctx context.Context, keys []string) {
+	next := make(chan string)
+	var wg sync.WaitGroup
+	for range min(forgetConcurrency, len(keys)) {
+		wg.Go(func() {
+			for key := range next {
+				dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				if err := e.intents.Delete(dctx, key); err != nil {
+					e.log.Warn("could not delete a committed intent; the next start will", "intent", key, "error", err)
+				}
+				cancel()
+			}
+		})
+	}
+	for _, key := range keys {
+		next <- key
+	}
+	close(next)
+	wg.Wait()
 }

@@ -30,18 +30,21 @@ type runner struct {
 	rej      *batchSet           // rejected messages
 	budget   int64
 
-	in        chan delivery
-	fatal     chan error
-	jobs      chan *job
-	results   chan *result
-	back      chan func()       // from work beside the loop: what to apply on it
-	stopping  chan struct{}     // closed when the loop ends: work beside it stops reporting
-	besideN   int               // work beside the loop not yet applied
-	gauging   bool              // consumer gauges are being refreshed
-	checking  bool              // an idle check is under way
-	idleDone  bool              // an idle check found the work done
-	queue     []*job            // sealed batches waiting for an uploader
-	uploading map[bufferKey]int // batches with an uploader, by buffer key
+	in       chan delivery
+	fatal    chan error
+	jobs     chan *job
+	results  chan *result
+	back     chan func()   // from work beside the loop: what to apply on it
+	stopping chan struct{} // closed when the loop ends: work beside it stops reporting
+	besideN  int           // work beside the loop not yet applied
+	gauging  bool          // consumer gauges are being refreshed
+	checking bool          // an idle check is under way
+	idleDone bool          // an idle check found the work done
+
+	forgetQueue []string // intents to delete once the deletion under way is done
+	forgetting  bool
+	queue       []*job            // sealed batches waiting for an uploader
+	uploading   map[bufferKey]int // batches with an uploader, by buffer key
 
 	inflightBytes int64 // bytes of sealed batches not yet done
 	heldMem       int64 // memory of the delivered messages kept for their acks
