@@ -40,7 +40,9 @@ func recordKey(connector, stream, consumer string) string {
 var errNoRecord = errors.New("no export record")
 
 // loadRecord returns the export record at key and its revision, or a nil
-// record and revision 0 when there is none.
+// record and revision 0 when there is none. A value that is no record
+// (written by hand, or damaged) is an *unreadableRecordError, with the
+// revision, so that the next write replaces it.
 func loadRecord(ctx context.Context, st intentStore, key string) (*exportRecord, uint64, error) {
 	value, rev, err := st.Get(ctx, key)
 	if errors.Is(err, errNoRecord) {
@@ -51,10 +53,23 @@ func loadRecord(ctx context.Context, st intentStore, key string) (*exportRecord,
 	}
 	var rec exportRecord
 	if err := json.Unmarshal(value, &rec); err != nil {
-		return nil, 0, fmt.Errorf("export record %s: %w", key, err)
+		return nil, rev, &unreadableRecordError{Key: key, Err: err}
 	}
 	return &rec, rev, nil
 }
+
+// unreadableRecordError reports a state-bucket value that is no export
+// record.
+type unreadableRecordError struct {
+	Key string
+	Err error
+}
+
+func (e *unreadableRecordError) Error() string {
+	return fmt.Sprintf("export record %s can not be read: %v", e.Key, e.Err)
+}
+
+func (e *unreadableRecordError) Unwrap() error { return e.Err }
 
 // saveRecord stores rec at key, merged with what is there: another
 // instance (the one pinned before, or after) may have written a higher
@@ -62,7 +77,8 @@ func loadRecord(ctx context.Context, st intentStore, key string) (*exportRecord,
 func saveRecord(ctx context.Context, st intentStore, key string, rec exportRecord) (uint64, error) {
 	for attempt := 0; ; attempt++ {
 		cur, rev, err := loadRecord(ctx, st, key)
-		if err != nil {
+		var bad *unreadableRecordError
+		if err != nil && !errors.As(err, &bad) {
 			return 0, err
 		}
 		out := rec

@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -238,5 +239,28 @@ func BenchmarkLedgerStoresOutOfOrder(b *testing.B) {
 		if l.floor != n {
 			b.Fatalf("floor %d", l.floor)
 		}
+	}
+}
+
+// A state-bucket value that is no export record is reported as such, and
+// the next write replaces it.
+func TestAnUnreadableRecordIsReplaced(t *testing.T) {
+	st := &memIntents{m: map[string][]byte{}}
+	ctx := t.Context()
+	if _, err := st.Update(ctx, "export.k", []byte("not json"), 0); err != nil {
+		t.Fatal(err)
+	}
+	var bad *unreadableRecordError
+	if _, _, err := loadRecord(ctx, st, "export.k"); !errors.As(err, &bad) {
+		t.Fatalf("loadRecord: %v, want an unreadable record", err)
+	}
+	created := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	floor, err := saveRecord(ctx, st, "export.k", exportRecord{StreamCreated: created, Floor: 42})
+	if err != nil || floor != 42 {
+		t.Fatalf("saveRecord = %d, %v", floor, err)
+	}
+	rec, _, err := loadRecord(ctx, st, "export.k")
+	if err != nil || rec.Floor != 42 {
+		t.Fatalf("loadRecord = %+v, %v", rec, err)
 	}
 }

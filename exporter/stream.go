@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -136,7 +137,12 @@ func (e *Exporter) loadLedgerStart(ctx context.Context, s *streamState) (*ledger
 		return start, nil
 	}
 	rec, _, err := loadRecord(ictx, e.intents, s.recordKey)
+	var bad *unreadableRecordError
 	switch {
+	case errors.As(err, &bad):
+		// Starting from the ack floor loses no export and duplicates
+		// nothing; the next write replaces the value.
+		e.log.Warn("the export record can not be read; starting from the consumer's ack floor", "stream", s.cfg.Stream, "error", err)
 	case err != nil:
 		return nil, err
 	case rec == nil:
