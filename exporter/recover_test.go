@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -182,5 +184,42 @@ func settle(r *runner) {
 		apply := <-r.back
 		r.besideN--
 		apply()
+	}
+}
+
+// blockingDeletes is a state store whose deletions wait until release is
+// closed.
+type blockingDeletes struct {
+	*memIntents
+	release chan struct{}
+}
+
+func (b *blockingDeletes) Delete(ctx context.Context, key string) error {
+	<-b.release
+	return b.memIntents.Delete(ctx, key)
+}
+
+// A floor that passes 10,000 batches at once deletes their intents a few at
+// a time: one goroutine each would hold 10,000 stacks at once.
+func TestForgettingManyIntentsRunsAFewDeletionsAtATime(t *testing.T) {
+	e := testExporter(t, &MemStore{})
+	st := &blockingDeletes{memIntents: &memIntents{m: map[string][]byte{}}, release: make(chan struct{})}
+	e.intents = st
+	r := newRunner(e, nil)
+	keys := make([]string, 10_000)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("intent.k%d", i)
+		st.m[keys[i]] = []byte("{}")
+	}
+	before := runtime.NumGoroutine()
+	r.forget(keys)
+	time.Sleep(100 * time.Millisecond)
+	if n := runtime.NumGoroutine() - before; n > forgetConcurrency+2 {
+		t.Errorf("%d goroutines deleting intents, want at most %d", n, forgetConcurrency+2)
+	}
+	close(st.release)
+	settle(r)
+	if len(st.m) != 0 {
+		t.Errorf("%d intents left", len(st.m))
 	}
 }
