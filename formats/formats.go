@@ -227,6 +227,9 @@ type Options struct {
 	OmitPayload  bool            // leave out the payload and payload_base64 columns (keep_payload = false)
 	OnTypeError  TypeErrorPolicy // empty means RejectTypeErrors; other formats check it and ignore it
 	Columns      []Column        // typed columns extracted from JSON payloads, in this order after the envelope
+	// FieldIDs gives each column the field id an Iceberg table's schema
+	// has for it: its position in Fields, from 1.
+	FieldIDs bool
 }
 
 // Encoder makes batches of one format. It is safe for concurrent use, and
@@ -308,6 +311,8 @@ func New(opts Options) (Encoder, error) {
 		return nil, fmt.Errorf("formats: a row group size needs the %s format, not %s", Parquet, opts.Format)
 	case opts.OmitPayload:
 		return nil, fmt.Errorf("formats: omitting the payload needs the %s format, not %s", Parquet, opts.Format)
+	case opts.FieldIDs:
+		return nil, fmt.Errorf("formats: field ids need the %s format, not %s", Parquet, opts.Format)
 	}
 	if err := checkPolicy(opts.OnTypeError); err != nil {
 		return nil, err

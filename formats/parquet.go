@@ -94,10 +94,14 @@ func newParquetEncoder(opts Options) (Encoder, error) {
 			c.node = parquet.Encoded(c.node, &parquet.Plain)
 		}
 		if c.optional {
-			group[c.name] = parquet.Optional(c.node)
+			c.node = parquet.Optional(c.node)
 		} else {
-			group[c.name] = parquet.Required(c.node)
+			c.node = parquet.Required(c.node)
 		}
+		if opts.FieldIDs {
+			c.node = parquet.FieldID(c.node, i+1)
+		}
+		group[c.name] = c.node
 		names[i] = c.name
 	}
 	schema := parquet.NewSchema("jetlake", newOrderedGroup(group, names))

@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"bytes"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/parquet-go/parquet-go"
 
 	"github.com/jetlake/jetlake/formats/formatstest"
 )
@@ -279,5 +282,34 @@ func TestAnEmptyStringIsNotNull(t *testing.T) {
 	rows := readParquet(t, encodeBody(t, opts, rec(`{"s":"","n":1}`), rec(`{"s":"x"}`))).Rows
 	if rows[0]["s"] != "" || rows[0]["n"] != int64(1) || rows[1]["s"] != "x" || rows[1]["n"] != nil {
 		t.Fatalf("rows = %v", rows)
+	}
+}
+
+func TestParquetFieldIDsAreThePositionsOfFields(t *testing.T) {
+	opts := Options{Format: Parquet, Headers: true, Columns: allTypes[:2], FieldIDs: true}
+	body := encodeBody(t, opts, rec(`{}`))
+	f, err := parquet.OpenFile(bytes.NewReader(body), int64(len(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := Fields(opts)
+	for i, col := range f.Schema().Fields() {
+		if col.Name() != fields[i].Name || col.ID() != i+1 {
+			t.Errorf("column %d: %s with id %d, want %s with id %d", i, col.Name(), col.ID(), fields[i].Name, i+1)
+		}
+	}
+	if _, err := New(Options{Format: JSONLines, FieldIDs: true}); err == nil {
+		t.Error("field ids accepted for json_lines")
+	}
+	// Without the option, no ids.
+	plain := encodeBody(t, Options{Format: Parquet}, rec(`{}`))
+	pf, err := parquet.OpenFile(bytes.NewReader(plain), int64(len(plain)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, col := range pf.Schema().Fields() {
+		if col.ID() != 0 {
+			t.Errorf("column %s has id %d without FieldIDs", col.Name(), col.ID())
+		}
 	}
 }
