@@ -1,0 +1,362 @@
+// Package iceberg commits the parquet files jetlake writes to an Apache
+// Iceberg table (format v2) through a catalog, exactly once: every commit
+// carries an id of jetlake's own in its snapshot summary, and a commit
+// whose outcome is unknown is looked up in the table's history before it
+// is tried again.
+//
+// Only the catalogs in use are linked: the SQL catalog on the pure-Go
+// sqlite driver, and S3 file IO.
+package iceberg
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	iceio "github.com/apache/iceberg-go/io"
+	_ "github.com/apache/iceberg-go/io/gocloud/s3" // s3:// file IO
+	"github.com/apache/iceberg-go/table"
+	_ "modernc.org/sqlite" // the embedded catalog's driver
+
+	"github.com/jetlake/jetlake/formats"
+)
+
+// Config says which table to write and how to reach it. The zero
+// Partitioning means DefaultPartitioning.
+type Config struct {
+	// Catalog is the catalog's name, stored with every row of a SQL
+	// catalog (the connector's name).
+	Catalog string
+	// URI locates a SQL catalog: "sqlite:///path/catalog.db".
+	URI          string
+	Namespace    string
+	Table        string
+	Warehouse    string // "s3://bucket/prefix": the table lives at <Warehouse>/<Namespace>/<Table>
+	S3           S3
+	Partitioning []string
+}
+
+// S3 is how the catalog's file IO reaches the warehouse.
+type S3 struct {
+	Endpoint        string // empty for AWS
+	Region          string
+	AccessKeyID     string
+	SecretAccessKey string
+}
+
+// Table is an Iceberg table jetlake commits to. Its methods are for one
+// goroutine at a time.
+type Table struct {
+	cat   *sqlcat.Catalog
+	db    *sql.DB
+	ident table.Identifier
+	tbl   *table.Table
+}
+
+// CommitIDProperty is the snapshot summary property that holds a commit's
+// id.
+const CommitIDProperty = "jetlake.commit-id"
+
+// tableProperties are set on the tables jetlake creates.
+var tableProperties = iceberg.Properties{
+	"format-version": "2",
+	// Without merging, every commit leaves a manifest in the manifest
+	// list: 200 commits, 200 manifests.
+	"commit.manifest-merge.enabled":              "true",
+	"write.metadata.delete-after-commit.enabled": "true",
+	"write.metadata.previous-versions-max":       "100",
+	// jetlake retries commits itself, with a fresh transaction each time.
+	"commit.retry.num-retries": "0",
+}
+
+// Open opens the table of cfg, creating its namespace and the table when
+// they are missing, with the schema of fields and cfg's partitioning. An
+// existing table must have that schema and partitioning; Open says how it
+// differs when it does not.
+func Open(ctx context.Context, cfg Config, fields []formats.Field) (*Table, error) {
+	schema, err := Schema(fields)
+	if err != nil {
+		return nil, err
+	}
+	partitioning := cfg.Partitioning
+	if len(partitioning) == 0 {
+		partitioning = DefaultPartitioning
+	}
+	spec, err := Spec(schema, partitioning)
+	if err != nil {
+		return nil, err
+	}
+	db, dialect, err := openDB(cfg.URI)
+	if err != nil {
+		return nil, err
+	}
+	props := iceberg.Properties{
+		iceio.S3Region:          cfg.S3.Region,
+		iceio.S3AccessKeyID:     cfg.S3.AccessKeyID,
+		iceio.S3SecretAccessKey: cfg.S3.SecretAccessKey,
+		"warehouse":             cfg.Warehouse,
+	}
+	if cfg.S3.Endpoint != "" {
+		props[iceio.S3EndpointURL] = cfg.S3.Endpoint
+	}
+	cat, err := sqlcat.NewCatalog(cfg.Catalog, db, dialect, props)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("iceberg catalog %s: %w", redactURI(cfg.URI), err)
+	}
+	t := &Table{cat: cat, db: db, ident: table.Identifier{cfg.Namespace, cfg.Table}}
+	if err := t.open(ctx, cfg, schema, spec); err != nil {
+		t.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *Table) open(ctx context.Context, cfg Config, schema *iceberg.Schema, spec iceberg.PartitionSpec) error {
+	ns := table.Identifier{cfg.Namespace}
+	exists, err := t.cat.CheckNamespaceExists(ctx, ns)
+	if err != nil {
+		return fmt.Errorf("iceberg namespace %s: %w", cfg.Namespace, err)
+	}
+	if !exists {
+		if err := t.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+			return fmt.Errorf("iceberg namespace %s: %w", cfg.Namespace, err)
+		}
+	}
+	tbl, err := t.cat.LoadTable(ctx, t.ident)
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		location := strings.TrimSuffix(cfg.Warehouse, "/") + "/" + cfg.Namespace + "/" + cfg.Table
+		tbl, err = t.cat.CreateTable(ctx, t.ident, schema,
+			catalog.WithLocation(location), catalog.WithPartitionSpec(&spec), catalog.WithProperties(tableProperties))
+		if errors.Is(err, catalog.ErrTableAlreadyExists) {
+			tbl, err = t.cat.LoadTable(ctx, t.ident)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("iceberg table %s: %w", t.Name(), err)
+	}
+	t.tbl = tbl
+	return Compatible(tbl.Schema(), tbl.Spec(), schema, spec)
+}
+
+// Compatible reports, in one error, how a table's schema and partition spec
+// differ from what the connector writes, or nil when they agree. Field ids
+// and names, types and whether a field is required must match, as must the
+// partition fields' source columns and transforms.
+func Compatible(haveSchema *iceberg.Schema, haveSpec iceberg.PartitionSpec, wantSchema *iceberg.Schema, wantSpec iceberg.PartitionSpec) error {
+	var diffs []string
+	have := haveSchema.Fields()
+	want := wantSchema.Fields()
+	for i := range max(len(have), len(want)) {
+		switch {
+		case i >= len(have):
+			diffs = append(diffs, fmt.Sprintf("column %d %s %s is missing from the table", want[i].ID, want[i].Name, want[i].Type))
+		case i >= len(want):
+			diffs = append(diffs, fmt.Sprintf("the table's column %d %s %s is not written by the connector", have[i].ID, have[i].Name, have[i].Type))
+		case have[i].ID != want[i].ID || have[i].Name != want[i].Name || !have[i].Type.Equals(want[i].Type) || have[i].Required != want[i].Required:
+			diffs = append(diffs, fmt.Sprintf("column %d is %s in the table, the connector writes %s", i+1, describe(have[i]), describe(want[i])))
+		}
+	}
+	hs, ws := specFields(haveSchema, haveSpec), specFields(wantSchema, wantSpec)
+	if strings.Join(hs, ", ") != strings.Join(ws, ", ") {
+		diffs = append(diffs, fmt.Sprintf("the table is partitioned by [%s], the connector by [%s]", strings.Join(hs, ", "), strings.Join(ws, ", ")))
+	}
+	if len(diffs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the table does not fit the connector: %s", strings.Join(diffs, "; "))
+}
+
+func describe(f iceberg.NestedField) string {
+	req := "optional"
+	if f.Required {
+		req = "required"
+	}
+	return fmt.Sprintf("%d %s %s %s", f.ID, f.Name, f.Type, req)
+}
+
+// specFields describes a spec's fields as "transform(column)".
+func specFields(schema *iceberg.Schema, spec iceberg.PartitionSpec) []string {
+	var out []string
+	for _, f := range spec.Fields() {
+		col := "?"
+		if len(f.SourceIDs) > 0 {
+			if sf, ok := schema.FindFieldByID(f.SourceIDs[0]); ok {
+				col = sf.Name
+			}
+		}
+		out = append(out, fmt.Sprintf("%s(%s)", f.Transform, col))
+	}
+	return out
+}
+
+// openDB opens the database of a SQL catalog URI.
+func openDB(uri string) (*sql.DB, sqlcat.SupportedDialect, error) {
+	path, ok := strings.CutPrefix(uri, "sqlite://")
+	if !ok || path == "" {
+		return nil, "", fmt.Errorf("iceberg catalog uri %q: want sqlite:///path/to/catalog.db", redactURI(uri))
+	}
+	// Every pooled connection waits for a lock rather than failing, and
+	// readers do not block the writer.
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
+	if err != nil {
+		return nil, "", fmt.Errorf("iceberg catalog %s: %w", uri, err)
+	}
+	return db, sqlcat.SQLite, nil
+}
+
+// redactURI hides the password of a catalog URI.
+func redactURI(uri string) string {
+	scheme, rest, ok := strings.Cut(uri, "://")
+	if !ok {
+		return uri
+	}
+	userinfo, host, ok := strings.Cut(rest, "@")
+	if !ok {
+		return uri
+	}
+	if user, _, ok := strings.Cut(userinfo, ":"); ok {
+		return scheme + "://" + user + ":xxxxx@" + host
+	}
+	return uri
+}
+
+// Name is the table's namespace and name, dotted.
+func (t *Table) Name() string { return strings.Join(t.ident, ".") }
+
+// Location is the table's base location.
+func (t *Table) Location() string { return t.tbl.Location() }
+
+// Close releases the catalog's database.
+func (t *Table) Close() error { return t.db.Close() }
+
+// Commit is one append to the table: data files already stored, and the
+// id that makes committing them again harmless.
+type Commit struct {
+	ID      string
+	Files   []string          // locations of the data files, under the table's location
+	Summary map[string]string // more snapshot summary properties
+}
+
+// maxCommitAttempts bounds how often a commit is tried when another writer
+// keeps committing first or the catalog fails.
+const maxCommitAttempts = 8
+
+// Commit appends c's files to the table in one snapshot whose summary holds
+// c.ID. It owns the retries: each attempt starts from the table as it is
+// now, and first looks for c.ID in the current snapshot and its ancestors,
+// so that an attempt that landed though its answer was lost is never
+// repeated. A conflict with another writer ("branch main has changed") and
+// an unknown outcome are retried with backoff.
+func (t *Table) Commit(ctx context.Context, c Commit) error {
+	if c.ID == "" {
+		return errors.New("iceberg commit without an id")
+	}
+	fs, err := t.tbl.FS(ctx)
+	if err != nil {
+		return err
+	}
+	files := make([]iceberg.DataFile, 0, len(c.Files))
+	for _, path := range c.Files {
+		df, err := table.FileToDataFile(ctx, fs, path, t.tbl.Schema(), t.tbl.Spec(), 0, t.tbl.Properties())
+		if err != nil {
+			return fmt.Errorf("data file %s: %w", path, err)
+		}
+		files = append(files, df)
+	}
+	props := iceberg.Properties{}
+	for k, v := range c.Summary {
+		props[k] = v
+	}
+	props[CommitIDProperty] = c.ID
+	var last error
+	for attempt := range maxCommitAttempts {
+		if attempt > 0 {
+			wait := time.Duration(50<<min(attempt, 6))*time.Millisecond + rand.N(50*time.Millisecond)
+			select {
+			case <-ctx.Done():
+				return errors.Join(ctx.Err(), last)
+			case <-time.After(wait):
+			}
+			if err := t.tbl.Refresh(ctx); err != nil {
+				last = err
+				continue
+			}
+		}
+		if t.Committed(c.ID) {
+			return nil
+		}
+		tx := t.tbl.NewTransaction()
+		if err := tx.AddDataFiles(ctx, files, props, table.WithoutDuplicateCheck()); err != nil {
+			// The transaction is spent; the next attempt takes a fresh one.
+			last = err
+			continue
+		}
+		tbl, err := tx.Commit(ctx)
+		if err == nil {
+			t.tbl = tbl
+			return nil
+		}
+		last = err
+	}
+	return fmt.Errorf("iceberg commit %s to %s: %d attempts: %w", c.ID, t.Name(), maxCommitAttempts, last)
+}
+
+// Committed reports whether the current snapshot or one of its ancestors,
+// as last loaded, was committed with id.
+func (t *Table) Committed(id string) bool {
+	meta := t.tbl.Metadata()
+	cur := meta.CurrentSnapshot()
+	if cur == nil {
+		return false
+	}
+	for _, s := range table.AncestorsOf(cur.SnapshotID, meta.SnapshotByID) {
+		if s.Summary != nil && s.Summary.Properties[CommitIDProperty] == id {
+			return true
+		}
+	}
+	return false
+}
+
+// Refresh loads the table as the catalog has it now.
+func (t *Table) Refresh(ctx context.Context) error { return t.tbl.Refresh(ctx) }
+
+// Snapshots returns the number of snapshots in the table's metadata.
+func (t *Table) Snapshots() int { return len(t.tbl.Metadata().Snapshots()) }
+
+// Files returns the locations of the data files of the current snapshot.
+func (t *Table) Files(ctx context.Context) ([]string, error) {
+	cur := t.tbl.CurrentSnapshot()
+	if cur == nil {
+		return nil, nil
+	}
+	fs, err := t.tbl.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	manifests, err := cur.Manifests(fs)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, m := range manifests {
+		if m.ManifestContent() != iceberg.ManifestContentData {
+			continue
+		}
+		entries, err := m.FetchEntries(fs, true)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			out = append(out, e.DataFile().FilePath())
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,216 @@
+package iceberg_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+
+	"github.com/jetlake/jetlake/exporter/exportertest"
+	"github.com/jetlake/jetlake/exporter/iceberg"
+	"github.com/jetlake/jetlake/formats"
+)
+
+// tableEnv is a MinIO bucket and a sqlite catalog for one test.
+type tableEnv struct {
+	t       *testing.T
+	ms      *exportertest.MinIOServer
+	mc      *minio.Client
+	bucket  string
+	cfg     iceberg.Config
+	enc     formats.Encoder
+	options formats.Options
+}
+
+func newTableEnv(t *testing.T) *tableEnv {
+	t.Helper()
+	ms := exportertest.MinIO(t, exportertest.MinIOOptions{})
+	ctx := context.Background()
+	if err := ms.CreateBucket(ctx, "lake"); err != nil {
+		t.Fatal(err)
+	}
+	mc, err := ms.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := formats.Options{Format: formats.Parquet, FieldIDs: true}
+	enc, err := formats.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tableEnv{t: t, ms: ms, mc: mc, bucket: "lake", enc: enc, options: opts,
+		cfg: iceberg.Config{
+			Catalog:   "test",
+			URI:       "sqlite://" + filepath.Join(t.TempDir(), "catalog.db"),
+			Namespace: "lake",
+			Table:     "events",
+			Warehouse: "s3://lake/raw",
+			S3: iceberg.S3{Endpoint: ms.Endpoint, Region: exportertest.MinIORegion,
+				AccessKeyID: ms.AccessKey, SecretAccessKey: ms.SecretKey},
+		}}
+}
+
+func (e *tableEnv) open() *iceberg.Table {
+	e.t.Helper()
+	tbl, err := iceberg.Open(context.Background(), e.cfg, formats.Fields(e.options))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { tbl.Close() })
+	return tbl
+}
+
+// file writes a data file of one subject and hour with sequences first to
+// last, under the table's data folder, and returns its location.
+func (e *tableEnv) file(tbl *iceberg.Table, subject string, hour time.Time, first, last uint64) string {
+	e.t.Helper()
+	b := e.enc.NewBatch()
+	for q := first; q <= last; q++ {
+		rec := &formats.Record{Stream: "S", Subject: subject, Sequence: q, Time: hour.Add(time.Duration(q) * time.Millisecond), Data: []byte(`{"q":1}`)}
+		if err := b.Append(rec); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	body, err := b.Finish()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	loc := fmt.Sprintf("%s/data/subject=%s/%020d-%020d.parquet", tbl.Location(), subject, first, last)
+	key := strings.TrimPrefix(loc, "s3://"+e.bucket+"/")
+	if _, err := e.mc.PutObject(context.Background(), e.bucket, key, bytes.NewReader(body.Bytes()), body.Len(), minio.PutObjectOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	return loc
+}
+
+func TestATableIsCreatedAndACommitLandsOnce(t *testing.T) {
+	e := newTableEnv(t)
+	ctx := context.Background()
+	tbl := e.open()
+	if want := "s3://lake/raw/lake/events"; tbl.Location() != want {
+		t.Fatalf("location %s, want %s", tbl.Location(), want)
+	}
+	hour := time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC)
+	files := []string{e.file(tbl, "s.a", hour, 1, 10), e.file(tbl, "s.b", hour, 11, 20)}
+	c := iceberg.Commit{ID: "c1", Files: files, Summary: map[string]string{"jetlake.stream": "S"}}
+	if err := tbl.Commit(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	// The same commit again, as after a crash that lost its answer: no
+	// second snapshot.
+	if err := tbl.Commit(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if n := tbl.Snapshots(); n != 1 {
+		t.Fatalf("%d snapshots, want 1", n)
+	}
+	// Another process opening the table sees the commit.
+	again := e.open()
+	if !again.Committed("c1") || again.Committed("c2") {
+		t.Fatal("the commit's id is not found in the table reopened")
+	}
+	got, err := again.Files(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("files %v, want the 2 committed", got)
+	}
+}
+
+func TestATableThatDoesNotFitIsRefusedWithTheDifference(t *testing.T) {
+	e := newTableEnv(t)
+	e.open()
+	e.cfg.Partitioning = []string{"day(timestamp)"}
+	_, err := iceberg.Open(context.Background(), e.cfg, formats.Fields(e.options))
+	if err == nil || !strings.Contains(err.Error(), "partitioned by [hour(timestamp), identity(subject)], the connector by [day(timestamp)]") {
+		t.Fatalf("Open of a table partitioned otherwise: %v", err)
+	}
+	e.cfg.Partitioning = nil
+	_, err = iceberg.Open(context.Background(), e.cfg, formats.Fields(formats.Options{Format: formats.Parquet, Headers: true, FieldIDs: true}))
+	if err == nil || !strings.Contains(err.Error(), "column 5 is 5 payload string optional in the table, the connector writes 5 headers string optional") {
+		t.Fatalf("Open with another schema: %v", err)
+	}
+}
+
+// Two writers committing to one table at once conflict ("branch main has
+// changed"); each retries from the table as it is, and every commit lands
+// exactly once.
+func TestConcurrentCommitsAllLandOnce(t *testing.T) {
+	e := newTableEnv(t)
+	ctx := context.Background()
+	a, b := e.open(), e.open()
+	hour := time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC)
+	const per = 5
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*per)
+	for w, tbl := range []*iceberg.Table{a, b} {
+		var files []string
+		for i := range per {
+			first := uint64(w*per+i)*10 + 1
+			files = append(files, e.file(tbl, "s.a", hour, first, first+9))
+		}
+		wg.Go(func() {
+			for i, f := range files {
+				errs <- tbl.Commit(ctx, iceberg.Commit{ID: fmt.Sprintf("w%d-%d", w, i), Files: []string{f}})
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := e.open()
+	got, err := c.Files(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2*per || c.Snapshots() != 2*per {
+		t.Fatalf("%d files in %d snapshots, want %d in %d", len(got), c.Snapshots(), 2*per, 2*per)
+	}
+	for w := range 2 {
+		for i := range per {
+			if !c.Committed(fmt.Sprintf("w%d-%d", w, i)) {
+				t.Errorf("commit w%d-%d is missing", w, i)
+			}
+		}
+	}
+}
+
+func TestPartitioningIsTrinosSyntax(t *testing.T) {
+	schema, err := iceberg.Schema(formats.Fields(formats.Options{Format: formats.Parquet}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		partitioning []string
+		err          string
+	}{
+		{[]string{"hour(timestamp)", "subject"}, ""},
+		{[]string{"day(timestamp)", "bucket(subject, 16)", "truncate(stream, 4)"}, ""},
+		{[]string{" month( timestamp ) "}, ""},
+		{[]string{"hour(nope)"}, `the table has no column "nope"`},
+		{[]string{"hours(timestamp)"}, `unknown transform "hours"`},
+		{[]string{"bucket(subject)"}, "bucket takes a column and a number"},
+		{[]string{"bucket(subject, -1)"}, `"-1" is not a positive number`},
+		{[]string{"hour(timestamp"}, "missing )"},
+		{[]string{""}, "want a column"},
+	} {
+		_, err := iceberg.Spec(schema, tt.partitioning)
+		switch {
+		case tt.err == "" && err != nil:
+			t.Errorf("%q: %v", tt.partitioning, err)
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("%q: error %v, want one saying %q", tt.partitioning, err, tt.err)
+		}
+	}
+}
