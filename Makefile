@@ -15,7 +15,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # Packages without I/O: every test of theirs runs with the race detector too.
 CORE := ./buffer/... ./formats/... ./pathtemplate/... ./lossmarker/... ./config/...
 
-.PHONY: build servers test short fmt vet bench demo clean
+.PHONY: build servers postgres test short fmt vet bench demo clean
 
 ## build: build bin/jetlake, stamped with VERSION
 build:
@@ -30,11 +30,21 @@ $(NATS_SERVER):
 $(MINIO):
 	GOBIN=$(dir $@) go install github.com/minio/minio@$(MINIO_VERSION)
 
+## postgres: install Debian's postgresql package when no PostgreSQL server is
+## under /usr/lib/postgresql: the Iceberg catalog tests start their own on a
+## free loopback port with a temporary data directory
+postgres:
+	@if ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then :; else \
+		echo "installing Debian's postgresql package"; \
+		sudo=; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq postgresql; \
+	fi
+
 ## test: format check, vet, the pure packages and the exporter's unit tests
 ## with -race, then every test, integration and chaos included
 test: export JETLAKE_NATS_SERVER := $(NATS_SERVER)
 test: export JETLAKE_MINIO := $(MINIO)
-test: servers
+test: servers postgres
 	@unformatted="$$(gofmt -l .)"; \
 	if [ -n "$$unformatted" ]; then \
 		echo "gofmt: these files need formatting (run make fmt):"; \

@@ -246,3 +246,16 @@ func wantStopLeavesNothing(t *testing.T, stop func() error, p *process, port int
 		t.Fatalf("second Stop: %v", err)
 	}
 }
+
+func TestPostgresStartsAndStops(t *testing.T) {
+	s := Postgres(t, PostgresOptions{})
+	if err := exec1(s.URL, "CREATE TABLE t (x int)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(s.Dir); !os.IsNotExist(err) {
+		t.Errorf("the server's directory is still there: %v", err)
+	}
+}

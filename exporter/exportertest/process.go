@@ -50,6 +50,12 @@ type process struct {
 // startProcess starts bin with args and env (nil env inherits this
 // process's environment), appending stdout and stderr to logFile.
 func startProcess(name, bin string, args, env []string, logFile string) (*process, error) {
+	return startProcessAs(name, bin, args, env, logFile, nil)
+}
+
+// startProcessAs is startProcess with the process running as cred's user
+// (nil: this process's).
+func startProcessAs(name, bin string, args, env []string, logFile string, cred *syscall.Credential) (*process, error) {
 	log, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("exportertest: start %s: %w", name, err)
@@ -60,6 +66,7 @@ func startProcess(name, bin string, args, env []string, logFile string) (*proces
 	cmd.Stdout = log
 	cmd.Stderr = log
 	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr.Credential = cred
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("exportertest: start %s: %w", name, err)
 	}

@@ -74,6 +74,16 @@ func NATSCluster(t TB, n int) []*NATSServer {
 	return servers
 }
 
+// Postgres starts a PostgreSQL server for t alone and stops it when t
+// ends. It skips t under -short and fails t if the server does not start.
+func Postgres(t TB, opts PostgresOptions) *PostgresServer {
+	t.Helper()
+	SkipShort(t)
+	s, err := StartPostgres(opts)
+	started(t, err, s.Stop)
+	return s
+}
+
 // MinIO starts a MinIO server for t alone and stops it when t ends. It
 // skips t under -short and fails t if the server does not start.
 func MinIO(t TB, opts MinIOOptions) *MinIOServer {

@@ -5,7 +5,7 @@
 // is tried again.
 //
 // Only the catalogs in use are linked: the SQL catalog on the pure-Go
-// sqlite driver, and S3 file IO.
+// sqlite driver or on PostgreSQL, and S3 file IO.
 package iceberg
 
 import (
@@ -23,7 +23,8 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	_ "github.com/apache/iceberg-go/io/gocloud/s3" // s3:// file IO
 	"github.com/apache/iceberg-go/table"
-	_ "modernc.org/sqlite" // the embedded catalog's driver
+	_ "github.com/jackc/pgx/v5/stdlib" // a PostgreSQL catalog's driver
+	_ "modernc.org/sqlite"             // the embedded catalog's driver
 
 	"github.com/jetlake/jetlake/formats"
 )
@@ -34,7 +35,8 @@ type Config struct {
 	// Catalog is the catalog's name, stored with every row of a SQL
 	// catalog (the connector's name).
 	Catalog string
-	// URI locates a SQL catalog: "sqlite:///path/catalog.db".
+	// URI locates a SQL catalog: "sqlite:///path/catalog.db" or
+	// "postgres://user@host:port/database".
 	URI          string
 	Namespace    string
 	Table        string
@@ -197,19 +199,27 @@ func specFields(schema *iceberg.Schema, spec iceberg.PartitionSpec) []string {
 	return out
 }
 
-// openDB opens the database of a SQL catalog URI.
+// openDB opens the database of a SQL catalog URI: an embedded sqlite file,
+// or a PostgreSQL server (the Java JdbcCatalog's tables, so that Spark and
+// Trino JDBC catalogs can share it).
 func openDB(uri string) (*sql.DB, sqlcat.SupportedDialect, error) {
-	path, ok := strings.CutPrefix(uri, "sqlite://")
-	if !ok || path == "" {
-		return nil, "", fmt.Errorf("iceberg catalog uri %q: want sqlite:///path/to/catalog.db", redactURI(uri))
+	if path, ok := strings.CutPrefix(uri, "sqlite://"); ok && path != "" {
+		// Every pooled connection waits for a lock rather than failing,
+		// and readers do not block the writer.
+		db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
+		if err != nil {
+			return nil, "", fmt.Errorf("iceberg catalog %s: %w", uri, err)
+		}
+		return db, sqlcat.SQLite, nil
 	}
-	// Every pooled connection waits for a lock rather than failing, and
-	// readers do not block the writer.
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
-	if err != nil {
-		return nil, "", fmt.Errorf("iceberg catalog %s: %w", uri, err)
+	if strings.HasPrefix(uri, "postgres://") || strings.HasPrefix(uri, "postgresql://") {
+		db, err := sql.Open("pgx", uri)
+		if err != nil {
+			return nil, "", fmt.Errorf("iceberg catalog %s: %w", redactURI(uri), err)
+		}
+		return db, sqlcat.Postgres, nil
 	}
-	return db, sqlcat.SQLite, nil
+	return nil, "", fmt.Errorf("iceberg catalog uri %q: want sqlite:///path/to/catalog.db or postgres://user@host:port/database", redactURI(uri))
 }
 
 // redactURI hides the password of a catalog URI.

@@ -28,9 +28,21 @@ type tableEnv struct {
 	options formats.Options
 }
 
-func newTableEnv(t *testing.T) *tableEnv {
+// catalogs runs test once per SQL catalog: the embedded sqlite file and a
+// PostgreSQL server.
+func catalogs(t *testing.T, test func(t *testing.T, e *tableEnv)) {
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) { test(t, newTableEnv(t, kind)) })
+	}
+}
+
+func newTableEnv(t *testing.T, catalog string) *tableEnv {
 	t.Helper()
 	ms := exportertest.MinIO(t, exportertest.MinIOOptions{})
+	uri := "sqlite://" + filepath.Join(t.TempDir(), "catalog.db")
+	if catalog == "postgres" {
+		uri = exportertest.Postgres(t, exportertest.PostgresOptions{}).URL
+	}
 	ctx := context.Background()
 	if err := ms.CreateBucket(ctx, "lake"); err != nil {
 		t.Fatal(err)
@@ -47,7 +59,7 @@ func newTableEnv(t *testing.T) *tableEnv {
 	return &tableEnv{t: t, ms: ms, mc: mc, bucket: "lake", enc: enc, options: opts,
 		cfg: iceberg.Config{
 			Catalog:   "test",
-			URI:       "sqlite://" + filepath.Join(t.TempDir(), "catalog.db"),
+			URI:       uri,
 			Namespace: "lake",
 			Table:     "events",
 			Warehouse: "s3://lake/raw",
@@ -90,7 +102,10 @@ func (e *tableEnv) file(tbl *iceberg.Table, subject string, hour time.Time, firs
 }
 
 func TestATableIsCreatedAndACommitLandsOnce(t *testing.T) {
-	e := newTableEnv(t)
+	catalogs(t, aTableIsCreatedAndACommitLandsOnce)
+}
+
+func aTableIsCreatedAndACommitLandsOnce(t *testing.T, e *tableEnv) {
 	ctx := context.Background()
 	tbl := e.open()
 	if want := "s3://lake/raw/lake/events"; tbl.Location() != want {
@@ -125,7 +140,10 @@ func TestATableIsCreatedAndACommitLandsOnce(t *testing.T) {
 }
 
 func TestATableThatDoesNotFitIsRefusedWithTheDifference(t *testing.T) {
-	e := newTableEnv(t)
+	catalogs(t, aTableThatDoesNotFitIsRefusedWithTheDifference)
+}
+
+func aTableThatDoesNotFitIsRefusedWithTheDifference(t *testing.T, e *tableEnv) {
 	e.open()
 	e.cfg.Partitioning = []string{"day(timestamp)"}
 	_, err := iceberg.Open(context.Background(), e.cfg, formats.Fields(e.options))
@@ -142,8 +160,9 @@ func TestATableThatDoesNotFitIsRefusedWithTheDifference(t *testing.T) {
 // Two writers committing to one table at once conflict ("branch main has
 // changed"); each retries from the table as it is, and every commit lands
 // exactly once.
-func TestConcurrentCommitsAllLandOnce(t *testing.T) {
-	e := newTableEnv(t)
+func TestConcurrentCommitsAllLandOnce(t *testing.T) { catalogs(t, concurrentCommitsAllLandOnce) }
+
+func concurrentCommitsAllLandOnce(t *testing.T, e *tableEnv) {
 	ctx := context.Background()
 	a, b := e.open(), e.open()
 	hour := time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC)
