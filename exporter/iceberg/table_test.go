@@ -3,6 +3,7 @@ package iceberg_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -19,13 +20,15 @@ import (
 
 // tableEnv is a MinIO bucket and a sqlite catalog for one test.
 type tableEnv struct {
-	t       *testing.T
-	ms      *exportertest.MinIOServer
-	mc      *minio.Client
-	bucket  string
-	cfg     iceberg.Config
-	enc     formats.Encoder
-	options formats.Options
+	t        *testing.T
+	ms       *exportertest.MinIOServer
+	mc       *minio.Client
+	bucket   string
+	cfg      iceberg.Config
+	enc      formats.Encoder
+	options  formats.Options
+	db       *sql.DB // the catalog's database, for the independent reader
+	postgres bool
 }
 
 // catalogs runs test once per SQL catalog: the embedded sqlite file and a
@@ -56,7 +59,16 @@ func newTableEnv(t *testing.T, catalog string) *tableEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &tableEnv{t: t, ms: ms, mc: mc, bucket: "lake", enc: enc, options: opts,
+	driver, dsn := "sqlite", "file:"+strings.TrimPrefix(uri, "sqlite://")
+	if catalog == "postgres" {
+		driver, dsn = "pgx", uri
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return &tableEnv{t: t, ms: ms, mc: mc, bucket: "lake", enc: enc, options: opts, db: db, postgres: catalog == "postgres",
 		cfg: iceberg.Config{
 			Catalog:   "test",
 			URI:       uri,
@@ -76,6 +88,23 @@ func (e *tableEnv) open() *iceberg.Table {
 	}
 	e.t.Cleanup(func() { tbl.Close() })
 	return tbl
+}
+
+// read reads the table as an independent reader and requires sequences
+// 1..last each in exactly one file, and snapshots snapshots.
+func (e *tableEnv) read(last uint64, snapshots int) *tableRead {
+	e.t.Helper()
+	tr, err := e.readTable(e.db, e.postgres, e.cfg.Catalog, e.cfg.Namespace, e.cfg.Table)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if problems := tr.check(last); len(problems) > 0 {
+		e.t.Fatalf("%d problems, first: %s", len(problems), strings.Join(problems[:min(5, len(problems))], "; "))
+	}
+	if tr.snapshots != snapshots {
+		e.t.Fatalf("%d snapshots, want %d", tr.snapshots, snapshots)
+	}
+	return tr
 }
 
 // file writes a data file of one subject and hour with sequences first to
@@ -136,6 +165,9 @@ func aTableIsCreatedAndACommitLandsOnce(t *testing.T, e *tableEnv) {
 	}
 	if len(got) != 2 {
 		t.Fatalf("files %v, want the 2 committed", got)
+	}
+	if tr := e.read(20, 1); len(tr.files) != 2 {
+		t.Fatalf("the reader found %d files, want 2", len(tr.files))
 	}
 }
 
@@ -203,6 +235,7 @@ func concurrentCommitsAllLandOnce(t *testing.T, e *tableEnv) {
 			}
 		}
 	}
+	e.read(2*per*10, 2*per)
 }
 
 func TestPartitioningIsTrinosSyntax(t *testing.T) {
