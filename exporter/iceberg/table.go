@@ -1,11 +1,3 @@
-// Package iceberg commits the parquet files jetlake writes to an Apache
-// Iceberg table (format v2) through a catalog, exactly once: every commit
-// carries an id of jetlake's own in its snapshot summary, and a commit
-// whose outcome is unknown is looked up in the table's history before it
-// is tried again.
-//
-// Only the catalogs in use are linked: the SQL catalog on the pure-Go
-// sqlite driver or on PostgreSQL, and S3 file IO.
 package iceberg
 
 import (
@@ -240,6 +232,11 @@ func redactURI(uri string) string {
 
 // Name is the table's namespace and name, dotted.
 func (t *Table) Name() string { return strings.Join(t.ident, ".") }
+
+// Partitioner returns the Partitioner of the table's current spec.
+func (t *Table) Partitioner() (*Partitioner, error) {
+	return NewPartitioner(t.tbl.Schema(), t.tbl.Spec())
+}
 
 // Location is the table's base location.
 func (t *Table) Location() string { return t.tbl.Location() }

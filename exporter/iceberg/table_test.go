@@ -122,7 +122,12 @@ func (e *tableEnv) file(tbl *iceberg.Table, subject string, hour time.Time, firs
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	loc := fmt.Sprintf("%s/data/subject=%s/%020d-%020d.parquet", tbl.Location(), subject, first, last)
+	p, err := tbl.Partitioner()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	dir := p.AppendDir(nil, "S", subject, first, hour)
+	loc := fmt.Sprintf("%s/data/%s/%020d-%020d.parquet", tbl.Location(), dir, first, last)
 	key := strings.TrimPrefix(loc, "s3://"+e.bucket+"/")
 	if _, err := e.mc.PutObject(context.Background(), e.bucket, key, bytes.NewReader(body.Bytes()), body.Len(), minio.PutObjectOptions{}); err != nil {
 		e.t.Fatal(err)
