@@ -1,0 +1,179 @@
+package iceberg
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nuid"
+)
+
+// PlanStore keeps commit plans and claims: the state bucket in production.
+// It is declared here, where it is used; the exporter's intent store
+// implements it.
+type PlanStore interface {
+	// Create stores value under key; it fails with an error that
+	// errors.Is ErrExists reports when the key exists.
+	Create(ctx context.Context, key string, value []byte) error
+	// Get returns key's value, or an error that errors.Is ErrMissing
+	// reports when there is none.
+	Get(ctx context.Context, key string) ([]byte, error)
+	// Delete removes key; a missing key is not an error.
+	Delete(ctx context.Context, key string) error
+	// List returns every key under prefix with its value.
+	List(ctx context.Context, prefix string) (map[string][]byte, error)
+}
+
+// Errors a PlanStore reports.
+var (
+	ErrExists  = errors.New("key exists")
+	ErrMissing = errors.New("no such key")
+)
+
+// File is a stored data file waiting for its commit, and the intent that
+// records it.
+type File struct {
+	Location    string `json:"location"` // s3://...
+	Intent      string `json:"intent"`   // key of the intent in the state bucket
+	First, Last uint64 // its lowest and highest stream sequence
+}
+
+// Plan is a commit decided before it is tried: recovery commits it, under
+// the same id, unless the table holds it already.
+type Plan struct {
+	ID      string    `json:"id"`
+	Table   string    `json:"table"`
+	Files   []File    `json:"files"`
+	Created time.Time `json:"created"`
+}
+
+// Committer commits stored data files to a table exactly once, however a
+// process dies: every commit is planned in the PlanStore first, under an id
+// the table's snapshot summary then holds, and every file is claimed for
+// one plan only, so that two instances (one pinned before a takeover, one
+// after) never commit a file twice.
+type Committer struct {
+	table  *Table
+	plans  PlanStore
+	prefix string // of this table's plans and claims, dotted
+	// Summary is added to every commit's snapshot summary: the stream and
+	// consumer, for readers of the table's history.
+	Summary map[string]string
+}
+
+// NewCommitter returns a Committer of files to table, keeping plans and
+// claims in plans under prefix (a dotted key prefix ending in ".").
+func NewCommitter(table *Table, plans PlanStore, prefix string) *Committer {
+	return &Committer{table: table, plans: plans, prefix: prefix}
+}
+
+func (c *Committer) planKey(id string) string { return c.prefix + "plan." + id }
+
+func (c *Committer) claimKey(intent string) string {
+	// An intent key is dotted; a claim key is one more token.
+	return c.prefix + "claim." + strings.ReplaceAll(intent, ".", "_")
+}
+
+// Commit plans files under a new id, claims each for the plan, commits the
+// claimed ones in one snapshot, and returns the plan. A file claimed by
+// another plan is left out: that plan commits it. The plan stays in the
+// store until Forget.
+func (c *Committer) Commit(ctx context.Context, files []File) (*Plan, error) {
+	plan := &Plan{ID: nuid.Next(), Table: c.table.Name(), Created: time.Now().UTC()}
+	for _, f := range files {
+		err := c.plans.Create(ctx, c.claimKey(f.Intent), []byte(plan.ID))
+		if errors.Is(err, ErrExists) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("claim %s: %w", f.Location, err)
+		}
+		plan.Files = append(plan.Files, f)
+	}
+	if len(plan.Files) == 0 {
+		return plan, nil
+	}
+	value, err := json.Marshal(plan)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.plans.Create(ctx, c.planKey(plan.ID), value); err != nil {
+		return nil, fmt.Errorf("record commit plan: %w", err)
+	}
+	return plan, c.commit(ctx, plan)
+}
+
+// commit commits plan's files to the table under its id.
+func (c *Committer) commit(ctx context.Context, plan *Plan) error {
+	locs := make([]string, len(plan.Files))
+	ranges := make([]string, 0, len(plan.Files))
+	for i, f := range plan.Files {
+		locs[i] = f.Location
+		ranges = append(ranges, strconv.FormatUint(f.First, 10)+"-"+strconv.FormatUint(f.Last, 10))
+	}
+	summary := map[string]string{"jetlake.files": strconv.Itoa(len(locs))}
+	for k, v := range c.Summary {
+		summary[k] = v
+	}
+	if r := strings.Join(ranges, ","); len(r) <= 4096 {
+		summary["jetlake.sequence-ranges"] = r
+	}
+	return c.table.Commit(ctx, Commit{ID: plan.ID, Files: locs, Summary: summary})
+}
+
+// Recover commits every plan of the store that the table does not hold
+// yet, under its own id, and returns every plan found: their files are in
+// the table once Recover returns without error. Claims left by a plan that
+// was never recorded (the process died between the two) are released, so
+// their files are planned anew. It runs when this instance becomes the one
+// that commits (at start, or when it is pinned), before it plans anything.
+func (c *Committer) Recover(ctx context.Context) ([]*Plan, error) {
+	entries, err := c.plans.List(ctx, c.prefix)
+	if err != nil {
+		return nil, fmt.Errorf("list commit plans: %w", err)
+	}
+	if err := c.table.Refresh(ctx); err != nil {
+		return nil, err
+	}
+	var plans []*Plan
+	planned := map[string]bool{}
+	for key, value := range entries {
+		if !strings.HasPrefix(key, c.prefix+"plan.") {
+			continue
+		}
+		var p Plan
+		if err := json.Unmarshal(value, &p); err != nil {
+			return nil, fmt.Errorf("commit plan %s: %w", key, err)
+		}
+		planned[p.ID] = true
+		if !c.table.Committed(p.ID) {
+			if err := c.commit(ctx, &p); err != nil {
+				return nil, err
+			}
+		}
+		plans = append(plans, &p)
+	}
+	for key, value := range entries {
+		if strings.HasPrefix(key, c.prefix+"claim.") && !planned[string(value)] {
+			if err := c.plans.Delete(ctx, key); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return plans, nil
+}
+
+// Forget deletes a committed plan and its claims, once the intents of its
+// files are gone.
+func (c *Committer) Forget(ctx context.Context, plan *Plan) error {
+	for _, f := range plan.Files {
+		if err := c.plans.Delete(ctx, c.claimKey(f.Intent)); err != nil {
+			return err
+		}
+	}
+	return c.plans.Delete(ctx, c.planKey(plan.ID))
+}

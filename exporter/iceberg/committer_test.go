@@ -1,0 +1,158 @@
+package iceberg_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jetlake/jetlake/exporter/iceberg"
+)
+
+// memPlans is an in-memory PlanStore.
+type memPlans struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+func newMemPlans() *memPlans { return &memPlans{m: map[string][]byte{}} }
+
+func (s *memPlans) Create(_ context.Context, key string, value []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.m[key]; ok {
+		return iceberg.ErrExists
+	}
+	s.m[key] = value
+	return nil
+}
+
+func (s *memPlans) Get(_ context.Context, key string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.m[key]
+	if !ok {
+		return nil, iceberg.ErrMissing
+	}
+	return v, nil
+}
+
+func (s *memPlans) Delete(_ context.Context, key string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, key)
+	return nil
+}
+
+func (s *memPlans) List(_ context.Context, prefix string) (map[string][]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string][]byte{}
+	for k, v := range s.m {
+		if strings.HasPrefix(k, prefix) {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// files writes n data files of ten sequences each, from sequence 1.
+func (e *tableEnv) files(tbl *iceberg.Table, n int) []iceberg.File {
+	hour := time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC)
+	var out []iceberg.File
+	for i := range n {
+		first := uint64(i*10 + 1)
+		loc := e.file(tbl, []string{"s.a", "s.b"}[i%2], hour, first, first+9)
+		out = append(out, iceberg.File{Location: loc, Intent: "intent.c.S.c.i" + loc[len(loc)-20:], First: first, Last: first + 9})
+	}
+	return out
+}
+
+// Each point a committing process can die at, and what recovery in the next
+// one makes of it: every file in the table once.
+func TestCommitsSurviveACrashAtEachStep(t *testing.T) {
+	catalogs(t, func(t *testing.T, e *tableEnv) {
+		ctx := context.Background()
+		plans := newMemPlans()
+		tbl := e.open()
+		files := e.files(tbl, 6)
+
+		// 1. Died after the plan was recorded, before the commit.
+		p1 := &iceberg.Plan{ID: "plan-1", Table: tbl.Name(), Files: files[:2]}
+		value, _ := json.Marshal(p1)
+		plans.Create(ctx, "t.plan.plan-1", value)
+		// 2. Died after the commit, before forgetting the plan.
+		c := iceberg.NewCommitter(tbl, plans, "t.")
+		if _, err := c.Commit(ctx, files[2:4]); err != nil {
+			t.Fatal(err)
+		}
+		// 3. Died between claiming a file and recording its plan.
+		plans.Create(ctx, "t.claim."+strings.ReplaceAll(files[4].Intent, ".", "_"), []byte("never-recorded"))
+
+		// The next process.
+		c = iceberg.NewCommitter(e.open(), plans, "t.")
+		got, err := c.Recover(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 {
+			t.Fatalf("recovery found %d plans, want 2", len(got))
+		}
+		// Recovering again changes nothing.
+		if _, err := c.Recover(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// The files no plan holds, the released claim's among them, are
+		// planned anew.
+		p3, err := c.Commit(ctx, files[4:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p3.Files) != 2 {
+			t.Fatalf("the new plan holds %d files, want 2", len(p3.Files))
+		}
+		e.read(60, 3)
+		for _, p := range append(got, p3) {
+			if err := c.Forget(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if left, _ := plans.List(ctx, "t."); len(left) != 0 {
+			t.Fatalf("%d plans and claims left after Forget: %v", len(left), left)
+		}
+	})
+}
+
+// Two instances handed the same files (one pinned before a takeover, one
+// after) commit each file once: a file belongs to the plan that claimed it.
+func TestTwoCommittersNeverCommitAFileTwice(t *testing.T) {
+	e := newTableEnv(t, "sqlite")
+	ctx := context.Background()
+	plans := newMemPlans()
+	files := e.files(e.open(), 8)
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for range 2 {
+		c := iceberg.NewCommitter(e.open(), plans, "t.")
+		wg.Go(func() {
+			_, err := c.Commit(ctx, files)
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr, err := e.readTable(e.db, e.postgres, e.cfg.Catalog, e.cfg.Namespace, e.cfg.Table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if problems := tr.check(80); len(problems) > 0 {
+		t.Fatalf("%d problems, first: %s", len(problems), problems[0])
+	}
+}
