@@ -53,7 +53,7 @@ const neverSecrets = "secrets are never read from the file; "
 var (
 	topSpec = spec{
 		where: "at the top level",
-		keys:  []string{"name", "enabled", "shutdown_timeout", "ready_upload_failure", "nats", "streams", "s3", "output", "rotation", "state"},
+		keys:  []string{"name", "enabled", "shutdown_timeout", "ready_upload_failure", "nats", "streams", "s3", "output", "rotation", "state", "iceberg"},
 	}
 	natsSpec = spec{
 		name: "nats", where: "in [nats]", header: "[nats]",
@@ -95,11 +95,15 @@ var (
 		name: "state", where: "in [state]", header: "[state]",
 		keys: []string{"bucket", "replicas"},
 	}
+	icebergSpec = spec{
+		name: "iceberg", where: "in [iceberg]", header: "[iceberg]",
+		keys: []string{"catalog", "uri", "namespace", "table", "partitioning", "commit_interval"},
+	}
 	rotationSpec = spec{
 		name: "rotation", where: "in [rotation]", header: "[rotation]",
 		keys: []string{"max_file_size", "max_messages_per_file", "max_file_age", "max_buffered_bytes"},
 	}
-	allSpecs = []*spec{&topSpec, &natsSpec, &streamSpec, &s3Spec, &outputSpec, &columnSpec, &rotationSpec, &stateSpec}
+	allSpecs = []*spec{&topSpec, &natsSpec, &streamSpec, &s3Spec, &outputSpec, &columnSpec, &rotationSpec, &stateSpec, &icebergSpec}
 )
 
 // unknown reports every key of t, the table at p, that sp does not allow.

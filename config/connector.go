@@ -106,6 +106,11 @@ func (c *checker) connector(top map[string]any) *Connector {
 		conn.Rotation = rot.Rotation
 	}
 	conn.Streams = c.streams(top, conn.Name, rot)
+	if t, p, ok := c.table(top, root, &icebergSpec); ok && has(top, "iceberg") {
+		conn.Iceberg = c.iceberg(t, p, conn.Name)
+		outT, _ := top["output"].(map[string]any)
+		c.checkIceberg(out, outT)
+	}
 
 	c.checkTemplate(conn, out, s3ok)
 	return conn

@@ -25,6 +25,7 @@ type Connector struct {
 	Output   Output
 	Rotation Rotation
 	State    State
+	Iceberg  *Iceberg // nil: the connector writes bare objects
 }
 
 // State holds the settings of [state]: the JetStream key-value bucket where

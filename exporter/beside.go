@@ -112,5 +112,11 @@ func (r *runner) idle(infos []*jetstream.ConsumerInfo) bool {
 		r.takeSealed()
 		return false
 	}
+	if lt := r.e.table; lt != nil && acked && r.inflight == 0 && !lt.idle() {
+		// Everything is stored: commit it now rather than at the next
+		// interval.
+		r.commitTable(r.ctx, time.Now(), true)
+		return false
+	}
 	return acked && r.inflight == 0
 }

@@ -97,12 +97,20 @@ func (r *runner) add(d delivery) {
 		return
 	}
 	r.tplVals = pathtemplate.Values{Stream: s.cfg.Stream, Subject: r.rec.Subject, Consumer: s.cfg.Consumer, Time: ts}
-	r.dirBuf = out.PathTemplate.AppendDir(r.dirBuf[:0], &r.tplVals)
+	if lt := r.e.table; lt != nil {
+		r.dirBuf = lt.part.AppendDir(r.dirBuf[:0], s.cfg.Stream, r.rec.Subject, seq, ts)
+	} else {
+		r.dirBuf = out.PathTemplate.AppendDir(r.dirBuf[:0], &r.tplVals)
+	}
 	// A group starts with the stream's index, so that two [[streams]]
 	// entries never share a buffer.
 	r.grpBuf = strconv.AppendInt(r.grpBuf[:0], int64(d.stream), 10)
 	r.grpBuf = append(r.grpBuf, 0)
-	if out.GroupBy == config.GroupBySubject {
+	switch {
+	case r.e.table != nil:
+		// A data file holds one partition: a buffer per partition.
+		r.grpBuf = append(r.grpBuf, r.dirBuf...)
+	case out.GroupBy == config.GroupBySubject:
 		r.grpBuf = append(r.grpBuf, r.rec.Subject...)
 	}
 	ref := ackRef(msg.Reply())

@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/formats"
 )
 
@@ -46,6 +47,12 @@ type Exporter struct {
 	log   *slog.Logger
 	store ObjectStore
 	enc   formats.Encoder
+	// encOptions are enc's options: their Fields are an Iceberg table's
+	// schema.
+	encOptions formats.Options
+	// table is the Iceberg table of a connector with [iceberg], set up by
+	// Run.
+	table *lakeTable
 	// rejEnc writes rejected messages: JSON Lines with metadata and
 	// headers, the reason among them.
 	rejEnc formats.Encoder
@@ -101,6 +108,8 @@ func New(cfg *config.Connector, opts Options) (*Exporter, error) {
 	// compressors, beside the runner instead of in it.
 	fo.DeferCompression = true
 	fo.TargetSize = cfg.Rotation.MaxFileSize
+	// Data files of an Iceberg table carry the schema's field ids.
+	fo.FieldIDs = cfg.Iceberg != nil
 	enc, err := formats.New(fo)
 	if err != nil {
 		return nil, fmt.Errorf("connector %s: %w", cfg.Name, err)
@@ -131,13 +140,14 @@ func New(cfg *config.Connector, opts Options) (*Exporter, error) {
 		m = NewMetrics(nil)
 	}
 	return &Exporter{
-		cfg:    cfg,
-		opts:   opts,
-		log:    log.With("connector", cfg.Name),
-		store:  store,
-		enc:    enc,
-		rejEnc: rejEnc,
-		m:      m,
+		cfg:        cfg,
+		opts:       opts,
+		log:        log.With("connector", cfg.Name),
+		store:      store,
+		enc:        enc,
+		encOptions: fo,
+		rejEnc:     rejEnc,
+		m:          m,
 	}, nil
 }
 
@@ -215,6 +225,20 @@ func (e *Exporter) setUp(ctx context.Context) (*nats.Conn, []*streamState, error
 	if e.wrapState != nil {
 		e.intents = e.wrapState(kv)
 	}
+	if e.cfg.Iceberg != nil {
+		err := retry(ctx, e.log, "iceberg catalog", func(ctx context.Context) error {
+			t, err := e.openTable(ctx)
+			var me *iceberg.MismatchError
+			if errors.As(err, &me) {
+				return &PermanentError{Code: "IcebergTable", Err: fmt.Errorf("iceberg table %s.%s: %w", e.cfg.Iceberg.Namespace, e.cfg.Iceberg.Table, err)}
+			}
+			e.table = t
+			return err
+		})
+		if err != nil {
+			return nc, nil, err
+		}
+	}
 	streams := make([]*streamState, len(e.cfg.Streams))
 	for i, sc := range e.cfg.Streams {
 		s := &streamState{cfg: sc,
@@ -231,6 +255,17 @@ func (e *Exporter) setUp(ctx context.Context) (*nats.Conn, []*streamState, error
 		streams[i] = s
 		e.log.Info("consumer ready", "stream", sc.Stream, "consumer", sc.Consumer,
 			"ack_wait", sc.AckWait, "max_ack_pending", sc.MaxAckPending, "recovered_batches", s.recovered)
+	}
+	if e.table != nil {
+		// Plans whose intents are all gone: their files are in the table.
+		for p, n := range e.table.left {
+			if n == 0 {
+				if err := e.table.committer.Forget(ctx, p); err != nil {
+					return nc, nil, err
+				}
+				delete(e.table.left, p)
+			}
+		}
 	}
 	// Probed once the streams are known to fit, so that a run refused for
 	// its streams writes nothing to the store.

@@ -132,7 +132,11 @@ func (r *runner) saved(res *saveResult) {
 		return // a takeover started another ledger meanwhile
 	}
 	s.savedRev = res.rev
-	r.forget(s.book.passFloor(res.floor))
+	keys := s.book.passFloor(res.floor)
+	if r.e.table != nil {
+		keys = r.e.table.forgettable(keys)
+	}
+	r.forget(keys)
 }
 
 // saveNow writes every stream's export record and deletes the intents its

@@ -217,6 +217,9 @@ func (r *runner) finish(res *result) error {
 		s.book.release(it.Seq)
 		r.heldMem -= refMem(it.Handle)
 	}
+	if res.stored && j.set == r.set && r.e.table != nil && res.intentKey != "" {
+		r.e.table.stored(res.intentKey, res.key, b.First, b.Last)
+	}
 	if s.ledger != nil {
 		if res.stored {
 			for _, run := range batchSeqs(b).runs {

@@ -15,7 +15,7 @@ import (
 // recovery is what the intents another process left say about a stream:
 // found beside the loop, applied on it.
 type recovery struct {
-	committed  map[string]seqSet // intents whose object exists, by intent key
+	committed  map[string]*intent // intents whose object exists, by intent key
 	unresolved map[string]*intent
 }
 
@@ -27,7 +27,7 @@ func (e *Exporter) recover(ctx context.Context, s *streamState) error {
 	if err != nil {
 		return err
 	}
-	s.applyRecovery(rec, time.Now())
+	s.applyRecovery(rec, time.Now(), e.table)
 	return nil
 }
 
@@ -46,7 +46,7 @@ func (e *Exporter) findIntents(ctx context.Context, s *streamState, known map[st
 	if len(entries) > 0 {
 		crashPoint("during-recovery")
 	}
-	rec := &recovery{committed: map[string]seqSet{}, unresolved: map[string]*intent{}}
+	rec := &recovery{committed: map[string]*intent{}, unresolved: map[string]*intent{}}
 	for ikey, value := range entries {
 		if known[ikey] {
 			continue
@@ -85,16 +85,21 @@ func (e *Exporter) findIntents(ctx context.Context, s *streamState, known map[st
 			}
 		default:
 			e.log.Info("recovery: batch was stored; its messages are acked when they come back", "key", in.Key, "messages", in.Seqs.Len())
-			rec.committed[ikey] = in.Seqs
+			rec.committed[ikey] = &in
 		}
 	}
 	return rec, nil
 }
 
 // applyRecovery records what findIntents found in s's book and, when it
-// has one, ledger.
-func (s *streamState) applyRecovery(rec *recovery, now time.Time) {
-	for ikey, seqs := range rec.committed {
+// has one, ledger, and hands the stored data files to the Iceberg table
+// (nil: none).
+func (s *streamState) applyRecovery(rec *recovery, now time.Time, table *lakeTable) {
+	for ikey, in := range rec.committed {
+		seqs := in.Seqs
+		if table != nil {
+			table.found(ikey, in)
+		}
 		s.book.commit(ikey, seqs)
 		s.recovered++
 		if s.ledger != nil {
@@ -137,7 +142,7 @@ func (r *runner) takeOver(ctx context.Context, s *streamState) {
 				return
 			}
 			s.ledger = nil
-			s.applyRecovery(rec, time.Now())
+			s.applyRecovery(rec, time.Now(), r.e.table)
 			s.startLedger(start, r.log)
 			parked := s.parked
 			s.parked = nil
@@ -225,6 +230,9 @@ func (r *runner) resolved(s *streamState, ikey string, u *unresolved, stored boo
 	}
 	if stored {
 		s.book.commit(ikey, u.in.Seqs)
+		if r.e.table != nil {
+			r.e.table.found(ikey, u.in)
+		}
 	}
 	if s.ledger != nil {
 		if stored {
@@ -249,30 +257,79 @@ const forgetConcurrency = 8
 // way.
 func (r *runner) forget(keys []string) {
 	r.forgetQueue = append(r.forgetQueue, keys...)
-	if r.forgetting || len(r.forgetQueue) == 0 {
+	if r.forgetting || r.draining || len(r.forgetQueue) == 0 {
 		return
 	}
 	batch := slices.Clone(r.forgetQueue[:min(len(r.forgetQueue), 4096)])
 	r.forgetQueue = slices.Delete(r.forgetQueue, 0, len(batch))
 	r.forgetting = true
 	r.beside(func() func() {
-		r.e.deleteIntents(context.Background(), batch)
+		failed := r.e.deleteIntents(context.Background(), batch)
 		return func() {
 			r.forgetting = false
+			r.forgotten(batch, failed)
 			r.forget(nil)
 		}
 	})
 }
 
-// forgetNow deletes every queued intent, on the way out.
+// forgotten records deleted intents: the commit plans of an Iceberg table
+// none of whose intents is left go too, beside the loop. A plan one of
+// whose intents could not be deleted stays, so that the next recovery
+// finds the intent in its plan and does not commit the file again.
+func (r *runner) forgotten(keys []string, failed map[string]bool) {
+	lt := r.e.table
+	if lt == nil {
+		return
+	}
+	var deleted []string
+	for _, k := range keys {
+		if !failed[k] {
+			deleted = append(deleted, k)
+		}
+	}
+	plans := lt.forgotten(deleted)
+	if len(plans) == 0 {
+		return
+	}
+	r.beside(func() func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for _, p := range plans {
+			if err := lt.committer.Forget(ctx, p); err != nil {
+				r.log.Warn("could not delete a committed plan; the next start will", "plan", p.ID, "error", err)
+			}
+		}
+		return func() {}
+	})
+}
+
+// forgetNow deletes every queued intent, on the way out, and the plans
+// that leaves without intents.
 func (r *runner) forgetNow(ctx context.Context) {
-	r.e.deleteIntents(ctx, r.forgetQueue)
+	failed := r.e.deleteIntents(ctx, r.forgetQueue)
+	if lt := r.e.table; lt != nil {
+		var deleted []string
+		for _, k := range r.forgetQueue {
+			if !failed[k] {
+				deleted = append(deleted, k)
+			}
+		}
+		for _, p := range lt.forgotten(deleted) {
+			if err := lt.committer.Forget(ctx, p); err != nil {
+				r.log.Warn("could not delete a committed plan; the next start will", "plan", p.ID, "error", err)
+			}
+		}
+	}
 	r.forgetQueue = nil
 }
 
-// deleteIntents deletes keys, forgetConcurrency at a time.
-func (e *Exporter) deleteIntents(ctx context.Context, keys []string) {
+// deleteIntents deletes keys, forgetConcurrency at a time, and returns
+// those it could not delete.
+func (e *Exporter) deleteIntents(ctx context.Context, keys []string) map[string]bool {
 	next := make(chan string)
+	var mu sync.Mutex
+	failed := map[string]bool{}
 	var wg sync.WaitGroup
 	for range min(forgetConcurrency, len(keys)) {
 		wg.Go(func() {
@@ -280,6 +337,9 @@ func (e *Exporter) deleteIntents(ctx context.Context, keys []string) {
 				dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 				if err := e.intents.Delete(dctx, key); err != nil {
 					e.log.Warn("could not delete a committed intent; the next start will", "intent", key, "error", err)
+					mu.Lock()
+					failed[key] = true
+					mu.Unlock()
 				}
 				cancel()
 			}
@@ -290,4 +350,5 @@ func (e *Exporter) deleteIntents(ctx context.Context, keys []string) {
 	}
 	close(next)
 	wg.Wait()
+	return failed
 }

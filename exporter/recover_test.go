@@ -3,13 +3,14 @@ package exporter
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
 )
@@ -50,7 +51,7 @@ func (s *memIntents) Create(_ context.Context, key string, value []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.m[key]; ok {
-		return errors.New("exists")
+		return jetstream.ErrKeyExists
 	}
 	s.m[key] = value
 	return nil

@@ -41,6 +41,7 @@ type runner struct {
 	checking bool          // an idle check is under way
 	idleDone bool          // an idle check found the work done
 
+	draining    bool     // stopping, with nothing beside the loop: work is done in order
 	forgetQueue []string // intents to delete once the deletion under way is done
 	forgetting  bool
 	queue       []*job            // sealed batches waiting for an uploader
@@ -236,6 +237,7 @@ func (r *runner) run(ctx context.Context) error {
 	r.set.SealAll(buffer.ReasonShutdown)
 	r.rej.SealAll(buffer.ReasonShutdown)
 	r.takeSealed()
+	stopBy := time.Now().Add(r.e.cfg.ShutdownTimeout)
 	deadline := time.NewTimer(r.e.cfg.ShutdownTimeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(250 * time.Millisecond)
@@ -258,6 +260,24 @@ func (r *runner) run(ctx context.Context) error {
 			return nil
 		}
 	}
+	// Apply what the work beside the loop still reports (deleted intents
+	// among it); from here on, everything is done in order.
+	for r.besideN > 0 {
+		select {
+		case apply := <-r.back:
+			r.besideN--
+			apply()
+		case <-deadline.C:
+			r.log.Warn("shutdown timeout while waiting for the state bucket and the catalog; the next start finishes their work")
+			return nil
+		}
+	}
+	r.draining = true
+	// What is stored goes into the table before the process ends; what a
+	// commit cut short leaves, the next start commits.
+	cctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), stopBy)
+	r.commitNow(cctx)
+	cancel()
 	r.saveNow(context.WithoutCancel(ctx))
 	r.log.Info("stopped cleanly")
 	return nil
@@ -333,6 +353,7 @@ func (r *runner) loop(ctx context.Context) error {
 			}
 			r.resolve(ctx, now)
 			r.tend(ctx, now)
+			r.commitTable(ctx, now, false)
 			r.flushPoison()
 			r.gauges(now)
 			if r.e.opts.UntilIdle && now.Sub(r.lastMsg) >= 500*time.Millisecond && len(r.queue) == 0 {

@@ -125,7 +125,11 @@ func (e *Exporter) upload(ctx context.Context, j *job) *result {
 		return res
 	}
 	res.bytes = int(body.Len())
-	res.key, err = pathtemplate.Key(e.cfg.S3.Prefix, b.Dir, b.First, b.Last, j.enc.Ext())
+	prefix := e.cfg.S3.Prefix
+	if e.table != nil && j.set != nil && j.enc == e.enc {
+		prefix = e.table.dataPrefix
+	}
+	res.key, err = pathtemplate.Key(prefix, b.Dir, b.First, b.Last, j.enc.Ext())
 	if err != nil {
 		res.err = err
 		return res

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jetlake/jetlake/exporter/iceberg"
+	"github.com/jetlake/jetlake/exporter/iceberg/icebergtest"
 )
 
 // memPlans is an in-memory PlanStore.
@@ -148,11 +149,11 @@ func TestTwoCommittersNeverCommitAFileTwice(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tr, err := e.readTable(e.db, e.postgres, e.cfg.Catalog, e.cfg.Namespace, e.cfg.Table)
+	tr, err := icebergtest.Read(e.db, e.postgres, e.cfg.Catalog, e.cfg.Namespace, e.cfg.Table, icebergtest.MinIOGet(e.mc, e.bucket))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if problems := tr.check(80); len(problems) > 0 {
-		t.Fatalf("%d problems, first: %s", len(problems), problems[0])
+	if problems := tr.Check(80); len(problems) > 0 || tr.Snapshots < 1 || tr.Snapshots > 2 {
+		t.Fatalf("%d snapshots and %d problems: %v", tr.Snapshots, len(problems), problems)
 	}
 }

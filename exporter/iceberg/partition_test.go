@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 
+	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/formats"
 )
 
@@ -26,8 +27,8 @@ func TestPartitionerAgreesWithIcebergGo(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	subjects := []string{"events.a", "events.b c", "a/b", "é+&=%", "", "x.y.z"}
-	for _, partitioning := range [][]string{
-		DefaultPartitioning,
+	for _, entries := range [][]string{
+		{"hour(timestamp)", "subject"},
 		{"day(timestamp)", "stream"},
 		{"month(timestamp)"},
 		{"year(timestamp)", "subject"},
@@ -36,7 +37,16 @@ func TestPartitionerAgreesWithIcebergGo(t *testing.T) {
 		{"sequence"},
 		{"timestamp"},
 		{"bucket(sequence, 7)", "truncate(stream, 2)"},
+		{},
 	} {
+		var partitioning []config.Partition
+		for _, e := range entries {
+			p, err := config.ParsePartition(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			partitioning = append(partitioning, p)
+		}
 		spec, err := Spec(schema, partitioning)
 		if err != nil {
 			t.Fatal(err)
@@ -80,7 +90,7 @@ func TestPartitionerRefusesColumnsFromThePayload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := Spec(schema, []string{"bucket(user_id, 8)"})
+	spec, err := Spec(schema, []config.Partition{{Column: "user_id", Transform: "bucket", N: 8}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +102,7 @@ func TestPartitionerRefusesColumnsFromThePayload(t *testing.T) {
 // The default partition folder costs no allocation per row.
 func TestPartitionerDoesNotAllocate(t *testing.T) {
 	schema, _ := Schema(formats.Fields(formats.Options{Format: formats.Parquet}))
-	spec, _ := Spec(schema, DefaultPartitioning)
+	spec, _ := Spec(schema, config.DefaultPartitioning)
 	p, err := NewPartitioner(schema, spec)
 	if err != nil {
 		t.Fatal(err)

@@ -2,11 +2,10 @@ package iceberg
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/apache/iceberg-go"
 
+	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/formats"
 )
 
@@ -46,76 +45,39 @@ func fieldType(t formats.ColumnType) (iceberg.Type, error) {
 	return nil, fmt.Errorf("type %q has no Iceberg type", t)
 }
 
-// DefaultPartitioning is the partitioning of a table when the connector
-// names none: by hour of the message time, then by subject.
-var DefaultPartitioning = []string{"hour(timestamp)", "subject"}
-
-// Spec returns the partition spec of partitioning, in Trino's syntax: a
-// column name (identity), year(col), month(col), day(col), hour(col),
-// bucket(col, n) or truncate(col, w).
-func Spec(schema *iceberg.Schema, partitioning []string) (iceberg.PartitionSpec, error) {
+// Spec returns the partition spec of partitioning over schema; fields are
+// named as Trino names them: subject, timestamp_hour, subject_bucket.
+func Spec(schema *iceberg.Schema, partitioning []config.Partition) (iceberg.PartitionSpec, error) {
 	var opts []iceberg.PartitionOption
 	for _, p := range partitioning {
-		col, tr, name, err := parsePartition(p)
-		if err != nil {
-			return iceberg.PartitionSpec{}, err
+		if _, ok := schema.FindFieldByName(p.Column); !ok {
+			return iceberg.PartitionSpec{}, fmt.Errorf("partitioning %s: the table has no column %q", p, p.Column)
 		}
-		if _, ok := schema.FindFieldByName(col); !ok {
-			return iceberg.PartitionSpec{}, fmt.Errorf("partitioning %q: the table has no column %q", p, col)
+		var tr iceberg.Transform
+		name := p.Column + "_" + p.Transform
+		switch p.Transform {
+		case "identity":
+			tr, name = iceberg.IdentityTransform{}, p.Column
+		case "year":
+			tr = iceberg.YearTransform{}
+		case "month":
+			tr = iceberg.MonthTransform{}
+		case "day":
+			tr = iceberg.DayTransform{}
+		case "hour":
+			tr = iceberg.HourTransform{}
+		case "bucket":
+			tr = iceberg.BucketTransform{NumBuckets: p.N}
+		case "truncate":
+			tr = iceberg.TruncateTransform{Width: p.N}
+		default:
+			return iceberg.PartitionSpec{}, fmt.Errorf("partitioning %s: unknown transform %q", p, p.Transform)
 		}
-		opts = append(opts, iceberg.AddPartitionFieldByName(col, name, tr, schema, nil))
+		opts = append(opts, iceberg.AddPartitionFieldByName(p.Column, name, tr, schema, nil))
 	}
 	spec, err := iceberg.NewPartitionSpecOpts(opts...)
 	if err != nil {
-		return iceberg.PartitionSpec{}, fmt.Errorf("partitioning %q: %w", partitioning, err)
+		return iceberg.PartitionSpec{}, fmt.Errorf("partitioning %v: %w", partitioning, err)
 	}
 	return spec, nil
-}
-
-// parsePartition parses one partitioning entry into its source column, its
-// transform and the partition field's name (Trino's: col, col_hour,
-// col_bucket, ...).
-func parsePartition(p string) (col string, tr iceberg.Transform, name string, err error) {
-	s := strings.TrimSpace(p)
-	fn, args, ok := strings.Cut(s, "(")
-	if !ok {
-		if s == "" || strings.ContainsAny(s, " ,)") {
-			return "", nil, "", fmt.Errorf("partitioning %q: want a column, or a transform such as hour(timestamp)", p)
-		}
-		return s, iceberg.IdentityTransform{}, s, nil
-	}
-	args, ok = strings.CutSuffix(args, ")")
-	if !ok {
-		return "", nil, "", fmt.Errorf("partitioning %q: missing )", p)
-	}
-	parts := strings.Split(args, ",")
-	for i := range parts {
-		parts[i] = strings.TrimSpace(parts[i])
-	}
-	fn = strings.ToLower(strings.TrimSpace(fn))
-	col = parts[0]
-	switch fn {
-	case "year", "month", "day", "hour":
-		if len(parts) != 1 || col == "" {
-			return "", nil, "", fmt.Errorf("partitioning %q: %s takes one column", p, fn)
-		}
-		tr = map[string]iceberg.Transform{"year": iceberg.YearTransform{}, "month": iceberg.MonthTransform{},
-			"day": iceberg.DayTransform{}, "hour": iceberg.HourTransform{}}[fn]
-	case "bucket", "truncate":
-		if len(parts) != 2 || col == "" {
-			return "", nil, "", fmt.Errorf("partitioning %q: %s takes a column and a number", p, fn)
-		}
-		n, err := strconv.Atoi(parts[1])
-		if err != nil || n <= 0 {
-			return "", nil, "", fmt.Errorf("partitioning %q: %q is not a positive number", p, parts[1])
-		}
-		if fn == "bucket" {
-			tr = iceberg.BucketTransform{NumBuckets: n}
-		} else {
-			tr = iceberg.TruncateTransform{Width: n}
-		}
-	default:
-		return "", nil, "", fmt.Errorf("partitioning %q: unknown transform %q (want year, month, day, hour, bucket or truncate)", p, fn)
-	}
-	return col, tr, col + "_" + fn, nil
 }

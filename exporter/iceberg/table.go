@@ -18,11 +18,12 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // a PostgreSQL catalog's driver
 	_ "modernc.org/sqlite"             // the embedded catalog's driver
 
+	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/formats"
 )
 
-// Config says which table to write and how to reach it. The zero
-// Partitioning means DefaultPartitioning.
+// Config says which table to write and how to reach it. An empty
+// Partitioning means an unpartitioned table.
 type Config struct {
 	// Catalog is the catalog's name, stored with every row of a SQL
 	// catalog (the connector's name).
@@ -34,7 +35,7 @@ type Config struct {
 	Table        string
 	Warehouse    string // "s3://bucket/prefix": the table lives at <Warehouse>/<Namespace>/<Table>
 	S3           S3
-	Partitioning []string
+	Partitioning []config.Partition
 }
 
 // S3 is how the catalog's file IO reaches the warehouse.
@@ -79,17 +80,13 @@ func Open(ctx context.Context, cfg Config, fields []formats.Field) (*Table, erro
 	if err != nil {
 		return nil, err
 	}
-	partitioning := cfg.Partitioning
-	if len(partitioning) == 0 {
-		partitioning = DefaultPartitioning
-	}
-	spec, err := Spec(schema, partitioning)
+	spec, err := Spec(schema, cfg.Partitioning)
 	if err != nil {
 		return nil, err
 	}
 	db, dialect, err := openDB(cfg.URI)
 	if err != nil {
-		return nil, err
+		return nil, &MismatchError{Diffs: []string{err.Error()}}
 	}
 	props := iceberg.Properties{
 		iceio.S3Region:          cfg.S3.Region,
@@ -165,7 +162,17 @@ func Compatible(haveSchema *iceberg.Schema, haveSpec iceberg.PartitionSpec, want
 	if len(diffs) == 0 {
 		return nil
 	}
-	return fmt.Errorf("the table does not fit the connector: %s", strings.Join(diffs, "; "))
+	return &MismatchError{Diffs: diffs}
+}
+
+// MismatchError reports a table whose schema or partitioning is not what
+// the connector writes. Waiting does not fix it.
+type MismatchError struct {
+	Diffs []string
+}
+
+func (e *MismatchError) Error() string {
+	return "the table does not fit the connector: " + strings.Join(e.Diffs, "; ")
 }
 
 func describe(f iceberg.NestedField) string {

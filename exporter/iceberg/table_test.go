@@ -13,8 +13,10 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
+	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/exportertest"
 	"github.com/jetlake/jetlake/exporter/iceberg"
+	"github.com/jetlake/jetlake/exporter/iceberg/icebergtest"
 	"github.com/jetlake/jetlake/formats"
 )
 
@@ -70,11 +72,12 @@ func newTableEnv(t *testing.T, catalog string) *tableEnv {
 	t.Cleanup(func() { db.Close() })
 	return &tableEnv{t: t, ms: ms, mc: mc, bucket: "lake", enc: enc, options: opts, db: db, postgres: catalog == "postgres",
 		cfg: iceberg.Config{
-			Catalog:   "test",
-			URI:       uri,
-			Namespace: "lake",
-			Table:     "events",
-			Warehouse: "s3://lake/raw",
+			Catalog:      "test",
+			URI:          uri,
+			Namespace:    "lake",
+			Table:        "events",
+			Warehouse:    "s3://lake/raw",
+			Partitioning: config.DefaultPartitioning,
 			S3: iceberg.S3{Endpoint: ms.Endpoint, Region: exportertest.MinIORegion,
 				AccessKeyID: ms.AccessKey, SecretAccessKey: ms.SecretKey},
 		}}
@@ -92,17 +95,17 @@ func (e *tableEnv) open() *iceberg.Table {
 
 // read reads the table as an independent reader and requires sequences
 // 1..last each in exactly one file, and snapshots snapshots.
-func (e *tableEnv) read(last uint64, snapshots int) *tableRead {
+func (e *tableEnv) read(last uint64, snapshots int) *icebergtest.Table {
 	e.t.Helper()
-	tr, err := e.readTable(e.db, e.postgres, e.cfg.Catalog, e.cfg.Namespace, e.cfg.Table)
+	tr, err := icebergtest.Read(e.db, e.postgres, e.cfg.Catalog, e.cfg.Namespace, e.cfg.Table, icebergtest.MinIOGet(e.mc, e.bucket))
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if problems := tr.check(last); len(problems) > 0 {
+	if problems := tr.Check(last); len(problems) > 0 {
 		e.t.Fatalf("%d problems, first: %s", len(problems), strings.Join(problems[:min(5, len(problems))], "; "))
 	}
-	if tr.snapshots != snapshots {
-		e.t.Fatalf("%d snapshots, want %d", tr.snapshots, snapshots)
+	if tr.Snapshots != snapshots {
+		e.t.Fatalf("%d snapshots, want %d", tr.Snapshots, snapshots)
 	}
 	return tr
 }
@@ -171,8 +174,8 @@ func aTableIsCreatedAndACommitLandsOnce(t *testing.T, e *tableEnv) {
 	if len(got) != 2 {
 		t.Fatalf("files %v, want the 2 committed", got)
 	}
-	if tr := e.read(20, 1); len(tr.files) != 2 {
-		t.Fatalf("the reader found %d files, want 2", len(tr.files))
+	if tr := e.read(20, 1); len(tr.Files) != 2 {
+		t.Fatalf("the reader found %d files, want 2", len(tr.Files))
 	}
 }
 
@@ -182,12 +185,12 @@ func TestATableThatDoesNotFitIsRefusedWithTheDifference(t *testing.T) {
 
 func aTableThatDoesNotFitIsRefusedWithTheDifference(t *testing.T, e *tableEnv) {
 	e.open()
-	e.cfg.Partitioning = []string{"day(timestamp)"}
+	e.cfg.Partitioning = []config.Partition{{Column: "timestamp", Transform: "day"}}
 	_, err := iceberg.Open(context.Background(), e.cfg, formats.Fields(e.options))
 	if err == nil || !strings.Contains(err.Error(), "partitioned by [hour(timestamp), identity(subject)], the connector by [day(timestamp)]") {
 		t.Fatalf("Open of a table partitioned otherwise: %v", err)
 	}
-	e.cfg.Partitioning = nil
+	e.cfg.Partitioning = config.DefaultPartitioning
 	_, err = iceberg.Open(context.Background(), e.cfg, formats.Fields(formats.Options{Format: formats.Parquet, Headers: true, FieldIDs: true}))
 	if err == nil || !strings.Contains(err.Error(), "column 5 is 5 payload string optional in the table, the connector writes 5 headers string optional") {
 		t.Fatalf("Open with another schema: %v", err)
@@ -241,33 +244,4 @@ func concurrentCommitsAllLandOnce(t *testing.T, e *tableEnv) {
 		}
 	}
 	e.read(2*per*10, 2*per)
-}
-
-func TestPartitioningIsTrinosSyntax(t *testing.T) {
-	schema, err := iceberg.Schema(formats.Fields(formats.Options{Format: formats.Parquet}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tt := range []struct {
-		partitioning []string
-		err          string
-	}{
-		{[]string{"hour(timestamp)", "subject"}, ""},
-		{[]string{"day(timestamp)", "bucket(subject, 16)", "truncate(stream, 4)"}, ""},
-		{[]string{" month( timestamp ) "}, ""},
-		{[]string{"hour(nope)"}, `the table has no column "nope"`},
-		{[]string{"hours(timestamp)"}, `unknown transform "hours"`},
-		{[]string{"bucket(subject)"}, "bucket takes a column and a number"},
-		{[]string{"bucket(subject, -1)"}, `"-1" is not a positive number`},
-		{[]string{"hour(timestamp"}, "missing )"},
-		{[]string{""}, "want a column"},
-	} {
-		_, err := iceberg.Spec(schema, tt.partitioning)
-		switch {
-		case tt.err == "" && err != nil:
-			t.Errorf("%q: %v", tt.partitioning, err)
-		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
-			t.Errorf("%q: error %v, want one saying %q", tt.partitioning, err, tt.err)
-		}
-	}
 }

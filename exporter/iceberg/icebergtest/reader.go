@@ -1,4 +1,8 @@
-package iceberg_test
+// Package icebergtest reads Iceberg tables for tests as an independent
+// reader would, without iceberg-go: the catalog's row, the metadata file,
+// the current snapshot's manifest list, its manifests (Avro) and the data
+// files (parquet).
+package icebergtest
 
 import (
 	"bytes"
@@ -16,26 +20,43 @@ import (
 	"github.com/twmb/avro/ocf"
 )
 
-// tableRead is what an independent reader finds in a table, following the
-// chain a query engine follows, without iceberg-go: the catalog's row, the
-// metadata file, the current snapshot's manifest list, its manifests (Avro)
-// and the data files (parquet).
-type tableRead struct {
-	snapshots int
-	files     []fileRead
+// Table is what the reader finds in a table.
+type Table struct {
+	Snapshots int
+	Files     []File
 }
 
-// fileRead is one live data file of the current snapshot.
-type fileRead struct {
-	path     string
-	records  int64 // as the manifest says
-	seqs     []uint64
-	subjects map[string]bool
-	hours    map[int64]bool // unix hours of the rows' timestamps
+// File is one live data file of the current snapshot.
+type File struct {
+	Path     string
+	Records  int64 // as the manifest entry says
+	Seqs     []uint64
+	Subjects map[string]bool
+	Hours    map[int64]bool // unix hours of the rows' timestamps
 }
 
-// readTable reads the table ns.name of the catalog catalogName in db.
-func (e *tableEnv) readTable(db *sql.DB, postgres bool, catalogName, ns, name string) (*tableRead, error) {
+// Get returns the body of an s3:// location.
+type Get func(loc string) ([]byte, error)
+
+// MinIOGet returns a Get of the objects of bucket through mc.
+func MinIOGet(mc *minio.Client, bucket string) Get {
+	return func(loc string) ([]byte, error) {
+		key, ok := strings.CutPrefix(loc, "s3://"+bucket+"/")
+		if !ok {
+			return nil, fmt.Errorf("%s is not in bucket %s", loc, bucket)
+		}
+		r, err := mc.GetObject(context.Background(), bucket, key, minio.GetObjectOptions{})
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		return io.ReadAll(r)
+	}
+}
+
+// Read reads the table ns.name of the SQL catalog catalogName in db (a
+// PostgreSQL database when postgres is set, sqlite otherwise).
+func Read(db *sql.DB, postgres bool, catalogName, ns, name string, get Get) (*Table, error) {
 	ctx := context.Background()
 	q := "SELECT metadata_location FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?"
 	if postgres {
@@ -45,7 +66,7 @@ func (e *tableEnv) readTable(db *sql.DB, postgres bool, catalogName, ns, name st
 	if err := db.QueryRowContext(ctx, q, catalogName, ns, name).Scan(&metaLoc); err != nil {
 		return nil, fmt.Errorf("catalog row: %w", err)
 	}
-	body, err := e.object(metaLoc)
+	body, err := get(metaLoc)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +80,7 @@ func (e *tableEnv) readTable(db *sql.DB, postgres bool, catalogName, ns, name st
 	if err := json.Unmarshal(body, &meta); err != nil {
 		return nil, fmt.Errorf("%s: %w", metaLoc, err)
 	}
-	out := &tableRead{snapshots: len(meta.Snapshots)}
+	out := &Table{Snapshots: len(meta.Snapshots)}
 	if meta.Current == nil || *meta.Current == -1 {
 		return out, nil
 	}
@@ -72,7 +93,7 @@ func (e *tableEnv) readTable(db *sql.DB, postgres bool, catalogName, ns, name st
 	if list == "" {
 		return nil, fmt.Errorf("%s: the current snapshot %d is not among the snapshots", metaLoc, *meta.Current)
 	}
-	manifests, err := e.avroRecords(list)
+	manifests, err := avroRecords(get, list)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +102,7 @@ func (e *tableEnv) readTable(db *sql.DB, postgres bool, catalogName, ns, name st
 			continue // delete files: jetlake writes none
 		}
 		path, _ := m["manifest_path"].(string)
-		entries, err := e.avroRecords(path)
+		entries, err := avroRecords(get, path)
 		if err != nil {
 			return nil, err
 		}
@@ -90,35 +111,21 @@ func (e *tableEnv) readTable(db *sql.DB, postgres bool, catalogName, ns, name st
 				continue // deleted
 			}
 			df, _ := entry["data_file"].(map[string]any)
-			f := fileRead{subjects: map[string]bool{}, hours: map[int64]bool{}}
-			f.path, _ = df["file_path"].(string)
-			f.records, _ = df["record_count"].(int64)
-			if err := e.readDataFile(&f); err != nil {
+			f := File{Subjects: map[string]bool{}, Hours: map[int64]bool{}}
+			f.Path, _ = df["file_path"].(string)
+			f.Records, _ = df["record_count"].(int64)
+			if err := readDataFile(get, &f); err != nil {
 				return nil, err
 			}
-			out.files = append(out.files, f)
+			out.Files = append(out.Files, f)
 		}
 	}
 	return out, nil
 }
 
-// object returns the body of an s3:// location in the test's bucket.
-func (e *tableEnv) object(loc string) ([]byte, error) {
-	key, ok := strings.CutPrefix(loc, "s3://"+e.bucket+"/")
-	if !ok {
-		return nil, fmt.Errorf("%s is not in bucket %s", loc, e.bucket)
-	}
-	r, err := e.mc.GetObject(context.Background(), e.bucket, key, minio.GetObjectOptions{})
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	return io.ReadAll(r)
-}
-
 // avroRecords decodes every record of an Avro object container file.
-func (e *tableEnv) avroRecords(loc string) ([]map[string]any, error) {
-	body, err := e.object(loc)
+func avroRecords(get Get, loc string) ([]map[string]any, error) {
+	body, err := get(loc)
 	if err != nil {
 		return nil, err
 	}
@@ -142,8 +149,8 @@ func (e *tableEnv) avroRecords(loc string) ([]map[string]any, error) {
 }
 
 // readDataFile reads a data file's sequences, subjects and hours.
-func (e *tableEnv) readDataFile(f *fileRead) error {
-	body, err := e.object(f.path)
+func readDataFile(get Get, f *File) error {
+	body, err := get(f.Path)
 	if err != nil {
 		return err
 	}
@@ -154,34 +161,34 @@ func (e *tableEnv) readDataFile(f *fileRead) error {
 	}
 	rows, err := parquet.Read[row](bytes.NewReader(body), int64(len(body)))
 	if err != nil {
-		return fmt.Errorf("%s: %w", f.path, err)
+		return fmt.Errorf("%s: %w", f.Path, err)
 	}
 	for _, r := range rows {
-		f.seqs = append(f.seqs, uint64(r.Sequence))
-		f.subjects[r.Subject] = true
-		f.hours[r.Timestamp.Unix()/3600] = true
+		f.Seqs = append(f.Seqs, uint64(r.Sequence))
+		f.Subjects[r.Subject] = true
+		f.Hours[r.Timestamp.Unix()/3600] = true
 	}
 	return nil
 }
 
-// check reports what is wrong with what the reader found: sequences
+// Check reports what is wrong with what the reader found: sequences
 // 1..last each in exactly one file, each file of one subject and one hour,
 // holding as many rows as its manifest entry says.
-func (tr *tableRead) check(last uint64) []string {
+func (tr *Table) Check(last uint64) []string {
 	var problems []string
 	seen := map[uint64]string{}
-	for _, f := range tr.files {
-		if int64(len(f.seqs)) != f.records {
-			problems = append(problems, fmt.Sprintf("%s: %d rows, its manifest entry says %d", f.path, len(f.seqs), f.records))
+	for _, f := range tr.Files {
+		if int64(len(f.Seqs)) != f.Records {
+			problems = append(problems, fmt.Sprintf("%s: %d rows, its manifest entry says %d", f.Path, len(f.Seqs), f.Records))
 		}
-		if len(f.subjects) != 1 || len(f.hours) != 1 {
-			problems = append(problems, fmt.Sprintf("%s: %d subjects and %d hours, want one of each", f.path, len(f.subjects), len(f.hours)))
+		if len(f.Subjects) != 1 || len(f.Hours) != 1 {
+			problems = append(problems, fmt.Sprintf("%s: %d subjects and %d hours, want one of each", f.Path, len(f.Subjects), len(f.Hours)))
 		}
-		for _, q := range f.seqs {
+		for _, q := range f.Seqs {
 			if prev, dup := seen[q]; dup {
-				problems = append(problems, fmt.Sprintf("sequence %d is in %s and %s", q, prev, f.path))
+				problems = append(problems, fmt.Sprintf("sequence %d is in %s and %s", q, prev, f.Path))
 			}
-			seen[q] = f.path
+			seen[q] = f.Path
 		}
 	}
 	for q := uint64(1); q <= last; q++ {

@@ -1,0 +1,116 @@
+package exporter_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/iceberg/icebergtest"
+)
+
+// icebergConnector turns the test's connector into one that writes an
+// Iceberg table through an embedded sqlite catalog, and returns the
+// catalog file.
+func (e *env) icebergConnector(interval string) string {
+	e.t.Helper()
+	body, err := os.ReadFile(e.file)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	catalog := filepath.Join(e.t.TempDir(), "catalog.db")
+	s := strings.Replace(string(body), `format = "json_lines"`, `format = "parquet"`, 1)
+	s = strings.Replace(s, `path_template = "{stream}/{subject}/{date}/{hour}"`, "", 1)
+	s += fmt.Sprintf("\n[iceberg]\nuri = %q\nnamespace = \"lake\"\ntable = \"events\"\ncommit_interval = %q\n", "sqlite://"+catalog, interval)
+	if err := os.WriteFile(e.file, []byte(s), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+	return catalog
+}
+
+// readTable reads the connector's table as an independent reader.
+func (e *env) readTable(c *config.Connector, catalog string) *icebergtest.Table {
+	e.t.Helper()
+	db, err := sql.Open("sqlite", "file:"+catalog)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer db.Close()
+	tr, err := icebergtest.Read(db, false, c.Name, "lake", "events", icebergtest.MinIOGet(e.mc, e.bucket))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return tr
+}
+
+// A connector with [iceberg] writes a table: every sequence in exactly one
+// data file of the current snapshot, each file of one subject and one hour,
+// in few snapshots; the data files lie under the table's data folder, named
+// by their partition and sequence range.
+func TestAnIcebergConnectorWritesEverySequenceOnceIntoTheTable(t *testing.T) {
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
+max_messages_per_file = 100
+max_file_age = "1s"`)
+	catalog := e.icebergConnector("1h")
+	c := e.connector()
+	e.publish(1000, 4)
+	e.runUntilIdle(c, 2*time.Minute)
+	tr := e.readTable(c, catalog)
+	if problems := tr.Check(1000); len(problems) > 0 {
+		t.Fatalf("%d problems, first: %s", len(problems), strings.Join(problems[:min(5, len(problems))], "; "))
+	}
+	// One commit at the end of the run, the interval being an hour.
+	// 250 messages per subject, 100 per file: 3 files a subject.
+	if tr.Snapshots != 1 || len(tr.Files) != 12 {
+		t.Fatalf("%d files in %d snapshots, want 12 in 1", len(tr.Files), tr.Snapshots)
+	}
+	for _, f := range tr.Files {
+		if !strings.HasPrefix(f.Path, "s3://"+e.bucket+"/raw/lake/events/data/timestamp_hour=") || !strings.Contains(f.Path, "/subject="+e.stream) {
+			t.Fatalf("data file %s is not under the table's partition folders", f.Path)
+		}
+	}
+	e.wantAllAcked()
+
+	// A second run adds a snapshot with the new files only.
+	e.publish(500, 4)
+	e.runUntilIdle(c, 2*time.Minute)
+	tr = e.readTable(c, catalog)
+	if problems := tr.Check(1500); len(problems) > 0 {
+		t.Fatalf("%d problems, first: %s", len(problems), strings.Join(problems[:min(5, len(problems))], "; "))
+	}
+	if tr.Snapshots != 2 {
+		t.Fatalf("%d snapshots, want 2", tr.Snapshots)
+	}
+	e.wantAllAcked()
+	if n := e.stateKeys(context.Background()); n != 0 {
+		t.Errorf("%d intents, plans and claims left in the state bucket after clean runs", n)
+	}
+}
+
+// stateKeys returns how many intents, commit plans and claims of the test's
+// connector the state bucket holds.
+func (e *env) stateKeys(ctx context.Context) int {
+	e.t.Helper()
+	kv, err := e.js.KeyValue(ctx, config.DefaultStateBucket)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	name := base64.RawURLEncoding.EncodeToString([]byte("c" + e.stream))
+	n := 0
+	for _, prefix := range []string{"intent." + name + ".>", "iceberg." + name + ".>"} {
+		lister, err := kv.ListKeysFiltered(ctx, prefix)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for range lister.Keys() {
+			n++
+		}
+	}
+	return n
+}

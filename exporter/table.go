@@ -1,0 +1,262 @@
+package exporter
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlake/jetlake/exporter/iceberg"
+	"github.com/jetlake/jetlake/formats"
+)
+
+// lakeTable is the Iceberg table a connector with [iceberg] writes, and what
+// the runner knows of the data files on their way into it. A batch's data
+// file is stored and acked like any object (its intent records it for
+// commit); every commit_interval the files stored since the last commit are
+// committed in one snapshot by an iceberg.Committer, beside the loop. An
+// intent is deleted only once its file's plan is in the table and the
+// export record's floor has passed it. Only the runner goroutine uses it
+// once the runner runs.
+type lakeTable struct {
+	t          *iceberg.Table
+	committer  *iceberg.Committer
+	part       *iceberg.Partitioner
+	dataPrefix string // object key prefix of the data files
+	bucket     string
+
+	pending    []iceberg.File           // stored, in no plan yet
+	committing []iceberg.File           // in the commit under way
+	planOf     map[string]*iceberg.Plan // intent key → the committed plan holding its file
+	left       map[*iceberg.Plan]int    // intents of a plan not yet deleted
+	claimed    map[string]bool          // intents whose file is in a plan
+	deferred   map[string]bool          // intents the floor passed before their file's plan was committed
+	lastCommit time.Time
+}
+
+// openTable opens (or creates) the connector's table and commits the plans
+// an earlier process left.
+func (e *Exporter) openTable(ctx context.Context) (*lakeTable, error) {
+	ic := e.cfg.Iceberg
+	s3 := e.cfg.S3
+	warehouse := "s3://" + s3.Bucket
+	dataPrefix := ic.Namespace + "/" + ic.Table + "/data"
+	if s3.Prefix != "" {
+		warehouse += "/" + s3.Prefix
+		dataPrefix = s3.Prefix + "/" + dataPrefix
+	}
+	cfg := iceberg.Config{
+		Catalog: e.cfg.Name, URI: ic.URI, Namespace: ic.Namespace, Table: ic.Table, Warehouse: warehouse,
+		S3:           iceberg.S3{Endpoint: s3.Endpoint, Region: s3.Region},
+		Partitioning: ic.Partitioning,
+	}
+	if s3.AccessKeyIDEnv != "" {
+		cfg.S3.AccessKeyID, cfg.S3.SecretAccessKey = os.Getenv(s3.AccessKeyIDEnv), os.Getenv(s3.SecretAccessKeyEnv)
+	}
+	t, err := iceberg.Open(ctx, cfg, formats.Fields(e.encOptions))
+	if err != nil {
+		return nil, err
+	}
+	part, err := t.Partitioner()
+	if err != nil {
+		t.Close()
+		return nil, err
+	}
+	lt := &lakeTable{
+		t: t, part: part, dataPrefix: dataPrefix, bucket: s3.Bucket,
+		committer: iceberg.NewCommitter(t, planStore{e.intents}, tablePrefix(e.cfg.Name, ic.Namespace, ic.Table)),
+		planOf:    map[string]*iceberg.Plan{}, left: map[*iceberg.Plan]int{},
+		claimed: map[string]bool{}, deferred: map[string]bool{}, lastCommit: time.Now(),
+	}
+	lt.committer.Summary = map[string]string{"jetlake.connector": e.cfg.Name}
+	plans, err := lt.committer.Recover(ctx)
+	if err != nil {
+		t.Close()
+		return nil, fmt.Errorf("iceberg table %s: recover commits: %w", t.Name(), err)
+	}
+	for _, p := range plans {
+		for _, f := range p.Files {
+			lt.claimed[f.Intent] = true
+			lt.planOf[f.Intent] = p
+		}
+		// Intents that still exist are counted as recovery finds them
+		// (found); a plan none of whose intents is left is forgotten
+		// once the streams are set up.
+		lt.left[p] = 0
+	}
+	e.log.Info("iceberg table ready", "table", t.Name(), "location", t.Location(), "plans_recovered", len(plans))
+	return lt, nil
+}
+
+// tablePrefix is the state-bucket key prefix of a table's commit plans and
+// claims. Namespace and table names are tokens KV keys allow.
+func tablePrefix(connector, namespace, table string) string {
+	return "iceberg." + base64.RawURLEncoding.EncodeToString([]byte(connector)) + "." + namespace + "." + table + "."
+}
+
+// location is the s3:// location of an object key.
+func (lt *lakeTable) location(key string) string { return "s3://" + lt.bucket + "/" + key }
+
+// found records an intent recovery found whose object exists: in a plan
+// already, or waiting for one.
+func (lt *lakeTable) found(ikey string, in *intent) {
+	if p, ok := lt.planOf[ikey]; ok {
+		lt.left[p]++
+		return
+	}
+	if lt.claimed[ikey] {
+		return
+	}
+	lt.stored(ikey, in.Key, in.Seqs.runs[0][0], in.Seqs.Last())
+}
+
+// stored records a data file stored under its intent: it goes into the
+// next commit.
+func (lt *lakeTable) stored(ikey, key string, first, last uint64) {
+	lt.claimed[ikey] = true
+	lt.pending = append(lt.pending, iceberg.File{Location: lt.location(key), Intent: ikey, First: first, Last: last})
+}
+
+// forgettable splits intents the export record's floor has passed into
+// those whose file is in the table, to delete now, and the others, deleted
+// once their plan is committed.
+func (lt *lakeTable) forgettable(keys []string) []string {
+	out := keys[:0]
+	for _, k := range keys {
+		if _, ok := lt.planOf[k]; ok || !lt.claimed[k] {
+			out = append(out, k)
+			continue
+		}
+		lt.deferred[k] = true
+	}
+	return out
+}
+
+// forgotten records deleted intents, and returns the plans none of whose
+// intents is left: they can go.
+func (lt *lakeTable) forgotten(keys []string) []*iceberg.Plan {
+	var done []*iceberg.Plan
+	for _, k := range keys {
+		p, ok := lt.planOf[k]
+		if !ok {
+			continue
+		}
+		delete(lt.planOf, k)
+		delete(lt.claimed, k)
+		if lt.left[p]--; lt.left[p] <= 0 {
+			delete(lt.left, p)
+			done = append(done, p)
+		}
+	}
+	return done
+}
+
+// committed records a commit that landed: its plan's intents may go once
+// the floor passes them (now, for those it passed already). Files another
+// plan claimed are that plan's business.
+func (lt *lakeTable) committed(p *iceberg.Plan, files []iceberg.File) (forget []string) {
+	in := map[string]bool{}
+	for _, f := range p.Files {
+		in[f.Intent] = true
+		lt.planOf[f.Intent] = p
+		lt.left[p]++
+	}
+	for _, f := range files {
+		if !in[f.Intent] {
+			delete(lt.claimed, f.Intent)
+		}
+		if lt.deferred[f.Intent] {
+			delete(lt.deferred, f.Intent)
+			forget = append(forget, f.Intent)
+		}
+	}
+	return forget
+}
+
+// idle reports whether no data file waits for a commit.
+func (lt *lakeTable) idle() bool { return len(lt.pending) == 0 && lt.committing == nil }
+
+// commitTable starts a commit of the stored files beside the loop when
+// commit_interval has passed since the last one, or at once with force.
+func (r *runner) commitTable(ctx context.Context, now time.Time, force bool) {
+	lt := r.e.table
+	if lt == nil || lt.committing != nil || len(lt.pending) == 0 {
+		return
+	}
+	if !force && now.Sub(lt.lastCommit) < r.e.cfg.Iceberg.CommitInterval {
+		return
+	}
+	files := lt.pending
+	lt.pending, lt.committing = nil, files
+	r.beside(func() func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		start := time.Now()
+		plan, err := lt.committer.Commit(cctx, files)
+		took := time.Since(start)
+		return func() { r.tableCommitted(plan, files, took, err) }
+	})
+}
+
+// tableCommitted applies the outcome of a commit.
+func (r *runner) tableCommitted(plan *iceberg.Plan, files []iceberg.File, took time.Duration, err error) {
+	lt := r.e.table
+	lt.committing = nil
+	lt.lastCommit = time.Now()
+	if err != nil {
+		// The files wait for the next commit; a plan recorded before
+		// the failure is committed by recovery, or claims them first.
+		lt.pending = append(files, lt.pending...)
+		r.log.Warn("iceberg commit failed; trying again", "table", lt.t.Name(), "files", len(files), "error", err)
+		var pe *PermanentError
+		if errors.As(err, &pe) {
+			r.fail(err)
+		}
+		return
+	}
+	r.log.Info("iceberg commit", "table", lt.t.Name(), "commit", plan.ID, "files", len(plan.Files),
+		"duration", took.Round(time.Millisecond))
+	r.forget(lt.committed(plan, files))
+}
+
+// commitNow commits what is stored, on the way out.
+func (r *runner) commitNow(ctx context.Context) {
+	lt := r.e.table
+	if lt == nil || len(lt.pending) == 0 {
+		return
+	}
+	files := lt.pending
+	lt.pending = nil
+	start := time.Now()
+	plan, err := lt.committer.Commit(ctx, files)
+	r.tableCommitted(plan, files, time.Since(start), err)
+}
+
+// planStore is the iceberg.PlanStore of the state bucket.
+type planStore struct{ st intentStore }
+
+func (p planStore) Create(ctx context.Context, key string, value []byte) error {
+	err := p.st.Create(ctx, key, value)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return fmt.Errorf("%w: %w", iceberg.ErrExists, err)
+	}
+	return err
+}
+
+func (p planStore) Get(ctx context.Context, key string) ([]byte, error) {
+	v, _, err := p.st.Get(ctx, key)
+	if errors.Is(err, errNoRecord) {
+		return nil, iceberg.ErrMissing
+	}
+	return v, err
+}
+
+func (p planStore) Delete(ctx context.Context, key string) error { return p.st.Delete(ctx, key) }
+
+func (p planStore) List(ctx context.Context, prefix string) (map[string][]byte, error) {
+	return p.st.List(ctx, prefix)
+}
