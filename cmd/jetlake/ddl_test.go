@@ -152,6 +152,15 @@ func TestDDLRefusesFormatsNoTableReads(t *testing.T) {
 	}
 }
 
+func TestDDLSaysAnIcebergTableIsReadFromItsCatalog(t *testing.T) {
+	c := strings.Replace(ddlConnector(`format = "parquet"`, "{stream}/{date}", "[iceberg]\nuri = \"sqlite:///tmp/c.db\"\n"), "path_template = \"{stream}/{date}\"\n", "", 1)
+	path := writeFile(t, "c.toml", c)
+	code, out, errOut := runDDL(t, "-config", path, "-engine", engineTrino)
+	if want := "writes the Iceberg table jetlake.events in its catalog (sqlite:///tmp/c.db)"; code != 1 || out != "" || !strings.Contains(errOut, want) {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and %q", code, out, errOut, want)
+	}
+}
+
 func TestDDLExplainsTemplatesThatCannotBeProjected(t *testing.T) {
 	for _, tt := range []struct{ template, want string }{
 		{"{stream}/dt-{date}", `segment "dt-{date}" mixes a variable with other text, so it cannot be projected`},
