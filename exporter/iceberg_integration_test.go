@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/iceberg/icebergtest"
 )
 
@@ -59,6 +62,8 @@ max_messages_per_file = 100
 max_file_age = "1s"`)
 	catalog := e.icebergConnector("1h")
 	c := e.connector()
+	reg := prometheus.NewRegistry()
+	e.metrics = exporter.NewMetrics(reg)
 	e.publish(1000, 4)
 	e.runUntilIdle(c, 2*time.Minute)
 	tr := e.readTable(c, catalog)
@@ -69,6 +74,12 @@ max_file_age = "1s"`)
 	// 250 messages per subject, 100 per file: 3 files a subject.
 	if tr.Snapshots != 1 || len(tr.Files) != 12 {
 		t.Fatalf("%d files in %d snapshots, want 12 in 1", len(tr.Files), tr.Snapshots)
+	}
+	if n := gauge(t, reg, "jetlake_iceberg_table_snapshots"); n != 1 {
+		t.Errorf("jetlake_iceberg_table_snapshots = %v, want 1", n)
+	}
+	if since := time.Since(time.Unix(int64(gauge(t, reg, "jetlake_iceberg_last_commit_timestamp_seconds")), 0)); since > time.Minute {
+		t.Errorf("last commit %s ago", since)
 	}
 	for _, f := range tr.Files {
 		if !strings.HasPrefix(f.Path, "s3://"+e.bucket+"/raw/lake/events/data/timestamp_hour=") || !strings.Contains(f.Path, "/subject="+e.stream) {

@@ -32,6 +32,13 @@ type Metrics struct {
 	pending          *prometheus.GaugeVec
 	ackPending       *prometheus.GaugeVec
 	freshness        *prometheus.GaugeVec
+
+	// Iceberg tables, by connector and table.
+	commits        *prometheus.CounterVec
+	commitSeconds  *prometheus.HistogramVec
+	commitFiles    *prometheus.HistogramVec
+	lastCommit     *prometheus.GaugeVec
+	tableSnapshots *prometheus.GaugeVec
 }
 
 // NewMetrics creates the metrics and registers them with reg; a nil reg
@@ -70,11 +77,23 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		pending:        gauge("consumer_pending_messages", "Messages in the stream not yet delivered to the consumer.", cs...),
 		ackPending:     gauge("consumer_ack_pending_messages", "Messages delivered to the consumer and not yet acked.", cs...),
 		freshness:      gauge("freshness_seconds", "Now minus the timestamp of the newest exported message.", cs...),
+
+		commits: counter("iceberg_commits_total", "Commits to an Iceberg table, by outcome: committed or failed.", "connector", "table", "outcome"),
+		commitSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "jetlake", Name: "iceberg_commit_duration_seconds", Help: "Time to commit to an Iceberg table, retries included.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
+		}, []string{"connector", "table"}),
+		commitFiles: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "jetlake", Name: "iceberg_commit_files", Help: "Data files added by a commit to an Iceberg table.",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 9),
+		}, []string{"connector", "table"}),
+		lastCommit:     gauge("iceberg_last_commit_timestamp_seconds", "Unix time of the last commit to an Iceberg table.", "connector", "table"),
+		tableSnapshots: gauge("iceberg_table_snapshots", "Snapshots in an Iceberg table's metadata after the last commit.", "connector", "table"),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.received, m.redelivered, m.acked, m.objects, m.bytes, m.uploadSeconds,
 			m.objectBytes, m.uploadErrors, m.lost, m.rejected, m.bufferedMessages, m.bufferedBytes, m.bufferedPeak, m.oldestBuffered,
-			m.pending, m.ackPending, m.freshness} {
+			m.pending, m.ackPending, m.freshness, m.commits, m.commitSeconds, m.commitFiles, m.lastCommit, m.tableSnapshots} {
 			reg.MustRegister(c)
 		}
 	}

@@ -207,7 +207,9 @@ func (r *runner) tableCommitted(plan *iceberg.Plan, files []iceberg.File, took t
 	lt := r.e.table
 	lt.committing = nil
 	lt.lastCommit = time.Now()
+	m, name, table := r.e.m, r.e.cfg.Name, lt.t.Name()
 	if err != nil {
+		m.commits.WithLabelValues(name, table, "failed").Inc()
 		// The files wait for the next commit; a plan recorded before
 		// the failure is committed by recovery, or claims them first.
 		lt.pending = append(files, lt.pending...)
@@ -218,9 +220,17 @@ func (r *runner) tableCommitted(plan *iceberg.Plan, files []iceberg.File, took t
 		}
 		return
 	}
-	r.log.Info("iceberg commit", "table", lt.t.Name(), "commit", plan.ID, "files", len(plan.Files),
+	defer r.forget(lt.committed(plan, files))
+	if len(plan.Files) == 0 {
+		return // every file was in another plan
+	}
+	m.commits.WithLabelValues(name, table, "committed").Inc()
+	m.commitSeconds.WithLabelValues(name, table).Observe(took.Seconds())
+	m.commitFiles.WithLabelValues(name, table).Observe(float64(len(plan.Files)))
+	m.lastCommit.WithLabelValues(name, table).Set(float64(lt.lastCommit.Unix()))
+	m.tableSnapshots.WithLabelValues(name, table).Set(float64(lt.t.Snapshots()))
+	r.log.Info("iceberg commit", "table", table, "commit", plan.ID, "files", len(plan.Files),
 		"duration", took.Round(time.Millisecond))
-	r.forget(lt.committed(plan, files))
 }
 
 // commitNow commits what is stored, on the way out.
