@@ -73,6 +73,8 @@ func (e *Exporter) openTable(ctx context.Context) (*lakeTable, error) {
 		claimed: map[string]bool{}, deferred: map[string]bool{}, lastCommit: time.Now(),
 	}
 	lt.committer.Summary = map[string]string{"jetlake.connector": e.cfg.Name}
+	lt.committer.AfterPlan = func() { crashPoint("before-table-commit") }
+	lt.committer.BeforeRecommit = func() { crashPoint("during-table-recovery") }
 	plans, err := lt.committer.Recover(ctx)
 	if err != nil {
 		t.Close()
@@ -197,6 +199,9 @@ func (r *runner) commitTable(ctx context.Context, now time.Time, force bool) {
 		defer cancel()
 		start := time.Now()
 		plan, err := lt.committer.Commit(cctx, files)
+		if err == nil {
+			crashPoint("after-table-commit")
+		}
 		took := time.Since(start)
 		return func() { r.tableCommitted(plan, files, took, err) }
 	})

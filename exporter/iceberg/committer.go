@@ -63,6 +63,10 @@ type Committer struct {
 	// Summary is added to every commit's snapshot summary: the stream and
 	// consumer, for readers of the table's history.
 	Summary map[string]string
+	// AfterPlan, when set, runs once a plan is recorded, before its
+	// commit; BeforeRecommit before recovery commits a plan the table does
+	// not hold. Crash tests use them.
+	AfterPlan, BeforeRecommit func()
 }
 
 // NewCommitter returns a Committer of files to table, keeping plans and
@@ -103,6 +107,9 @@ func (c *Committer) Commit(ctx context.Context, files []File) (*Plan, error) {
 	}
 	if err := c.plans.Create(ctx, c.planKey(plan.ID), value); err != nil {
 		return nil, fmt.Errorf("record commit plan: %w", err)
+	}
+	if c.AfterPlan != nil {
+		c.AfterPlan()
 	}
 	return plan, c.commit(ctx, plan)
 }
@@ -151,6 +158,9 @@ func (c *Committer) Recover(ctx context.Context) ([]*Plan, error) {
 		}
 		planned[p.ID] = true
 		if !c.table.Committed(p.ID) {
+			if c.BeforeRecommit != nil {
+				c.BeforeRecommit()
+			}
 			if err := c.commit(ctx, &p); err != nil {
 				return nil, err
 			}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/iceberg/icebergtest"
+)
+
+// iceberg makes the connector write an Iceberg table through an embedded
+// sqlite catalog, committing every second, and returns the catalog file.
+func (c *crashEnv) iceberg() string {
+	c.t.Helper()
+	catalog := filepath.Join(c.t.TempDir(), "catalog.db")
+	body, err := os.ReadFile(c.file)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	body = append(body, []byte("[output]\nformat = \"parquet\"\n[iceberg]\nuri = \"sqlite://"+catalog+"\"\nnamespace = \"lake\"\ntable = \"events\"\ncommit_interval = \"1s\"\n")...)
+	if err := os.WriteFile(c.file, body, 0o644); err != nil {
+		c.t.Fatal(err)
+	}
+	return catalog
+}
+
+// table reads the connector's table as an independent reader and requires
+// sequences 1..n each in exactly one data file of its current snapshot.
+func (c *crashEnv) table(catalog string, n uint64) *icebergtest.Table {
+	c.t.Helper()
+	db, err := sql.Open("sqlite", "file:"+catalog)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer db.Close()
+	tr, err := icebergtest.Read(db, false, c.name, "lake", "events", icebergtest.MinIOGet(c.mc, c.name))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if problems := tr.Check(n); len(problems) > 0 {
+		c.t.Fatalf("%d problems in the table, first: %s", len(problems), strings.Join(problems[:min(5, len(problems))], "; "))
+	}
+	return tr
+}
+
+// stateKeys counts the keys of the state bucket that match filter.
+func (c *crashEnv) stateKeys(filter string) int {
+	c.t.Helper()
+	kv, err := c.js.KeyValue(context.Background(), config.DefaultStateBucket)
+	if err != nil {
+		return 0
+	}
+	lister, err := kv.ListKeysFiltered(context.Background(), filter)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	n := 0
+	for range lister.Keys() {
+		n++
+	}
+	return n
+}
+
+// Kill jetlake with SIGKILL at each step of the way into an Iceberg table,
+// restart it, and every sequence is in exactly one data file of the table:
+// after a data file is stored, after it is recorded for commit and acked,
+// once its commit is planned, after the commit before the bookkeeping, and
+// while recovery commits a plan.
+func TestIcebergCrashAtEveryCommitStepLandsEachSequenceOnce(t *testing.T) {
+	for _, point := range []string{"after-upload", "after-confirm", "before-table-commit", "after-table-commit", "during-table-recovery"} {
+		t.Run(point, func(t *testing.T) {
+			c := newCrashEnv(t, "ice-"+point, shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
+			catalog := c.iceberg()
+			const n = 2000
+			c.publish(n, 4)
+			hit := ":2"
+			if point == "during-table-recovery" {
+				// Leave a plan behind, then crash while recovery commits it.
+				cmd, stderr := c.start(exporter.FaultEnv + "=before-table-commit:1")
+				waitKilled(t, cmd, stderr)
+				if c.stateKeys("iceberg.>") == 0 {
+					t.Fatal("no commit plan was left to recover")
+				}
+				hit = ":1"
+			}
+			cmd, stderr := c.start(exporter.FaultEnv + "=" + point + hit)
+			waitKilled(t, cmd, stderr)
+			c.runUntilIdle()
+			tr := c.table(catalog, n)
+			if len(tr.Files) < tr.Snapshots {
+				t.Errorf("%d snapshots for %d files", tr.Snapshots, len(tr.Files))
+			}
+			if left := c.stateKeys("intent.>") + c.stateKeys("iceberg.>"); left != 0 {
+				t.Fatalf("%d intents, plans and claims left after a clean run", left)
+			}
+		})
+	}
+}
