@@ -2,7 +2,9 @@
 // nats-server on 127.0.0.1:4222 and MinIO on 127.0.0.1:9000 (the addresses
 // examples/local.toml names), creates the stream EVENTS and the bucket lake,
 // publishes sample events, runs bin/jetlake until the stream is exported,
-// lists the objects it wrote and stops both servers again.
+// lists the objects it wrote, then writes the same events into an Iceberg
+// table through an embedded sqlite catalog (examples/iceberg.toml) and
+// shows its snapshots and rows, and stops both servers again.
 //
 // Run it from the repository with "make demo", which builds bin/jetlake and
 // the pinned servers first. It exits non-zero if jetlake fails or writes no
@@ -14,6 +16,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +36,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/exporter/exportertest"
+	"github.com/jetlake/jetlake/exporter/iceberg/icebergtest"
+	_ "modernc.org/sqlite" // reads the demo's catalog
 )
 
 const (
@@ -41,6 +46,8 @@ const (
 	streamName    = "EVENTS"
 	bucketName    = "lake"
 	configFile    = "examples/local.toml"
+	icebergFile   = "examples/iceberg.toml"
+	icebergDB     = "bin/demo-catalog.db" // the catalog examples/iceberg.toml names
 	eventCount    = 2000
 	exportTimeout = 2 * time.Minute
 	module        = "module github.com/jetlake/jetlake"
@@ -92,10 +99,55 @@ func run(ctx context.Context) (err error) {
 	if err := publishEvents(ctx, ns); err != nil {
 		return err
 	}
-	if err := runJetlake(ctx, root, ms); err != nil {
+	if err := runJetlake(ctx, root, ms, configFile); err != nil {
 		return err
 	}
-	return listObjects(ctx, ms)
+	if err := listObjects(ctx, ms); err != nil {
+		return err
+	}
+	// The catalog of an earlier demo names files of a MinIO that is gone.
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		os.Remove(filepath.Join(root, icebergDB+suffix))
+	}
+	if err := runJetlake(ctx, root, ms, icebergFile); err != nil {
+		return err
+	}
+	return showTable(ms, filepath.Join(root, icebergDB))
+}
+
+// showTable reads the demo's Iceberg table as a query engine would and
+// prints its snapshots, data files and rows. It fails unless every event is
+// in the table once.
+func showTable(ms *exportertest.MinIOServer, catalog string) error {
+	db, err := sql.Open("sqlite", "file:"+catalog)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	c, err := ms.Client()
+	if err != nil {
+		return err
+	}
+	tr, err := icebergtest.Read(db, false, "events-lake", "lake", "events", icebergtest.MinIOGet(c, bucketName))
+	if err != nil {
+		return fmt.Errorf("read the table: %w", err)
+	}
+	rows := 0
+	for _, f := range tr.Files {
+		rows += len(f.Seqs)
+	}
+	step("Iceberg table lake.events (catalog %s): %d snapshot(s), %d data files, %d rows", icebergDB, tr.Snapshots, len(tr.Files), rows)
+	for i, f := range tr.Files {
+		if i == 5 {
+			fmt.Printf("  ... %d more\n", len(tr.Files)-5)
+			break
+		}
+		fmt.Printf("  %6d rows  %s\n", len(f.Seqs), f.Path)
+	}
+	if problems := tr.Check(eventCount); len(problems) > 0 {
+		return fmt.Errorf("the table does not hold every event once: %s", problems[0])
+	}
+	return nil
 }
 
 // publishEvents creates the stream and publishes the sample events.
@@ -174,7 +226,7 @@ func sampleEvent(rng *rand.Rand, i int, at time.Time) *nats.Msg {
 
 // runJetlake runs bin/jetlake until it has exported everything, with the
 // MinIO credentials in the standard AWS environment variables.
-func runJetlake(ctx context.Context, root string, ms *exportertest.MinIOServer) error {
+func runJetlake(ctx context.Context, root string, ms *exportertest.MinIOServer, configFile string) error {
 	bin := filepath.Join(root, "bin", "jetlake")
 	if _, err := os.Stat(bin); err != nil {
 		return fmt.Errorf("%s is missing: build it with \"make build\"", bin)
