@@ -19,7 +19,7 @@ CORE := ./buffer/... ./formats/... ./pathtemplate/... ./lossmarker/... ./config/
 
 ## build: build bin/jetlake, stamped with VERSION
 build:
-	go build -ldflags "-X main.version=$(VERSION)" -o bin/jetlake ./cmd/jetlake
+	go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/jetlake ./cmd/jetlake
 
 ## servers: build the pinned nats-server and MinIO into CACHE if missing
 servers: $(NATS_SERVER) $(MINIO)
