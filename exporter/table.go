@@ -31,6 +31,8 @@ type lakeTable struct {
 
 	pending    []iceberg.File           // stored, in no plan yet
 	committing []iceberg.File           // in the commit under way
+	failed     *iceberg.Plan            // recorded, its commit failed: tried again first
+	failedWith []iceberg.File           // the files handed to it
 	planOf     map[string]*iceberg.Plan // intent key → the committed plan holding its file
 	left       map[*iceberg.Plan]int    // intents of a plan not yet deleted
 	claimed    map[string]bool          // intents whose file is in a plan
@@ -180,25 +182,38 @@ func (lt *lakeTable) committed(p *iceberg.Plan, files []iceberg.File) (forget []
 }
 
 // idle reports whether no data file waits for a commit.
-func (lt *lakeTable) idle() bool { return len(lt.pending) == 0 && lt.committing == nil }
+func (lt *lakeTable) idle() bool {
+	return len(lt.pending) == 0 && lt.committing == nil && lt.failed == nil
+}
 
 // commitTable starts a commit of the stored files beside the loop when
 // commit_interval has passed since the last one, or at once with force.
 func (r *runner) commitTable(ctx context.Context, now time.Time, force bool) {
 	lt := r.e.table
-	if lt == nil || lt.committing != nil || len(lt.pending) == 0 {
+	if lt == nil || lt.committing != nil || len(lt.pending) == 0 && lt.failed == nil {
 		return
 	}
 	if !force && now.Sub(lt.lastCommit) < r.e.cfg.Iceberg.CommitInterval {
 		return
 	}
-	files := lt.pending
-	lt.pending, lt.committing = nil, files
+	retry, files := lt.failed, lt.pending
+	if retry != nil {
+		files = lt.failedWith
+		lt.failed, lt.failedWith = nil, nil
+	} else {
+		lt.pending = nil
+	}
+	lt.committing = files
 	r.beside(func() func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		defer cancel()
 		start := time.Now()
-		plan, err := lt.committer.Commit(cctx, files)
+		plan, err := retry, error(nil)
+		if retry != nil {
+			err = lt.committer.Recommit(cctx, retry)
+		} else {
+			plan, err = lt.committer.Commit(cctx, files)
+		}
 		if err == nil {
 			crashPoint("after-table-commit")
 		}
@@ -215,9 +230,13 @@ func (r *runner) tableCommitted(plan *iceberg.Plan, files []iceberg.File, took t
 	m, name, table := r.e.m, r.e.cfg.Name, lt.t.Name()
 	if err != nil {
 		m.commits.WithLabelValues(name, table, "failed").Inc()
-		// The files wait for the next commit; a plan recorded before
-		// the failure is committed by recovery, or claims them first.
-		lt.pending = append(files, lt.pending...)
+		if plan != nil && len(plan.Files) > 0 {
+			// Recorded: its files are claimed for it, and it is tried
+			// again, under its own id, before anything else.
+			lt.failed, lt.failedWith = plan, files
+		} else {
+			lt.pending = append(files, lt.pending...)
+		}
 		r.log.Warn("iceberg commit failed; trying again", "table", lt.t.Name(), "files", len(files), "error", err)
 		var pe *PermanentError
 		if errors.As(err, &pe) {
@@ -241,7 +260,16 @@ func (r *runner) tableCommitted(plan *iceberg.Plan, files []iceberg.File, took t
 // commitNow commits what is stored, on the way out.
 func (r *runner) commitNow(ctx context.Context) {
 	lt := r.e.table
-	if lt == nil || len(lt.pending) == 0 {
+	if lt == nil {
+		return
+	}
+	if lt.failed != nil {
+		plan, files := lt.failed, lt.failedWith
+		lt.failed, lt.failedWith = nil, nil
+		start := time.Now()
+		r.tableCommitted(plan, files, time.Since(start), lt.committer.Recommit(ctx, plan))
+	}
+	if len(lt.pending) == 0 {
 		return
 	}
 	files := lt.pending

@@ -85,15 +85,24 @@ func (c *Committer) claimKey(intent string) string {
 // Commit plans files under a new id, claims each for the plan, commits the
 // claimed ones in one snapshot, and returns the plan. A file claimed by
 // another plan is left out: that plan commits it. The plan stays in the
-// store until Forget.
+// store until Forget. When the commit fails after the plan was recorded,
+// Commit returns the plan with the error: Recommit it.
 func (c *Committer) Commit(ctx context.Context, files []File) (*Plan, error) {
 	plan := &Plan{ID: nuid.Next(), Table: c.table.Name(), Created: time.Now().UTC()}
+	// Claims of a plan that is not recorded are released, so that the
+	// next plan can take their files.
+	release := func() {
+		for _, f := range plan.Files {
+			c.plans.Delete(ctx, c.claimKey(f.Intent))
+		}
+	}
 	for _, f := range files {
 		err := c.plans.Create(ctx, c.claimKey(f.Intent), []byte(plan.ID))
 		if errors.Is(err, ErrExists) {
 			continue
 		}
 		if err != nil {
+			release()
 			return nil, fmt.Errorf("claim %s: %w", f.Location, err)
 		}
 		plan.Files = append(plan.Files, f)
@@ -103,15 +112,23 @@ func (c *Committer) Commit(ctx context.Context, files []File) (*Plan, error) {
 	}
 	value, err := json.Marshal(plan)
 	if err != nil {
+		release()
 		return nil, err
 	}
 	if err := c.plans.Create(ctx, c.planKey(plan.ID), value); err != nil {
+		release()
 		return nil, fmt.Errorf("record commit plan: %w", err)
 	}
 	if c.AfterPlan != nil {
 		c.AfterPlan()
 	}
 	return plan, c.commit(ctx, plan)
+}
+
+// Recommit commits a recorded plan whose commit failed, under its own id:
+// its files are claimed for it, so no other plan can take them.
+func (c *Committer) Recommit(ctx context.Context, plan *Plan) error {
+	return c.commit(ctx, plan)
 }
 
 // commit commits plan's files to the table under its id.

@@ -157,3 +157,30 @@ func TestTwoCommittersNeverCommitAFileTwice(t *testing.T) {
 		t.Fatalf("%d snapshots and %d problems: %v", tr.Snapshots, len(problems), problems)
 	}
 }
+
+// A commit that fails once its plan is recorded is tried again under the
+// plan's id: its files stay claimed for it, and no other plan takes them.
+func TestAFailedCommitIsRecommittedUnderItsPlan(t *testing.T) {
+	e := newTableEnv(t, "sqlite")
+	plans := newMemPlans()
+	tbl := e.open()
+	files := e.files(tbl, 4)
+	c := iceberg.NewCommitter(tbl, plans, "t.")
+	ctx, cancel := context.WithCancel(context.Background())
+	c.AfterPlan = cancel // the catalog becomes unreachable once the plan is recorded
+	plan, err := c.Commit(ctx, files)
+	if err == nil || plan == nil || len(plan.Files) != 4 {
+		t.Fatalf("Commit = %v, %v; want the recorded plan and an error", plan, err)
+	}
+	c.AfterPlan = nil
+	// The same files offered to a new plan are not taken: they are the
+	// failed plan's.
+	other, err := c.Commit(context.Background(), files)
+	if err != nil || len(other.Files) != 0 {
+		t.Fatalf("a second plan took %d files (%v)", len(other.Files), err)
+	}
+	if err := c.Recommit(context.Background(), plan); err != nil {
+		t.Fatal(err)
+	}
+	e.read(40, 1)
+}
