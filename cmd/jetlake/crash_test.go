@@ -21,7 +21,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/exportertest"
 	"github.com/jetlake/jetlake/lossmarker"
@@ -253,19 +252,7 @@ func (c *crashEnv) eachOnce(n uint64) int {
 // intents returns how many intents of the connector the state bucket holds.
 func (c *crashEnv) intents() int {
 	c.t.Helper()
-	kv, err := c.js.KeyValue(context.Background(), config.DefaultStateBucket)
-	if err != nil {
-		return 0
-	}
-	lister, err := kv.ListKeysFiltered(context.Background(), "intent.>")
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	n := 0
-	for range lister.Keys() {
-		n++
-	}
-	return n
+	return c.stateKeys("intent.>")
 }
 
 type lockedWriter struct {
