@@ -12,35 +12,44 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/exportertest"
 	"github.com/jetlake/jetlake/exporter/iceberg/icebergtest"
 )
 
-// iceberg makes the connector write an Iceberg table through an embedded
-// sqlite catalog, committing every second, and returns the catalog file.
-func (c *crashEnv) iceberg() string {
+// iceberg makes the connector write an Iceberg table, committing every
+// second, through an embedded sqlite catalog or, with postgres, a
+// PostgreSQL server of its own, and returns the catalog's URI.
+func (c *crashEnv) iceberg(postgres bool) string {
 	c.t.Helper()
-	catalog := filepath.Join(c.t.TempDir(), "catalog.db")
+	uri := "sqlite://" + filepath.Join(c.t.TempDir(), "catalog.db")
+	if postgres {
+		uri = exportertest.Postgres(c.t, exportertest.PostgresOptions{}).URL
+	}
 	body, err := os.ReadFile(c.file)
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	body = append(body, []byte("[output]\nformat = \"parquet\"\n[iceberg]\nuri = \"sqlite://"+catalog+"\"\nnamespace = \"lake\"\ntable = \"events\"\ncommit_interval = \"1s\"\n")...)
+	body = append(body, []byte("[output]\nformat = \"parquet\"\n[iceberg]\nuri = \""+uri+"\"\nnamespace = \"lake\"\ntable = \"events\"\ncommit_interval = \"1s\"\n")...)
 	if err := os.WriteFile(c.file, body, 0o644); err != nil {
 		c.t.Fatal(err)
 	}
-	return catalog
+	return uri
 }
 
 // table reads the connector's table as an independent reader and requires
 // sequences 1..n each in exactly one data file of its current snapshot.
-func (c *crashEnv) table(catalog string, n uint64) *icebergtest.Table {
+func (c *crashEnv) table(uri string, n uint64) *icebergtest.Table {
 	c.t.Helper()
-	db, err := sql.Open("sqlite", "file:"+catalog)
+	driver, dsn, postgres := "sqlite", "file:"+strings.TrimPrefix(uri, "sqlite://"), false
+	if strings.HasPrefix(uri, "postgres://") {
+		driver, dsn, postgres = "pgx", uri, true
+	}
+	db, err := sql.Open(driver, dsn)
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	defer db.Close()
-	tr, err := icebergtest.Read(db, false, c.name, "lake", "events", icebergtest.MinIOGet(c.mc, c.name))
+	tr, err := icebergtest.Read(db, postgres, c.name, "lake", "events", icebergtest.MinIOGet(c.mc, c.name))
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -72,12 +81,22 @@ func (c *crashEnv) stateKeys(filter string) int {
 // restart it, and every sequence is in exactly one data file of the table:
 // after a data file is stored, after it is recorded for commit and acked,
 // once its commit is planned, after the commit before the bookkeeping, and
-// while recovery commits a plan.
+// while recovery commits a plan; with a sqlite and a PostgreSQL catalog.
 func TestIcebergCrashAtEveryCommitStepLandsEachSequenceOnce(t *testing.T) {
+	for _, catalogKind := range []string{"sqlite", "postgres"} {
+		t.Run(catalogKind, func(t *testing.T) { icebergCrashes(t, catalogKind == "postgres") })
+	}
+}
+
+func icebergCrashes(t *testing.T, postgres bool) {
 	for _, point := range []string{"after-upload", "after-confirm", "before-table-commit", "after-table-commit", "during-table-recovery"} {
 		t.Run(point, func(t *testing.T) {
-			c := newCrashEnv(t, "ice-"+point, shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
-			catalog := c.iceberg()
+			name := "ice-" + point
+			if postgres {
+				name = "pg-" + point
+			}
+			c := newCrashEnv(t, name, shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
+			catalog := c.iceberg(postgres)
 			const n = 2000
 			c.publish(n, 4)
 			hit := ":2"
