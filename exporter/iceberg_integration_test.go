@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jetlake/jetlake/config"
@@ -87,6 +88,22 @@ max_file_age = "1s"`)
 		}
 	}
 	e.wantAllAcked()
+	// verify counts the table's files only: a data file under the table's
+	// folder that no commit added is noted, not counted.
+	ctx := context.Background()
+	stray := "raw/lake/events/data/timestamp_hour=2026-12-01-07/subject=x/00000000000000000001-00000000000000000001.parquet"
+	if _, err := e.mc.PutObject(ctx, e.bucket, stray, strings.NewReader("x"), 1, minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rep := e.verify(c)[0]
+	notes := strings.Join(rep.Notes, "\n")
+	if rep.Messages != 1000 || !strings.Contains(notes, "only the 12 data files of the Iceberg table lake.events's current snapshot count") ||
+		!strings.Contains(notes, "1 data files under raw/lake/events/data/ are in no commit yet") {
+		t.Fatalf("verify: %d messages, notes:\n%s", rep.Messages, notes)
+	}
+	if err := e.mc.RemoveObject(ctx, e.bucket, stray, minio.RemoveObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	// A second run adds a snapshot with the new files only.
 	e.publish(500, 4)
@@ -99,6 +116,7 @@ max_file_age = "1s"`)
 		t.Fatalf("%d snapshots, want 2", tr.Snapshots)
 	}
 	e.wantAllAcked()
+	e.verify(c)
 	if n := e.stateKeys(context.Background()); n != 0 {
 		t.Errorf("%d intents, plans and claims left in the state bucket after clean runs", n)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/formats"
 )
@@ -44,21 +45,7 @@ type lakeTable struct {
 // an earlier process left.
 func (e *Exporter) openTable(ctx context.Context) (*lakeTable, error) {
 	ic := e.cfg.Iceberg
-	s3 := e.cfg.S3
-	warehouse := "s3://" + s3.Bucket
-	dataPrefix := ic.Namespace + "/" + ic.Table + "/data"
-	if s3.Prefix != "" {
-		warehouse += "/" + s3.Prefix
-		dataPrefix = s3.Prefix + "/" + dataPrefix
-	}
-	cfg := iceberg.Config{
-		Catalog: e.cfg.Name, URI: ic.URI, Namespace: ic.Namespace, Table: ic.Table, Warehouse: warehouse,
-		S3:           iceberg.S3{Endpoint: s3.Endpoint, Region: s3.Region},
-		Partitioning: ic.Partitioning,
-	}
-	if s3.AccessKeyIDEnv != "" {
-		cfg.S3.AccessKeyID, cfg.S3.SecretAccessKey = os.Getenv(s3.AccessKeyIDEnv), os.Getenv(s3.SecretAccessKeyEnv)
-	}
+	cfg, dataPrefix := icebergConfig(e.cfg)
 	t, err := iceberg.Open(ctx, cfg, formats.Fields(e.encOptions))
 	if err != nil {
 		return nil, err
@@ -69,7 +56,7 @@ func (e *Exporter) openTable(ctx context.Context) (*lakeTable, error) {
 		return nil, err
 	}
 	lt := &lakeTable{
-		t: t, part: part, dataPrefix: dataPrefix, bucket: s3.Bucket,
+		t: t, part: part, dataPrefix: dataPrefix, bucket: e.cfg.S3.Bucket,
 		committer: iceberg.NewCommitter(t, planStore{e.intents}, tablePrefix(e.cfg.Name, ic.Namespace, ic.Table)),
 		planOf:    map[string]*iceberg.Plan{}, left: map[*iceberg.Plan]int{},
 		claimed: map[string]bool{}, deferred: map[string]bool{}, lastCommit: time.Now(),
@@ -94,6 +81,27 @@ func (e *Exporter) openTable(ctx context.Context) (*lakeTable, error) {
 	}
 	e.log.Info("iceberg table ready", "table", t.Name(), "location", t.Location(), "plans_recovered", len(plans))
 	return lt, nil
+}
+
+// icebergConfig returns the table settings of a connector with [iceberg],
+// and the object key prefix of its data files.
+func icebergConfig(c *config.Connector) (iceberg.Config, string) {
+	ic, s3 := c.Iceberg, c.S3
+	warehouse := "s3://" + s3.Bucket
+	dataPrefix := ic.Namespace + "/" + ic.Table + "/data"
+	if s3.Prefix != "" {
+		warehouse += "/" + s3.Prefix
+		dataPrefix = s3.Prefix + "/" + dataPrefix
+	}
+	cfg := iceberg.Config{
+		Catalog: c.Name, URI: ic.URI, Namespace: ic.Namespace, Table: ic.Table, Warehouse: warehouse,
+		S3:           iceberg.S3{Endpoint: s3.Endpoint, Region: s3.Region},
+		Partitioning: ic.Partitioning,
+	}
+	if s3.AccessKeyIDEnv != "" {
+		cfg.S3.AccessKeyID, cfg.S3.SecretAccessKey = os.Getenv(s3.AccessKeyIDEnv), os.Getenv(s3.SecretAccessKeyEnv)
+	}
+	return cfg, dataPrefix
 }
 
 // tablePrefix is the state-bucket key prefix of a table's commit plans and

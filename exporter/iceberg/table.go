@@ -84,6 +84,37 @@ func Open(ctx context.Context, cfg Config, fields []formats.Field) (*Table, erro
 	if err != nil {
 		return nil, err
 	}
+	t, err := openCatalog(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.open(ctx, cfg, schema, spec); err != nil {
+		t.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// Load loads the table of cfg as it is, creating nothing; its error
+// errors.Is catalog.ErrNoSuchTable when the table does not exist.
+func Load(ctx context.Context, cfg Config) (*Table, error) {
+	t, err := openCatalog(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if t.tbl, err = t.cat.LoadTable(ctx, t.ident); err != nil {
+		t.Close()
+		return nil, fmt.Errorf("iceberg table %s: %w", t.Name(), err)
+	}
+	return t, nil
+}
+
+// ErrNoSuchTable is returned, wrapped, by Load for a table that does not
+// exist.
+var ErrNoSuchTable = catalog.ErrNoSuchTable
+
+// openCatalog opens the SQL catalog of cfg.
+func openCatalog(cfg Config) (*Table, error) {
 	db, dialect, err := openDB(cfg.URI)
 	if err != nil {
 		return nil, &MismatchError{Diffs: []string{err.Error()}}
@@ -102,12 +133,7 @@ func Open(ctx context.Context, cfg Config, fields []formats.Field) (*Table, erro
 		db.Close()
 		return nil, fmt.Errorf("iceberg catalog %s: %w", redactURI(cfg.URI), err)
 	}
-	t := &Table{cat: cat, db: db, ident: table.Identifier{cfg.Namespace, cfg.Table}}
-	if err := t.open(ctx, cfg, schema, spec); err != nil {
-		t.Close()
-		return nil, err
-	}
-	return t, nil
+	return &Table{cat: cat, db: db, ident: table.Identifier{cfg.Namespace, cfg.Table}}, nil
 }
 
 func (t *Table) open(ctx context.Context, cfg Config, schema *iceberg.Schema, spec iceberg.PartitionSpec) error {
