@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -114,8 +115,12 @@ func tablePrefix(connector, namespace, table string) string {
 func (lt *lakeTable) location(key string) string { return "s3://" + lt.bucket + "/" + key }
 
 // found records an intent recovery found whose object exists: in a plan
-// already, or waiting for one.
+// already, or waiting for one. Intents of other objects (rejected
+// messages, under _jetlake/) are none of the table's business.
 func (lt *lakeTable) found(ikey string, in *intent) {
+	if !strings.HasPrefix(in.Key, lt.dataPrefix+"/") {
+		return
+	}
 	if p, ok := lt.planOf[ikey]; ok {
 		lt.left[p]++
 		return
