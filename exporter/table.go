@@ -105,6 +105,27 @@ func icebergConfig(c *config.Connector) (iceberg.Config, string) {
 	return cfg, dataPrefix
 }
 
+// CheckTable says, for jetlake plan, whether a connector's Iceberg table can
+// be written: the catalog answers, and the table exists and fits the
+// connector, or does not exist yet and is created on the first start.
+func CheckTable(ctx context.Context, c *config.Connector) (string, error) {
+	cfg, _ := icebergConfig(c)
+	t, err := iceberg.Load(ctx, cfg)
+	if errors.Is(err, iceberg.ErrNoSuchTable) {
+		return fmt.Sprintf("does not exist yet; jetlake creates it on first start at %s/%s/%s", cfg.Warehouse, cfg.Namespace, cfg.Table), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer t.Close()
+	fo := c.Output.FormatsOptions()
+	fo.FieldIDs = true
+	if err := t.Fits(formats.Fields(fo), c.Iceberg.Partitioning); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("exists at %s with %d snapshots and fits the connector", t.Location(), t.Snapshots()), nil
+}
+
 // tablePrefix is the state-bucket key prefix of a table's commit plans and
 // claims. Namespace and table names are tokens KV keys allow.
 func tablePrefix(connector, namespace, table string) string {

@@ -13,7 +13,9 @@ import (
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/exportertest"
+	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/iceberg/icebergtest"
+	"github.com/jetlake/jetlake/formats"
 )
 
 // iceberg makes the connector write an Iceberg table, committing every
@@ -120,5 +122,37 @@ func icebergCrashes(t *testing.T, postgres bool) {
 				t.Fatalf("%d intents, plans and claims left after a clean run", left)
 			}
 		})
+	}
+}
+
+// plan checks an Iceberg connector's catalog and table: one that does not
+// exist yet is created on the first start; one that exists must fit.
+func TestPlanChecksTheIcebergTable(t *testing.T) {
+	createBucketOnce(t, "plan")
+	createPlanStream(t, "PLANICE")
+	catalog := filepath.Join(t.TempDir(), "catalog.db")
+	ice := "[output]\nformat = \"parquet\"\n[iceberg]\nuri = \"sqlite://" + catalog + "\"\nnamespace = \"lake\"\ntable = \"events\"\n"
+	path := writeFile(t, "ice.toml", strings.Replace(planFileBody(t, shared.NATS(t).URL, "PLANICE", "planice", "plan", ""), "[rotation]", ice+"[rotation]", 1))
+	env := shared.MinIO(t).ClientEnv()
+	code, out, errOut := jetlakeEnv(t, env, "plan", "-config", path)
+	want := "ok    iceberg table lake.events (catalog sqlite://" + catalog + "): does not exist yet; jetlake creates it on first start at s3://plan/raw/lake/events"
+	if code != 0 || !strings.Contains(out, want) {
+		t.Fatalf("exit %d, want 0 and %q:\n%s%s", code, want, out, errOut)
+	}
+	// A table partitioned otherwise is refused.
+	ms := shared.MinIO(t)
+	tbl, err := iceberg.Open(context.Background(), iceberg.Config{
+		Catalog: "planice", URI: "sqlite://" + catalog, Namespace: "lake", Table: "events", Warehouse: "s3://plan/raw",
+		S3:           iceberg.S3{Endpoint: ms.Endpoint, Region: exportertest.MinIORegion, AccessKeyID: ms.AccessKey, SecretAccessKey: ms.SecretKey},
+		Partitioning: []config.Partition{{Column: "timestamp", Transform: "day"}},
+	}, formats.Fields(formats.Options{Format: formats.Parquet}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl.Close()
+	code, out, errOut = jetlakeEnv(t, env, "plan", "-config", path)
+	want = "the table is partitioned by [day(timestamp)], the connector by [hour(timestamp), identity(subject)]"
+	if code != 1 || !strings.Contains(out, "FAIL  iceberg table lake.events") || !strings.Contains(out, want) {
+		t.Fatalf("exit %d, want 1 and %q:\n%s%s", code, want, out, errOut)
 	}
 }

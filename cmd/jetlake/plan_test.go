@@ -22,7 +22,13 @@ import (
 // <lower(stream)>.> of stream with consumer.
 func planFile(t *testing.T, natsURL, stream, consumer, bucket, extra string) string {
 	t.Helper()
-	return writeFile(t, "plan.toml", fmt.Sprintf(`name = %q
+	return writeFile(t, "plan.toml", planFileBody(t, natsURL, stream, consumer, bucket, extra))
+}
+
+// planFileBody is the connector file planFile writes.
+func planFileBody(t *testing.T, natsURL, stream, consumer, bucket, extra string) string {
+	t.Helper()
+	return fmt.Sprintf(`name = %q
 
 [nats]
 url = %q
@@ -41,7 +47,7 @@ prefix = "raw"
 [rotation]
 max_messages_per_file = 500
 max_file_age = "10s"
-`, strings.ToLower(consumer), natsURL, extra, stream, strings.ToLower(stream), consumer, bucket, shared.MinIO(t).Endpoint))
+`, strings.ToLower(consumer), natsURL, extra, stream, strings.ToLower(stream), consumer, bucket, shared.MinIO(t).Endpoint)
 }
 
 func createPlanStream(t *testing.T, name string) jetstream.Stream {

@@ -266,6 +266,20 @@ func redactURI(uri string) string {
 // Name is the table's namespace and name, dotted.
 func (t *Table) Name() string { return strings.Join(t.ident, ".") }
 
+// Fits reports how the table's schema and partitioning differ from what a
+// connector writing fields with partitioning would want, or nil.
+func (t *Table) Fits(fields []formats.Field, partitioning []config.Partition) error {
+	schema, err := Schema(fields)
+	if err != nil {
+		return err
+	}
+	spec, err := Spec(schema, partitioning)
+	if err != nil {
+		return err
+	}
+	return Compatible(t.tbl.Schema(), t.tbl.Spec(), schema, spec)
+}
+
 // Partitioner returns the Partitioner of the table's current spec.
 func (t *Table) Partitioner() (*Partitioner, error) {
 	return NewPartitioner(t.tbl.Schema(), t.tbl.Spec())

@@ -83,7 +83,25 @@ func Run(ctx context.Context, c *config.Connector, o Options) *Result {
 	}
 	p.checkNATS(ctx)
 	p.checkS3(ctx)
+	p.checkIceberg(ctx)
 	return p.r
+}
+
+// checkIceberg checks the catalog and table of a connector with [iceberg].
+func (p *planner) checkIceberg(ctx context.Context) {
+	ic := p.c.Iceberg
+	if ic == nil {
+		return
+	}
+	octx, cancel := p.op(ctx)
+	defer cancel()
+	name := ic.Namespace + "." + ic.Table
+	status, err := exporter.CheckTable(octx, p.c)
+	if err != nil {
+		p.add(Fail, "iceberg table %s (catalog %s): %v", name, config.RedactURL(ic.URI), err)
+		return
+	}
+	p.add(OK, "iceberg table %s (catalog %s): %s", name, config.RedactURL(ic.URI), status)
 }
 
 // planner plans one connector.
