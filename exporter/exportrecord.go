@@ -118,11 +118,7 @@ func mergeRecords(a, b exportRecord) exportRecord {
 			done.add(Range{r[0], r[1]})
 		}
 	}
-	out := exportRecord{StreamCreated: a.StreamCreated, Floor: max(a.Floor, b.Floor), Updated: a.Updated}
-	for len(done.rs) > 0 && done.rs[0].First <= next(out.Floor) {
-		out.Floor = max(out.Floor, done.rs[0].Last)
-		done.rs = done.rs[1:]
-	}
+	out := exportRecord{StreamCreated: a.StreamCreated, Floor: done.absorb(max(a.Floor, b.Floor)), Updated: a.Updated}
 	out.Done = rangesToSeqSet(done.rs)
 	return out
 }

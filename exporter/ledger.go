@@ -125,10 +125,7 @@ func (l *ledger) returned(q uint64) {
 // settle moves the floor over the done ranges that start right above it.
 func (l *ledger) settle() {
 	l.rev++
-	for len(l.done.rs) > 0 && l.done.rs[0].First <= next(l.floor) {
-		l.floor = max(l.floor, l.done.rs[0].Last)
-		l.done.rs = l.done.rs[1:]
-	}
+	l.floor = l.done.absorb(l.floor)
 	l.frontier = max(l.frontier, l.floor)
 }
 

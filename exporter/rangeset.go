@@ -96,3 +96,16 @@ func (s *rangeSet) dropThrough(q uint64) {
 		s.remove(Range{s.rs[0].First, q})
 	}
 }
+
+// absorb removes the ranges that start at or below floor+1 and returns the
+// floor moved over them: the highest q such that every sequence from the
+// old floor+1 to q was in the set.
+func (s *rangeSet) absorb(floor uint64) uint64 {
+	n := 0
+	for n < len(s.rs) && s.rs[n].First <= next(floor) {
+		floor = max(floor, s.rs[n].Last)
+		n++
+	}
+	s.rs = s.rs[n:]
+	return floor
+}

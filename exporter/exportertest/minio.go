@@ -84,11 +84,8 @@ func StartMinIO(opts MinIOOptions) (*MinIOServer, error) {
 		opts.StopTimeout = DefaultStopTimeout
 	}
 	s := &MinIOServer{binary: bin, opts: opts, Dir: opts.Dir, AccessKey: opts.AccessKey, SecretKey: opts.SecretKey}
-	if s.Dir == "" {
-		if s.Dir, err = os.MkdirTemp("", "jetlake-minio-"); err != nil {
-			return nil, fmt.Errorf("exportertest: start minio: %w", err)
-		}
-		s.tempDir = true
+	if s.Dir, s.tempDir, err = serverDir(opts.Dir, "minio"); err != nil {
+		return nil, err
 	}
 	s.DataDir = filepath.Join(s.Dir, "data")
 	s.LogFile = filepath.Join(s.Dir, "minio.log")

@@ -65,13 +65,8 @@ func StartNATS(opts NATSOptions) (*NATSServer, error) {
 		opts.StopTimeout = DefaultStopTimeout
 	}
 	s := &NATSServer{binary: bin, opts: opts, Dir: opts.Dir}
-	if s.Dir == "" {
-		if s.Dir, err = os.MkdirTemp("", "jetlake-nats-"); err != nil {
-			return nil, fmt.Errorf("exportertest: start nats-server: %w", err)
-		}
-		s.tempDir = true
-	} else if err := os.MkdirAll(s.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("exportertest: start nats-server: %w", err)
+	if s.Dir, s.tempDir, err = serverDir(opts.Dir, "nats"); err != nil {
+		return nil, err
 	}
 	s.StoreDir = filepath.Join(s.Dir, "store")
 	s.LogFile = filepath.Join(s.Dir, "nats-server.log")

@@ -86,13 +86,8 @@ func StartPostgres(opts PostgresOptions) (*PostgresServer, error) {
 		opts.StopTimeout = DefaultStopTimeout
 	}
 	s := &PostgresServer{opts: opts, Dir: opts.Dir}
-	if s.Dir == "" {
-		if s.Dir, err = os.MkdirTemp("", "jetlake-postgres-"); err != nil {
-			return nil, fmt.Errorf("exportertest: start postgres: %w", err)
-		}
-		s.tempDir = true
-	} else if err := os.MkdirAll(s.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("exportertest: start postgres: %w", err)
+	if s.Dir, s.tempDir, err = serverDir(opts.Dir, "postgres"); err != nil {
+		return nil, err
 	}
 	s.DataDir = filepath.Join(s.Dir, "data")
 	s.LogFile = filepath.Join(s.Dir, "postgres.log")

@@ -37,6 +37,22 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// serverDir returns the directory a server keeps its files in: dir, made if
+// missing, or a new temporary directory (temp) that the server's Stop
+// removes when dir is empty.
+func serverDir(dir, name string) (_ string, temp bool, err error) {
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "jetlake-"+name+"-"); err != nil {
+			return "", false, fmt.Errorf("exportertest: start %s: %w", name, err)
+		}
+		return dir, true, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", false, fmt.Errorf("exportertest: start %s: %w", name, err)
+	}
+	return dir, false, nil
+}
+
 // process is one run of a server binary. Its output goes to a log file; a
 // goroutine reaps it as soon as it exits, so done says whether it still runs.
 type process struct {

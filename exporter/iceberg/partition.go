@@ -96,12 +96,12 @@ func NewPartitioner(schema *iceberg.Schema, spec iceberg.PartitionSpec) (*Partit
 
 // AppendDir appends the partition folder of a row to dst.
 func (p *Partitioner) AppendDir(dst []byte, stream, subject string, seq uint64, ts time.Time) []byte {
+	ts = ts.UTC()
 	for i, f := range p.fields {
 		if i > 0 {
 			dst = append(dst, '/')
 		}
 		dst = append(dst, f.name...)
-		ts := ts.UTC()
 		switch {
 		case f.kind == partIdentity && f.source == colStream:
 			dst = appendQueryEscaped(dst, stream)
