@@ -108,6 +108,9 @@ func (c *checker) connector(top map[string]any) *Connector {
 	conn.Streams = c.streams(top, conn.Name, rot)
 	if t, p, ok := c.table(top, root, &icebergSpec); ok && has(top, "iceberg") {
 		conn.Iceberg = c.iceberg(t, p, conn.Name)
+		if conn.Iceberg.Region == "" {
+			conn.Iceberg.Region = conn.S3.Region
+		}
 		outT, _ := top["output"].(map[string]any)
 		c.checkIceberg(out, outT)
 	}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -13,8 +14,32 @@ import (
 // Iceberg table (format v2) through a catalog instead of bare objects. The
 // table lives at <s3.bucket>/<s3.prefix>/<namespace>/<table>/.
 type Iceberg struct {
-	Catalog        string        // "sql": an embedded sqlite file or a PostgreSQL database
-	URI            string        // "sqlite:///path/catalog.db" or "postgres://user@host:port/db"
+	// Catalog is the kind of catalog: "sql" (an embedded sqlite file or a
+	// PostgreSQL database), "rest" (an Iceberg REST catalog) or "glue"
+	// (the AWS Glue Data Catalog).
+	Catalog string
+	// URI locates the catalog. sql: "sqlite:///path/catalog.db" or
+	// "postgres://user@host:port/db"; rest: the catalog's URL; glue: an
+	// endpoint other than AWS's own, or empty.
+	URI string
+	// Warehouse is the warehouse a REST catalog is asked for (Polaris'
+	// catalog name, an R2 or S3 Tables warehouse); empty sends none.
+	Warehouse string
+	// TokenEnv and CredentialEnv name the environment variables that hold
+	// a REST catalog's bearer token, or its OAuth2 client credential
+	// ("client_id:client_secret"); at most one is set.
+	TokenEnv      string
+	CredentialEnv string
+	// SigV4Service signs a REST catalog's requests with AWS Signature V4
+	// for this service ("s3tables", "glue"), with the AWS credentials of the
+	// environment; empty does not sign.
+	SigV4Service string
+	// Region is the AWS region of a Glue catalog or of SigV4 signing;
+	// default [s3] region.
+	Region string
+	// CatalogID is the AWS account id of a Glue catalog; empty is the
+	// caller's own.
+	CatalogID      string
 	Namespace      string        // default "jetlake"
 	Table          string        // default the connector's name
 	Partitioning   []Partition   // default DefaultPartitioning
@@ -115,27 +140,55 @@ func (c *checker) iceberg(t map[string]any, p keyPath, name string) *Iceberg {
 	ib := &Iceberg{Catalog: "sql", Namespace: DefaultIcebergNamespace, Table: name, CommitInterval: defaultIcebergCommitInterval}
 	if cat, ok := c.str(t, p, "catalog", "sql"); ok {
 		switch cat {
-		case "sql":
-		case "rest", "glue":
-			c.report(p.key("catalog"), "%q is not available in this version of jetlake; allowed: sql (a sqlite file or a PostgreSQL database)", cat)
+		case "sql", "rest", "glue":
 		default:
-			c.report(p.key("catalog"), "%q is not a catalog; allowed: sql", cat)
+			c.report(p.key("catalog"), "%q is not a catalog; allowed: sql (a sqlite file or a PostgreSQL database), rest (an Iceberg REST catalog), glue (AWS Glue)", cat)
 		}
 		ib.Catalog = cat
 	}
-	if !has(t, "uri") {
-		c.report(p.key("uri"), "missing; name the catalog, such as \"sqlite:///var/lib/jetlake/catalog.db\" or \"postgres://jetlake@db:5432/lake\"")
-	} else if uri, ok := c.str(t, p, "uri", ""); ok {
-		ib.URI = uri
-		switch {
-		case strings.HasPrefix(uri, "sqlite://") && len(uri) > len("sqlite://"):
-		case strings.HasPrefix(uri, "postgres://"), strings.HasPrefix(uri, "postgresql://"):
-			if userinfo, _, ok := strings.Cut(strings.SplitN(uri, "://", 2)[1], "@"); ok && strings.Contains(userinfo, ":") {
-				c.report(p.key("uri"), "%q holds a password: "+neverSecrets+"set PGPASSWORD in the environment", RedactURL(uri))
-			}
-		default:
-			c.report(p.key("uri"), "%q is not a catalog location; allowed: sqlite:///path/to/catalog.db, postgres://user@host:port/database", RedactURL(uri))
+	uri, _ := c.str(t, p, "uri", "")
+	ib.URI = uri
+	switch ib.Catalog {
+	case "sql":
+		c.sqlCatalogURI(t, p, uri)
+	case "rest":
+		c.restCatalogURI(t, p, uri)
+	case "glue":
+		if uri != "" {
+			c.catalogURL(p, uri, "Glue signs its requests with the AWS credentials of the environment")
 		}
+	}
+	ib.Warehouse, _ = c.str(t, p, "warehouse", "")
+	ib.TokenEnv = c.envName(t, p, "token_env")
+	ib.CredentialEnv = c.envName(t, p, "credential_env")
+	ib.SigV4Service, _ = c.str(t, p, "sigv4_service", "")
+	if ib.TokenEnv != "" && ib.CredentialEnv != "" {
+		c.report(p.key("credential_env"), "is set with token_env; a REST catalog takes a bearer token or a client credential, not both")
+	}
+	if ib.SigV4Service != "" && (ib.TokenEnv != "" || ib.CredentialEnv != "") {
+		c.report(p.key("sigv4_service"), "is set with token_env or credential_env; SigV4 signs with the AWS credentials of the environment instead")
+	}
+	if r, ok := c.str(t, p, "region", ""); ok && r != "" {
+		if why := checkRegion(r); why != "" {
+			c.report(p.key("region"), "%q %s", r, why)
+		}
+		ib.Region = r
+	}
+	ib.CatalogID, _ = c.str(t, p, "catalog_id", "")
+	if ib.CatalogID != "" && (len(ib.CatalogID) != 12 || !isDigits(ib.CatalogID)) {
+		c.report(p.key("catalog_id"), "%q is not an AWS account id (12 digits)", ib.CatalogID)
+	}
+	for _, key := range []string{"warehouse", "token_env", "credential_env", "sigv4_service", "catalog_id"} {
+		only := "rest"
+		if key == "catalog_id" {
+			only = "glue"
+		}
+		if nonEmpty(t, key) && ib.Catalog != only {
+			c.report(p.key(key), "has no meaning with catalog = %q; it is for catalog = %q", ib.Catalog, only)
+		}
+	}
+	if nonEmpty(t, "region") && ib.Catalog != "glue" && !(ib.Catalog == "rest" && ib.SigV4Service != "") {
+		c.report(p.key("region"), "has no meaning with catalog = %q; it is for catalog = \"glue\", or \"rest\" with sigv4_service", ib.Catalog)
 	}
 	for _, key := range []string{"namespace", "table"} {
 		def := ib.Namespace
@@ -191,4 +244,51 @@ func (c *checker) checkIceberg(out outputCheck, t map[string]any) {
 	if has(t, "group_by") {
 		c.report(key.key("group_by"), "has no meaning with [iceberg]: a data file holds one partition; remove group_by")
 	}
+}
+
+// sqlCatalogURI checks the uri of a SQL catalog.
+func (c *checker) sqlCatalogURI(t map[string]any, p keyPath, uri string) {
+	switch {
+	case !has(t, "uri"):
+		c.report(p.key("uri"), "missing; name the catalog, such as \"sqlite:///var/lib/jetlake/catalog.db\" or \"postgres://jetlake@db:5432/lake\"")
+	case strings.HasPrefix(uri, "sqlite://") && len(uri) > len("sqlite://"):
+	case strings.HasPrefix(uri, "postgres://"), strings.HasPrefix(uri, "postgresql://"):
+		if userinfo, _, ok := strings.Cut(strings.SplitN(uri, "://", 2)[1], "@"); ok && strings.Contains(userinfo, ":") {
+			c.report(p.key("uri"), "%q holds a password: "+neverSecrets+"set PGPASSWORD in the environment", RedactURL(uri))
+		}
+	default:
+		c.report(p.key("uri"), "%q is not a catalog location; allowed: sqlite:///path/to/catalog.db, postgres://user@host:port/database", RedactURL(uri))
+	}
+}
+
+// restCatalogURI checks the uri of a REST catalog.
+func (c *checker) restCatalogURI(t map[string]any, p keyPath, uri string) {
+	if !has(t, "uri") {
+		c.report(p.key("uri"), "missing; name the REST catalog's URL, such as \"https://catalog.example.com/api/catalog\"")
+		return
+	}
+	c.catalogURL(p, uri, "use token_env or credential_env")
+}
+
+// catalogURL checks a catalog's http(s) URL: no credentials in it, and
+// plain HTTP only to a loopback address.
+func (c *checker) catalogURL(p keyPath, uri, credentials string) {
+	u, err := url.Parse(uri)
+	switch {
+	case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
+		c.report(p.key("uri"), "%q is not an http:// or https:// URL", RedactURL(uri))
+	case u.User != nil:
+		c.report(p.key("uri"), "%q holds credentials: "+neverSecrets+"%s", RedactURL(uri), credentials)
+	case u.Scheme == "http" && !isLoopback(u.Hostname()):
+		c.report(p.key("uri"), "%q is plain HTTP to a host that is not a loopback address: tokens and table metadata would cross the network unencrypted; use https://", RedactURL(uri))
+	}
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
 }

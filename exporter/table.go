@@ -46,7 +46,10 @@ type lakeTable struct {
 // an earlier process left.
 func (e *Exporter) openTable(ctx context.Context) (*lakeTable, error) {
 	ic := e.cfg.Iceberg
-	cfg, dataPrefix := icebergConfig(e.cfg)
+	cfg, dataPrefix, err := icebergConfig(e.cfg)
+	if err != nil {
+		return nil, &PermanentError{Code: "IcebergCatalog", Err: err}
+	}
 	t, err := iceberg.Open(ctx, cfg, formats.Fields(e.encOptions))
 	if err != nil {
 		return nil, err
@@ -86,7 +89,7 @@ func (e *Exporter) openTable(ctx context.Context) (*lakeTable, error) {
 
 // icebergConfig returns the table settings of a connector with [iceberg],
 // and the object key prefix of its data files.
-func icebergConfig(c *config.Connector) (iceberg.Config, string) {
+func icebergConfig(c *config.Connector) (iceberg.Config, string, error) {
 	ic, s3 := c.Iceberg, c.S3
 	warehouse := "s3://" + s3.Bucket
 	dataPrefix := ic.Namespace + "/" + ic.Table + "/data"
@@ -95,21 +98,37 @@ func icebergConfig(c *config.Connector) (iceberg.Config, string) {
 		dataPrefix = s3.Prefix + "/" + dataPrefix
 	}
 	cfg := iceberg.Config{
-		Catalog: c.Name, URI: ic.URI, Namespace: ic.Namespace, Table: ic.Table, Warehouse: warehouse,
+		Catalog: c.Name, Type: ic.Catalog, URI: ic.URI, Namespace: ic.Namespace, Table: ic.Table, Warehouse: warehouse,
 		S3:           iceberg.S3{Endpoint: s3.Endpoint, Region: s3.Region},
 		Partitioning: ic.Partitioning,
+		Glue:         iceberg.Glue{Region: ic.Region, CatalogID: ic.CatalogID},
+		REST:         iceberg.REST{Warehouse: ic.Warehouse, SigV4Service: ic.SigV4Service, Region: ic.Region},
+	}
+	for _, env := range []struct {
+		name string
+		dst  *string
+	}{{ic.TokenEnv, &cfg.REST.Token}, {ic.CredentialEnv, &cfg.REST.Credential}} {
+		if env.name == "" {
+			continue
+		}
+		if *env.dst = os.Getenv(env.name); *env.dst == "" {
+			return cfg, "", fmt.Errorf("iceberg catalog %s: the environment variable %s, named in [iceberg], is not set", ic.URI, env.name)
+		}
 	}
 	if s3.AccessKeyIDEnv != "" {
 		cfg.S3.AccessKeyID, cfg.S3.SecretAccessKey = os.Getenv(s3.AccessKeyIDEnv), os.Getenv(s3.SecretAccessKeyEnv)
 	}
-	return cfg, dataPrefix
+	return cfg, dataPrefix, nil
 }
 
 // CheckTable says, for jetlake plan, whether a connector's Iceberg table can
 // be written: the catalog answers, and the table exists and fits the
 // connector, or does not exist yet and is created on the first start.
 func CheckTable(ctx context.Context, c *config.Connector) (string, error) {
-	cfg, _ := icebergConfig(c)
+	cfg, _, err := icebergConfig(c)
+	if err != nil {
+		return "", err
+	}
 	t, err := iceberg.Load(ctx, cfg)
 	if errors.Is(err, iceberg.ErrNoSuchTable) {
 		return fmt.Sprintf("does not exist yet; jetlake creates it on first start at %s/%s/%s", cfg.Warehouse, cfg.Namespace, cfg.Table), nil

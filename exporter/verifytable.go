@@ -30,7 +30,10 @@ func tableFiles(ctx context.Context, cfg *config.Connector) (*icebergFiles, erro
 	if cfg.Iceberg == nil {
 		return nil, nil
 	}
-	icfg, dataPrefix := icebergConfig(cfg)
+	icfg, dataPrefix, err := icebergConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
 	f := &icebergFiles{name: cfg.Iceberg.Namespace + "." + cfg.Iceberg.Table, dataPrefix: dataPrefix, keys: map[string]bool{}, seen: map[string]bool{}}
 	t, err := iceberg.Load(ctx, icfg)
 	if errors.Is(err, iceberg.ErrNoSuchTable) {

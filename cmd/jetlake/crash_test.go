@@ -128,7 +128,13 @@ func (c *crashEnv) send(n, subjects int) error {
 // start starts `jetlake run` with extra environment.
 func (c *crashEnv) start(env ...string) (*exec.Cmd, *bytes.Buffer) {
 	c.t.Helper()
-	cmd := exec.Command(binary, "run", "-config", c.file)
+	return c.startFile(c.file, env...)
+}
+
+// startFile starts `jetlake run` with another connector file.
+func (c *crashEnv) startFile(file string, env ...string) (*exec.Cmd, *bytes.Buffer) {
+	c.t.Helper()
+	cmd := exec.Command(binary, "run", "-config", file)
 	cmd.Env = c.minio.ClientEnv(env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &lockedWriter{w: &stderr}

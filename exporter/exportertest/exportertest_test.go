@@ -259,3 +259,49 @@ func TestPostgresStartsAndStops(t *testing.T) {
 		t.Errorf("the server's directory is still there: %v", err)
 	}
 }
+
+// A frozen link holds bytes without closing anything; a thawed one
+// delivers them.
+func TestLinkHoldsBytesWhileFrozen(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		io.Copy(c, c)
+	}()
+	l := NewLink(t, ln.Addr().String())
+	c, err := net.Dial("tcp", l.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	echo := func(msg string, wait time.Duration) (string, error) {
+		if _, err := c.Write([]byte(msg)); err != nil {
+			return "", err
+		}
+		c.SetReadDeadline(time.Now().Add(wait))
+		buf := make([]byte, len(msg))
+		_, err := io.ReadFull(c, buf)
+		return string(buf), err
+	}
+	if got, err := echo("one", 5*time.Second); err != nil || got != "one" {
+		t.Fatalf("before freezing: %q, %v", got, err)
+	}
+	l.Freeze()
+	if got, err := echo("two", 300*time.Millisecond); err == nil {
+		t.Fatalf("a frozen link passed %q", got)
+	}
+	l.Thaw()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 3)
+	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "two" {
+		t.Fatalf("after thawing: %q, %v", buf, err)
+	}
+}

@@ -2,7 +2,6 @@ package iceberg
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -11,12 +10,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
-	sqlcat "github.com/apache/iceberg-go/catalog/sql"
-	iceio "github.com/apache/iceberg-go/io"
-	_ "github.com/apache/iceberg-go/io/gocloud/s3" // s3:// file IO
 	"github.com/apache/iceberg-go/table"
-	_ "github.com/jackc/pgx/v5/stdlib" // a PostgreSQL catalog's driver
-	_ "modernc.org/sqlite"             // the embedded catalog's driver
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/formats"
@@ -28,9 +22,15 @@ type Config struct {
 	// Catalog is the catalog's name, stored with every row of a SQL
 	// catalog (the connector's name).
 	Catalog string
-	// URI locates a SQL catalog: "sqlite:///path/catalog.db" or
-	// "postgres://user@host:port/database".
+	// Type is the kind of catalog: "sql" (the zero value), "rest" or
+	// "glue".
+	Type string
+	// URI locates the catalog. sql: "sqlite:///path/catalog.db" or
+	// "postgres://user@host:port/database"; rest: the catalog's URL; glue:
+	// an endpoint other than AWS's, or empty.
 	URI          string
+	REST         REST
+	Glue         Glue
 	Namespace    string
 	Table        string
 	Warehouse    string // "s3://bucket/prefix": the table lives at <Warehouse>/<Namespace>/<Table>
@@ -49,8 +49,8 @@ type S3 struct {
 // Table is an Iceberg table jetlake commits to. Its methods are for one
 // goroutine at a time.
 type Table struct {
-	cat   *sqlcat.Catalog
-	db    *sql.DB
+	cat   catalog.Catalog
+	close func() error
 	ident table.Identifier
 	tbl   *table.Table
 }
@@ -84,7 +84,7 @@ func Open(ctx context.Context, cfg Config, fields []formats.Field) (*Table, erro
 	if err != nil {
 		return nil, err
 	}
-	t, err := openCatalog(cfg)
+	t, err := openCatalog(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func Open(ctx context.Context, cfg Config, fields []formats.Field) (*Table, erro
 // Load loads the table of cfg as it is, creating nothing; its error
 // errors.Is catalog.ErrNoSuchTable when the table does not exist.
 func Load(ctx context.Context, cfg Config) (*Table, error) {
-	t, err := openCatalog(cfg)
+	t, err := openCatalog(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -113,29 +113,6 @@ func Load(ctx context.Context, cfg Config) (*Table, error) {
 // exist.
 var ErrNoSuchTable = catalog.ErrNoSuchTable
 
-// openCatalog opens the SQL catalog of cfg.
-func openCatalog(cfg Config) (*Table, error) {
-	db, dialect, err := openDB(cfg.URI)
-	if err != nil {
-		return nil, &MismatchError{Diffs: []string{err.Error()}}
-	}
-	props := iceberg.Properties{
-		iceio.S3Region:          cfg.S3.Region,
-		iceio.S3AccessKeyID:     cfg.S3.AccessKeyID,
-		iceio.S3SecretAccessKey: cfg.S3.SecretAccessKey,
-		"warehouse":             cfg.Warehouse,
-	}
-	if cfg.S3.Endpoint != "" {
-		props[iceio.S3EndpointURL] = cfg.S3.Endpoint
-	}
-	cat, err := sqlcat.NewCatalog(cfg.Catalog, db, dialect, props)
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("iceberg catalog %s: %w", redactURI(cfg.URI), err)
-	}
-	return &Table{cat: cat, db: db, ident: table.Identifier{cfg.Namespace, cfg.Table}}, nil
-}
-
 func (t *Table) open(ctx context.Context, cfg Config, schema *iceberg.Schema, spec iceberg.PartitionSpec) error {
 	ns := table.Identifier{cfg.Namespace}
 	exists, err := t.cat.CheckNamespaceExists(ctx, ns)
@@ -147,9 +124,9 @@ func (t *Table) open(ctx context.Context, cfg Config, schema *iceberg.Schema, sp
 			return fmt.Errorf("iceberg namespace %s: %w", cfg.Namespace, err)
 		}
 	}
+	location := strings.TrimSuffix(cfg.Warehouse, "/") + "/" + cfg.Namespace + "/" + cfg.Table
 	tbl, err := t.cat.LoadTable(ctx, t.ident)
 	if errors.Is(err, catalog.ErrNoSuchTable) {
-		location := strings.TrimSuffix(cfg.Warehouse, "/") + "/" + cfg.Namespace + "/" + cfg.Table
 		tbl, err = t.cat.CreateTable(ctx, t.ident, schema,
 			catalog.WithLocation(location), catalog.WithPartitionSpec(&spec), catalog.WithProperties(tableProperties))
 		if errors.Is(err, catalog.ErrTableAlreadyExists) {
@@ -160,6 +137,11 @@ func (t *Table) open(ctx context.Context, cfg Config, schema *iceberg.Schema, sp
 		return fmt.Errorf("iceberg table %s: %w", t.Name(), err)
 	}
 	t.tbl = tbl
+	if have := strings.TrimSuffix(tbl.Location(), "/"); have != location {
+		// Data files are stored under the connector's [s3] bucket and
+		// prefix; a table elsewhere would hold files outside its folder.
+		return &MismatchError{Diffs: []string{fmt.Sprintf("the table is at %s, not at %s where the connector writes its data files; set [s3] bucket and prefix to the table's warehouse", have, location)}}
+	}
 	return Compatible(tbl.Schema(), tbl.Spec(), schema, spec)
 }
 
@@ -224,45 +206,6 @@ func specFields(schema *iceberg.Schema, spec iceberg.PartitionSpec) []string {
 	return out
 }
 
-// openDB opens the database of a SQL catalog URI: an embedded sqlite file,
-// or a PostgreSQL server (the Java JdbcCatalog's tables, so that Spark and
-// Trino JDBC catalogs can share it).
-func openDB(uri string) (*sql.DB, sqlcat.SupportedDialect, error) {
-	if path, ok := strings.CutPrefix(uri, "sqlite://"); ok && path != "" {
-		// Every pooled connection waits for a lock rather than failing,
-		// and readers do not block the writer.
-		db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
-		if err != nil {
-			return nil, "", fmt.Errorf("iceberg catalog %s: %w", uri, err)
-		}
-		return db, sqlcat.SQLite, nil
-	}
-	if strings.HasPrefix(uri, "postgres://") || strings.HasPrefix(uri, "postgresql://") {
-		db, err := sql.Open("pgx", uri)
-		if err != nil {
-			return nil, "", fmt.Errorf("iceberg catalog %s: %w", redactURI(uri), err)
-		}
-		return db, sqlcat.Postgres, nil
-	}
-	return nil, "", fmt.Errorf("iceberg catalog uri %q: want sqlite:///path/to/catalog.db or postgres://user@host:port/database", redactURI(uri))
-}
-
-// redactURI hides the password of a catalog URI.
-func redactURI(uri string) string {
-	scheme, rest, ok := strings.Cut(uri, "://")
-	if !ok {
-		return uri
-	}
-	userinfo, host, ok := strings.Cut(rest, "@")
-	if !ok {
-		return uri
-	}
-	if user, _, ok := strings.Cut(userinfo, ":"); ok {
-		return scheme + "://" + user + ":xxxxx@" + host
-	}
-	return uri
-}
-
 // Name is the table's namespace and name, dotted.
 func (t *Table) Name() string { return strings.Join(t.ident, ".") }
 
@@ -288,8 +231,8 @@ func (t *Table) Partitioner() (*Partitioner, error) {
 // Location is the table's base location.
 func (t *Table) Location() string { return t.tbl.Location() }
 
-// Close releases the catalog's database.
-func (t *Table) Close() error { return t.db.Close() }
+// Close releases the catalog's connections.
+func (t *Table) Close() error { return t.close() }
 
 // Commit is one append to the table: data files already stored, and the
 // id that makes committing them again harmless.

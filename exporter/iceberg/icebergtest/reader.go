@@ -66,6 +66,13 @@ func Read(db *sql.DB, postgres bool, catalogName, ns, name string, get Get) (*Ta
 	if err := db.QueryRowContext(ctx, q, catalogName, ns, name).Scan(&metaLoc); err != nil {
 		return nil, fmt.Errorf("catalog row: %w", err)
 	}
+	return ReadMetadata(metaLoc, get)
+}
+
+// ReadMetadata reads the table whose current metadata file is at metaLoc,
+// as Read does once it has found that location in the catalog: for tables
+// of catalogs other than SQL ones.
+func ReadMetadata(metaLoc string, get Get) (*Table, error) {
 	body, err := get(metaLoc)
 	if err != nil {
 		return nil, err

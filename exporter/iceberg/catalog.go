@@ -1,0 +1,147 @@
+package iceberg
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	gluecat "github.com/apache/iceberg-go/catalog/glue"
+	"github.com/apache/iceberg-go/catalog/rest"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	iceio "github.com/apache/iceberg-go/io"
+	_ "github.com/apache/iceberg-go/io/gocloud/s3" // s3:// file IO
+	"github.com/apache/iceberg-go/table"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	_ "github.com/jackc/pgx/v5/stdlib" // a PostgreSQL catalog's driver
+	_ "modernc.org/sqlite"             // the embedded catalog's driver
+)
+
+// REST holds what a REST catalog needs besides its URI. Secrets are read
+// from the environment by the caller.
+type REST struct {
+	Warehouse    string // the warehouse asked for; empty asks for none
+	Token        string // a bearer token, or empty
+	Credential   string // an OAuth2 client credential "id:secret", or empty
+	SigV4Service string // sign requests with AWS SigV4 for this service, or empty
+	Region       string // SigV4's region
+}
+
+// Glue holds what the AWS Glue catalog needs. Its credentials are the AWS
+// SDK's default chain: the environment, shared files, instance roles.
+type Glue struct {
+	Region    string
+	CatalogID string // the account whose catalog it is; empty is the caller's
+}
+
+// openCatalog opens the catalog of cfg.
+func openCatalog(ctx context.Context, cfg Config) (*Table, error) {
+	props := iceberg.Properties{
+		iceio.S3Region: cfg.S3.Region,
+		"warehouse":    cfg.Warehouse,
+	}
+	if cfg.S3.AccessKeyID != "" {
+		props[iceio.S3AccessKeyID] = cfg.S3.AccessKeyID
+		props[iceio.S3SecretAccessKey] = cfg.S3.SecretAccessKey
+	}
+	if cfg.S3.Endpoint != "" {
+		props[iceio.S3EndpointURL] = cfg.S3.Endpoint
+	}
+	t := &Table{ident: table.Identifier{cfg.Namespace, cfg.Table}}
+	switch cfg.Type {
+	case "", "sql":
+		db, dialect, err := openDB(cfg.URI)
+		if err != nil {
+			return nil, &MismatchError{Diffs: []string{err.Error()}}
+		}
+		cat, err := sqlcat.NewCatalog(cfg.Catalog, db, dialect, props)
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("iceberg catalog %s: %w", redactURI(cfg.URI), err)
+		}
+		t.cat, t.close = cat, db.Close
+	case "rest":
+		delete(props, "warehouse")
+		opts := []rest.Option{rest.WithAdditionalProps(props)}
+		if cfg.REST.Warehouse != "" {
+			opts = append(opts, rest.WithWarehouseLocation(cfg.REST.Warehouse))
+		}
+		switch {
+		case cfg.REST.Token != "":
+			opts = append(opts, rest.WithOAuthToken(cfg.REST.Token))
+		case cfg.REST.Credential != "":
+			opts = append(opts, rest.WithCredential(cfg.REST.Credential))
+		case cfg.REST.SigV4Service != "":
+			aws, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(cfg.REST.Region))
+			if err != nil {
+				return nil, fmt.Errorf("iceberg catalog %s: AWS credentials for SigV4: %w", cfg.URI, err)
+			}
+			opts = append(opts, rest.WithAwsConfig(aws), rest.WithSigV4RegionSvc(cfg.REST.Region, cfg.REST.SigV4Service))
+		}
+		cat, err := rest.NewCatalog(ctx, cfg.Catalog, cfg.URI, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("iceberg catalog %s: %w", cfg.URI, err)
+		}
+		t.cat, t.close = cat, cat.Close
+	case "glue":
+		loads := []func(*awsconfig.LoadOptions) error{awsconfig.WithRegion(cfg.Glue.Region)}
+		if cfg.URI != "" {
+			loads = append(loads, awsconfig.WithBaseEndpoint(cfg.URI))
+		}
+		aws, err := awsconfig.LoadDefaultConfig(ctx, loads...)
+		if err != nil {
+			return nil, fmt.Errorf("iceberg catalog glue: AWS configuration: %w", err)
+		}
+		if cfg.Glue.CatalogID != "" {
+			props[gluecat.CatalogIdKey] = cfg.Glue.CatalogID
+		}
+		cat, err := gluecat.NewCatalog(gluecat.WithAwsConfig(aws), gluecat.WithAwsProperties(gluecat.AwsProperties(props)))
+		if err != nil {
+			return nil, fmt.Errorf("iceberg catalog glue: %w", err)
+		}
+		t.cat, t.close = cat, cat.Close
+	default:
+		return nil, fmt.Errorf("iceberg catalog type %q: want sql, rest or glue", cfg.Type)
+	}
+	return t, nil
+}
+
+// openDB opens the database of a SQL catalog URI: an embedded sqlite file,
+// or a PostgreSQL server (the Java JdbcCatalog's tables, so that Spark and
+// Trino JDBC catalogs can share it).
+func openDB(uri string) (*sql.DB, sqlcat.SupportedDialect, error) {
+	if path, ok := strings.CutPrefix(uri, "sqlite://"); ok && path != "" {
+		// Every pooled connection waits for a lock rather than failing,
+		// and readers do not block the writer.
+		db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
+		if err != nil {
+			return nil, "", fmt.Errorf("iceberg catalog %s: %w", uri, err)
+		}
+		return db, sqlcat.SQLite, nil
+	}
+	if strings.HasPrefix(uri, "postgres://") || strings.HasPrefix(uri, "postgresql://") {
+		db, err := sql.Open("pgx", uri)
+		if err != nil {
+			return nil, "", fmt.Errorf("iceberg catalog %s: %w", redactURI(uri), err)
+		}
+		return db, sqlcat.Postgres, nil
+	}
+	return nil, "", fmt.Errorf("iceberg catalog uri %q: want sqlite:///path/to/catalog.db or postgres://user@host:port/database", redactURI(uri))
+}
+
+// redactURI hides the password of a catalog URI.
+func redactURI(uri string) string {
+	scheme, rest, ok := strings.Cut(uri, "://")
+	if !ok {
+		return uri
+	}
+	userinfo, host, ok := strings.Cut(rest, "@")
+	if !ok {
+		return uri
+	}
+	if user, _, ok := strings.Cut(userinfo, ":"); ok {
+		return scheme + "://" + user + ":xxxxx@" + host
+	}
+	return uri
+}
