@@ -99,6 +99,14 @@ func (r ackRef) ack(nc acker) error { return nc.Publish(string(r), ackBody) }
 // inProgress restarts the message's AckWait clock.
 func (r ackRef) inProgress(nc acker) error { return nc.Publish(string(r), inProgressBody) }
 
+// confirmInProgress restarts the message's AckWait clock and waits for the
+// server's reply, which comes once the server has processed this and every
+// acknowledgement sent before it on the same connection.
+func (r ackRef) confirmInProgress(ctx context.Context, nc acker) error {
+	_, err := nc.RequestWithContext(ctx, string(r), inProgressBody)
+	return err
+}
+
 // confirmAck acks the message and waits for the server's reply, which comes
 // once the server has processed this ack and every ack sent before it on
 // the same connection.

@@ -1,9 +1,11 @@
 package exporter
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nuid"
@@ -30,10 +32,15 @@ type job struct {
 	enc      formats.Encoder // the batch's encoder
 	format   string          // and its format's name
 	intentID string          // id of the batch's intent
-	// progress is when the server last (re)started the AckWait clock of
-	// the batch's oldest message, roughly: when the batch opened, or when
-	// InProgress was last sent for it while it waited in the queue.
+	// progress is when InProgress was last sent for the batch while it
+	// waited in the queue, or when the batch opened: it paces InProgress.
 	progress time.Time
+	// confirmed (unix nanoseconds) is a time at or before which the server
+	// surely (re)started the AckWait clock of every message of the batch:
+	// when the batch opened, or when InProgress went out that the server
+	// answered. The uploader starts from it. It is atomic because the
+	// answer may come once an uploader has the job.
+	confirmed atomic.Int64
 
 	uploading bool // handed to an uploader
 
@@ -82,9 +89,26 @@ func (r *runner) nextJob() int {
 // a free uploader, once a third of their AckWait has passed since the last
 // time, so that the server does not redeliver what jetlake holds. The
 // uploader does the same for the batch it uploads.
+//
+// The InProgress signals go out without waiting. One request beside the
+// loop then asks the server to answer, which it does once it has processed
+// every signal sent before on the connection; only then do the batches
+// count as confirmed. A round waits for the answer to the one before, so
+// that a link that stopped answering confirms nothing.
 func (r *runner) keepQueuedInProgress(now time.Time) {
+	if r.confirming {
+		return
+	}
+	var due []*job
+	var last ackRef
 	for _, j := range r.queue {
 		if j.batch == nil || now.Sub(j.progress) < j.stream.cfg.AckWait/3 {
+			continue
+		}
+		if !now.Before(j.ownedUntil()) {
+			// The server may have redelivered the messages by now: an
+			// answer would prove nothing, and the uploader gives the batch
+			// up.
 			continue
 		}
 		ok := true
@@ -95,6 +119,46 @@ func (r *runner) keepQueuedInProgress(now time.Time) {
 		}
 		if ok {
 			j.progress = now
+			due = append(due, j)
+			last = j.batch.Items[len(j.batch.Items)-1].Handle
+		}
+	}
+	if len(due) == 0 {
+		return
+	}
+	r.confirming = true
+	r.beside(func() func() {
+		ctx, cancel := context.WithTimeout(context.Background(), inProgressTimeout)
+		err := last.confirmInProgress(ctx, r.e.acks)
+		cancel()
+		return func() {
+			r.confirming = false
+			if err != nil {
+				return
+			}
+			for _, j := range due {
+				j.confirmAt(now)
+			}
+		}
+	})
+}
+
+// ownedUntil is how long the job's messages are surely not redelivered;
+// see committer.ownedUntil.
+func (j *job) ownedUntil() time.Time {
+	ackWait := j.stream.cfg.AckWait
+	return time.Unix(0, j.confirmed.Load()).Add(ackWait - ackWait/10)
+}
+
+// confirmAt records that the server restarted the AckWait clocks of the
+// job's messages at t or later. The caller sent InProgress at t, before
+// ownedUntil: an answer to one sent later proves nothing, since the
+// messages may have been redelivered in between.
+func (j *job) confirmAt(t time.Time) {
+	for {
+		old := j.confirmed.Load()
+		if old >= t.UnixNano() || j.confirmed.CompareAndSwap(old, t.UnixNano()) {
+			return
 		}
 	}
 }
@@ -144,6 +208,7 @@ func (r *runner) takeSealed() {
 		for _, b := range set.TakeSealed() {
 			j := &job{batch: b, size: int64(b.Body.MemSize() + b.Overhead() + jobOverhead), stream: r.streamOf(b), set: set, enc: enc, format: format,
 				intentID: nuid.Next(), progress: b.Opened}
+			j.confirmAt(b.Opened)
 			j.stream.book.seal(j.stream.intentPrefix+j.intentID, b.Len())
 			r.enqueue(j)
 		}

@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 )
@@ -12,13 +13,12 @@ import (
 func TestQueuedBatchesAreKeptInProgressWhileTheyWait(t *testing.T) {
 	e := testExporter(t, &MemStore{})
 	const ackWait = 30 * time.Second
-	// Opened longer ago than AckWait: only the InProgress sent while it
-	// waited keeps it from being abandoned.
-	opened := time.Now().Add(-40 * time.Second)
+	// Opened two thirds of AckWait ago: due for InProgress.
+	opened := time.Now().Add(-20 * time.Second)
 	uploading, _ := sealedJob(t, e, 2, opened, ackWait)
 	queued, msgs := sealedJob(t, e, 3, opened, ackWait)
 	queued.set = uploading.set // one buffer key: uploaded one after the other
-	r := &runner{e: e, uploading: map[bufferKey]int{}, jobs: make(chan *job)}
+	r := &runner{e: e, uploading: map[bufferKey]int{}, jobs: make(chan *job), back: make(chan func(), 1), stopping: make(chan struct{})}
 	r.enqueue(uploading)
 	r.enqueue(queued)
 	jobs, next, idx := r.offer()
@@ -40,16 +40,84 @@ func TestQueuedBatchesAreKeptInProgressWhileTheyWait(t *testing.T) {
 	if !queued.progress.Equal(now) {
 		t.Fatalf("progress %v after InProgress at %v", queued.progress, now)
 	}
+	// The server answered: the batch counts as confirmed from then.
+	(<-r.back)()
+	if got := queued.confirmed.Load(); got != now.UnixNano() {
+		t.Fatalf("confirmed %v after an answered InProgress at %v", time.Unix(0, got), now)
+	}
 	// Not again before another third of AckWait.
 	r.keepQueuedInProgress(now.Add(ackWait / 4))
 	if _, _, inProgress := msgs[0].snapshot(); inProgress != 1 {
 		t.Fatalf("%d InProgress a quarter of AckWait later, want still 1", inProgress)
 	}
 
-	// Its upload, long after the batch opened, starts from that InProgress:
-	// the batch is stored and acked, not abandoned.
+	// Its upload starts from that InProgress: the batch is stored and
+	// acked with no InProgress of the uploader's own.
 	res := e.upload(context.Background(), queued)
 	if res.err != nil || !res.confirmed {
 		t.Fatalf("upload of the batch kept in progress: %v (confirmed %v)", res.err, res.confirmed)
+	}
+	if _, _, inProgress := msgs[0].snapshot(); inProgress != 1 {
+		t.Fatalf("%d InProgress after the upload, want still 1", inProgress)
+	}
+}
+
+// A batch whose InProgress the server never answered (its link to NATS
+// froze, say) is not stored once its AckWait may have passed: another
+// instance may hold its messages by then. Stored anyway, it would double
+// them.
+func TestABatchWhoseInProgressWentUnansweredIsNotStoredLate(t *testing.T) {
+	store := &MemStore{}
+	e := testExporter(t, store)
+	const ackWait = 30 * time.Second
+	opened := time.Now().Add(-20 * time.Second)
+	queued, msgs := sealedJob(t, e, 3, opened, ackWait)
+	r := &runner{e: e, uploading: map[bufferKey]int{}, jobs: make(chan *job), back: make(chan func(), 1), stopping: make(chan struct{})}
+	r.enqueue(queued)
+	e.acks.(*fakeAcker).silent = true
+	r.keepQueuedInProgress(time.Now())
+	if _, _, inProgress := msgs[0].snapshot(); inProgress != 1 {
+		t.Fatalf("%d InProgress sent, want 1", inProgress)
+	}
+	(<-r.back)()
+	if got := queued.confirmed.Load(); got != opened.UnixNano() {
+		t.Fatalf("confirmed moved to %v without an answer", time.Unix(0, got))
+	}
+	// Eight seconds later the messages may be redelivered (AckWait, less a
+	// tenth for the way): no InProgress is sent for them any more, since
+	// an answer would prove nothing, and the upload gives them up.
+	e.acks.(*fakeAcker).silent = false
+	queued.confirmed.Store(opened.Add(-8 * time.Second).UnixNano())
+	r.keepQueuedInProgress(time.Now().Add(ackWait))
+	if _, _, inProgress := msgs[0].snapshot(); inProgress != 1 {
+		t.Fatalf("%d InProgress sent, want still 1", inProgress)
+	}
+	res := e.upload(context.Background(), queued)
+	if !errors.Is(res.err, ErrAbandoned) || res.stored || len(store.keys) != 0 {
+		t.Fatalf("upload: %v, stored %v %q; want abandoned and nothing stored", res.err, res.stored, store.keys)
+	}
+	for _, m := range msgs {
+		if acks, doubles, _ := m.snapshot(); acks+doubles != 0 {
+			t.Fatalf("message %d acked %d times", m.seq, acks+doubles)
+		}
+	}
+}
+
+// The uploader keeps its batch in progress with InProgress the server
+// answers; once the server stops answering, the batch is given up before
+// its AckWait could pass, not stored late.
+func TestAnUploadStopsWhenInProgressGoesUnanswered(t *testing.T) {
+	store := &MemStore{n: 1000, err: errors.New("connection refused")}
+	e := testExporter(t, store)
+	const ackWait = 3 * time.Second
+	j, _ := sealedJob(t, e, 2, time.Now(), ackWait)
+	e.acks.(*fakeAcker).silent = true
+	start := time.Now()
+	res := e.upload(context.Background(), j)
+	if !errors.Is(res.err, ErrAbandoned) || res.stored {
+		t.Fatalf("upload: %v, stored %v; want abandoned", res.err, res.stored)
+	}
+	if took := time.Since(start); took > ackWait-ackWait/10+100*time.Millisecond {
+		t.Fatalf("gave up after %s, past the time the messages were surely held (%s)", took, ackWait-ackWait/10)
 	}
 }

@@ -38,8 +38,11 @@ type runner struct {
 	stopping chan struct{} // closed when the loop ends: work beside it stops reporting
 	besideN  int           // work beside the loop not yet applied
 	gauging  bool          // consumer gauges are being refreshed
-	checking bool          // an idle check is under way
-	idleDone bool          // an idle check found the work done
+	// confirming: the server is asked to answer the InProgress sent for
+	// queued batches.
+	confirming bool
+	checking   bool // an idle check is under way
+	idleDone   bool // an idle check found the work done
 
 	draining    bool     // stopping, with nothing beside the loop: work is done in order
 	forgetQueue []string // intents to delete once the deletion under way is done

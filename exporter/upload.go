@@ -168,7 +168,7 @@ func (e *Exporter) upload(ctx context.Context, j *job) *result {
 			opts.Metadata[MetaSeqs] = string(enc[1 : len(enc)-1])
 		}
 	}
-	c := &committer{e: e, stream: st.cfg.Stream, b: b, ackWait: st.cfg.AckWait, progress: j.progress, key: res.key}
+	c := &committer{e: e, stream: st.cfg.Stream, b: b, ackWait: st.cfg.AckWait, progress: time.Unix(0, j.confirmed.Load()), key: res.key}
 	start := time.Now()
 
 	if e.intents != nil {
@@ -220,7 +220,7 @@ func (e *Exporter) upload(ctx context.Context, j *job) *result {
 	res.duration = time.Since(start)
 	// Acking after AckWait would ack copies that may already be on their
 	// way to another exporter.
-	if time.Since(c.progress) >= c.ackWait {
+	if !time.Now().Before(c.ownedUntil()) {
 		res.err = ErrAbandoned
 		return res
 	}
@@ -280,30 +280,48 @@ func (e *CollisionError) Error() string {
 // committer runs the steps of one batch's commit with retries, keeping the
 // batch's messages in progress.
 type committer struct {
-	e        *Exporter
-	stream   string
-	b        *msgBatch // messages to keep in progress, or
-	msgs     []ackRef  // these
-	key      string
-	ackWait  time.Duration
-	progress time.Time // when the server last (re)started the oldest message's AckWait clock, roughly
+	e       *Exporter
+	stream  string
+	b       *msgBatch // messages to keep in progress, or
+	msgs    []ackRef  // these
+	key     string
+	ackWait time.Duration
+	// progress is a time at or before which the server last (re)started
+	// the AckWait clock of every message, as far as this process knows for
+	// sure: the batch's first delivery, or an InProgress the server
+	// answered. Until progress + AckWait the server redelivers none of
+	// them to anyone else.
+	progress time.Time
 }
 
-// do runs step until it succeeds. It returns ErrAbandoned once the AckWait
-// passed, a *PermanentError or *CollisionError at once, and ctx's error when
-// ctx ends.
+// ownedUntil is how long the batch's messages are surely not redelivered:
+// AckWait after progress, less a tenth for the time a delivery or an
+// InProgress spends on the way.
+func (c *committer) ownedUntil() time.Time { return c.progress.Add(c.ackWait - c.ackWait/10) }
+
+// do runs step until it succeeds. Every attempt ends before the messages
+// could be redelivered, so that a step never lands (an object stored, an
+// ack sent) once another consumer may hold the same messages, as it could
+// for an instance whose link to NATS froze while a standby took over. It
+// keeps the messages in progress, with InProgress the server confirms, and
+// returns ErrAbandoned once it cannot: the AckWait is (nearly) spent. It
+// returns a *PermanentError or *CollisionError at once, and ctx's error
+// when ctx ends.
 func (c *committer) do(ctx context.Context, what string, step func(context.Context) error) error {
 	for attempt := 0; ; attempt++ {
-		if since := time.Since(c.progress); since >= c.ackWait*2/3 {
-			if since >= c.ackWait {
-				c.e.m.uploadErrors.WithLabelValues(c.e.cfg.Name, c.stream, "abandoned").Inc()
-				return ErrAbandoned
-			}
-			if c.inProgress() {
-				c.progress = time.Now()
+		if time.Since(c.progress) >= c.ackWait/3 {
+			// An answer counts only for InProgress sent while the messages
+			// were surely held: after that they may be redelivered already.
+			if sent, ok := c.inProgress(ctx); ok && sent.Before(c.ownedUntil()) {
+				c.progress = sent
 			}
 		}
-		actx, cancel := context.WithTimeout(ctx, attemptTimeout(c.ackWait))
+		left := time.Until(c.ownedUntil())
+		if left < min(time.Second, c.ackWait/10) {
+			c.e.m.uploadErrors.WithLabelValues(c.e.cfg.Name, c.stream, "abandoned").Inc()
+			return ErrAbandoned
+		}
+		actx, cancel := context.WithTimeout(ctx, min(attemptTimeout(c.ackWait), left))
 		err := step(actx)
 		cancel()
 		if err == nil {
@@ -320,7 +338,7 @@ func (c *committer) do(ctx context.Context, what string, step func(context.Conte
 			return ctx.Err()
 		}
 		wait := backoff(attempt)
-		if until := time.Until(c.progress.Add(c.ackWait * 2 / 3)); until < wait {
+		if until := time.Until(c.progress.Add(c.ackWait / 3)); until < wait {
 			wait = max(until, 0)
 		}
 		c.e.log.Warn(what+" failed; retrying", "key", c.key, "attempt", attempt+1, "retry_in", wait.Round(time.Millisecond), "error", err)
@@ -330,24 +348,37 @@ func (c *committer) do(ctx context.Context, what string, step func(context.Conte
 	}
 }
 
+// inProgressTimeout bounds the wait for the server's answer to the last
+// InProgress of a batch.
+const inProgressTimeout = 2 * time.Second
+
 // inProgress tells the server that the messages are being worked on,
-// restarting their AckWait clocks. It reports whether every signal was sent.
-func (c *committer) inProgress() bool {
-	ok := true
-	nc := c.e.acks
+// restarting their AckWait clocks, and waits for the server to answer the
+// last of them, which it does once it has processed every one sent before
+// on the same connection. It returns when the first was sent and whether
+// the server answered: only then are the clocks known to have restarted.
+func (c *committer) inProgress(ctx context.Context) (time.Time, bool) {
+	refs := c.msgs
 	if c.b != nil {
-		for _, it := range c.b.Items {
-			if err := it.Handle.inProgress(nc); err != nil {
-				ok = false
-			}
+		refs = make([]ackRef, len(c.b.Items))
+		for i, it := range c.b.Items {
+			refs[i] = it.Handle
 		}
 	}
-	for _, ref := range c.msgs {
+	sent := time.Now()
+	if len(refs) == 0 {
+		return sent, true
+	}
+	nc := c.e.acks
+	ok := true
+	for _, ref := range refs[:len(refs)-1] {
 		if err := ref.inProgress(nc); err != nil {
 			ok = false
 		}
 	}
-	return ok
+	wctx, cancel := context.WithTimeout(ctx, min(inProgressTimeout, max(time.Until(c.ownedUntil()), 0)))
+	defer cancel()
+	return sent, refs[len(refs)-1].confirmInProgress(wctx, nc) == nil && ok
 }
 
 // ack acks every message of a stored batch and confirms: the last ack waits

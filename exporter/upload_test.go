@@ -80,8 +80,9 @@ func (m *fakeMsg) snapshot() (acks, doubleAcks, inProgress int) {
 // fakeAcker routes what the exporter sends to reply subjects to the fake
 // messages those subjects belong to.
 type fakeAcker struct {
-	mu   sync.Mutex
-	msgs map[string]*fakeMsg
+	mu     sync.Mutex
+	msgs   map[string]*fakeMsg
+	silent bool // requests get no answer
 }
 
 func (a *fakeAcker) register(m *fakeMsg) ackRef {
@@ -120,10 +121,24 @@ func (a *fakeAcker) Publish(subj string, data []byte) error {
 
 func (a *fakeAcker) RequestWithContext(ctx context.Context, subj string, data []byte) (*nats.Msg, error) {
 	m := a.msg(subj)
-	if m == nil || string(data) != "+ACK" {
+	if m == nil {
 		return nil, fmt.Errorf("unexpected request %q to %s", data, subj)
 	}
-	return &nats.Msg{}, m.DoubleAck(ctx)
+	a.mu.Lock()
+	silent := a.silent
+	a.mu.Unlock()
+	if silent {
+		// A link that stopped answering: what was sent is held somewhere.
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	switch string(data) {
+	case "+ACK":
+		return &nats.Msg{}, m.DoubleAck(ctx)
+	case "+WPI":
+		return &nats.Msg{}, m.InProgress()
+	}
+	return nil, fmt.Errorf("unexpected request %q to %s", data, subj)
 }
 
 func testExporter(t testing.TB, store ObjectStore) *Exporter {
@@ -158,8 +173,10 @@ func sealedJob(t *testing.T, e *Exporter, n int, opened time.Time, ackWait time.
 	}
 	set.SealAll(buffer.ReasonCount)
 	b := set.TakeSealed()[0]
-	return &job{batch: b, size: int64(b.Size()), enc: e.enc, format: "json_lines", set: set, progress: b.Opened,
-		stream: &streamState{cfg: config.Stream{Stream: "S", AckWait: ackWait}}}, msgs
+	j := &job{batch: b, size: int64(b.Size()), enc: e.enc, format: "json_lines", set: set, progress: b.Opened,
+		stream: &streamState{cfg: config.Stream{Stream: "S", AckWait: ackWait}}}
+	j.confirmAt(b.Opened)
+	return j, msgs
 }
 
 func TestUploadAcksEveryMessageOnceAfterTheStoreSucceeds(t *testing.T) {
@@ -202,7 +219,9 @@ func TestUploadKeepsMessagesInProgressThenAbandonsAfterAckWait(t *testing.T) {
 	e := testExporter(t, store)
 	// Opened 0.7 AckWait ago: the first attempt sends InProgress. The
 	// messages refuse it, as a broken NATS connection would, so the AckWait
-	// runs out and the batch must be abandoned.
+	// runs out and the batch must be abandoned: once too little of it is
+	// left for an attempt (a tenth is kept for the time a delivery takes,
+	// and an attempt needs a second more), not after it.
 	const ackWait = 10 * time.Second
 	opened := time.Now().Add(-7 * time.Second)
 	j, msgs := sealedJob(t, e, 2, opened, ackWait)
@@ -213,8 +232,8 @@ func TestUploadKeepsMessagesInProgressThenAbandonsAfterAckWait(t *testing.T) {
 	if !errors.Is(res.err, ErrAbandoned) {
 		t.Fatalf("err = %v, want ErrAbandoned", res.err)
 	}
-	if d := time.Since(opened); d < ackWait {
-		t.Fatalf("abandoned %s after the batch opened, before AckWait", d)
+	if d := time.Since(opened); d < ackWait*8/10 || d > ackWait*9/10 {
+		t.Fatalf("abandoned %s after the batch opened; want between 0.8 and 0.9 AckWait", d)
 	}
 	for _, m := range msgs {
 		acks, doubles, inProgress := m.snapshot()

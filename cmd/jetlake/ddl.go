@@ -110,9 +110,8 @@ type ddlOptions struct {
 // ddl returns the CREATE TABLE statement for a connector, and notes for
 // the person running it.
 func ddl(c *config.Connector, o ddlOptions) (string, []string, error) {
-	if ib := c.Iceberg; ib != nil {
-		return "", nil, fmt.Errorf("connector %s writes the Iceberg table %s.%s in its catalog (%s): engines read it from that catalog, not from a CREATE TABLE over its files",
-			c.Name, ib.Namespace, ib.Table, config.RedactURL(ib.URI))
+	if c.Iceberg != nil {
+		return icebergDDL(c, o)
 	}
 	cols, err := dataColumns(c)
 	if err != nil {
