@@ -14,6 +14,7 @@ import (
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/pathtemplate"
 )
 
 // lakeTable is the Iceberg table a connector with [iceberg] writes, and what
@@ -355,4 +356,31 @@ func (p planStore) Delete(ctx context.Context, key string) error { return p.st.D
 
 func (p planStore) List(ctx context.Context, prefix string) (map[string][]byte, error) {
 	return p.st.List(ctx, prefix)
+}
+
+// TableDataKey returns the object key jetlake gives a data file of a
+// connector's Iceberg table: the table's data folder, the partition folder
+// of a message of stream and subject at t, and the sequence range. plan
+// shows it as a sample.
+func TableDataKey(c *config.Connector, stream, subject string, t time.Time, first, last uint64) (string, error) {
+	_, dataPrefix, err := icebergConfig(c)
+	if err != nil {
+		return "", err
+	}
+	fo := c.Output.FormatsOptions()
+	fo.FieldIDs = true
+	schema, err := iceberg.Schema(formats.Fields(fo))
+	if err != nil {
+		return "", err
+	}
+	spec, err := iceberg.Spec(schema, c.Iceberg.Partitioning)
+	if err != nil {
+		return "", err
+	}
+	part, err := iceberg.NewPartitioner(schema, spec)
+	if err != nil {
+		return "", err
+	}
+	dir := string(part.AppendDir(nil, stream, subject, first, t))
+	return pathtemplate.Key(dataPrefix, dir, first, last, c.Output.Ext())
 }

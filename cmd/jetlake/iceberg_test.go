@@ -144,6 +144,11 @@ func TestPlanChecksTheIcebergTable(t *testing.T) {
 	if code != 0 || !strings.Contains(out, want) {
 		t.Fatalf("exit %d, want 0 and %q:\n%s%s", code, want, out, errOut)
 	}
+	// Sample keys are the table's data files, in its partition folders.
+	sample := "s3://plan/raw/lake/events/data/timestamp_hour=" + time.Now().UTC().Format("2006-01-02-15") + "/subject="
+	if !strings.Contains(out, "sample data file keys of the Iceberg table") || !strings.Contains(out, sample) {
+		t.Fatalf("no sample data file key like %s:\n%s", sample, out)
+	}
 	// A table partitioned otherwise is refused.
 	ms := shared.MinIO(t)
 	tbl, err := iceberg.Open(context.Background(), iceberg.Config{

@@ -86,7 +86,11 @@ func printPlan(w io.Writer, c *config.Connector, res *plan.Result, cleanup bool)
 		fmt.Fprintln(w, "  "+l)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "sample object keys (messages of this hour; sequences are examples):\n")
+	what := "object keys"
+	if c.Iceberg != nil {
+		what = "data file keys of the Iceberg table"
+	}
+	fmt.Fprintf(w, "sample %s (messages of this hour; sequences are examples):\n", what)
 	for _, l := range res.Samples {
 		fmt.Fprintln(w, "  "+l)
 	}

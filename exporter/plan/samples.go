@@ -21,7 +21,7 @@ type subjectSample struct {
 
 // streamSamples adds sample keys from the subjects the stream holds.
 func (p *planner) streamSamples(ctx context.Context, nc *nats.Conn, s config.Stream) {
-	if !p.c.Output.PathTemplate.UsesSubject() {
+	if !p.usesSubject() {
 		p.sampleKeys(s, nil, "")
 		return
 	}
@@ -61,15 +61,25 @@ func (p *planner) sampleKeys(s config.Stream, subjects []subjectSample, why stri
 		header += " (" + why + ")"
 	}
 	render := func(subject string) string {
-		dir := c.Output.PathTemplate.Dir(&pathtemplate.Values{Stream: s.Stream, Subject: subject, Consumer: s.Consumer, Time: p.o.Now})
-		key, err := pathtemplate.Key(c.S3.Prefix, dir, 1, 500, c.Output.Ext())
+		var key string
+		var err error
+		if c.Iceberg != nil {
+			key, err = exporter.TableDataKey(c, s.Stream, subject, p.o.Now, 1, 500)
+		} else {
+			dir := c.Output.PathTemplate.Dir(&pathtemplate.Values{Stream: s.Stream, Subject: subject, Consumer: s.Consumer, Time: p.o.Now})
+			key, err = pathtemplate.Key(c.S3.Prefix, dir, 1, 500, c.Output.Ext())
+		}
 		if err != nil {
 			return err.Error()
 		}
 		return "s3://" + c.S3.Bucket + "/" + key
 	}
-	if !c.Output.PathTemplate.UsesSubject() {
-		add("%s: the template does not use the subject:", header)
+	if !p.usesSubject() {
+		what := "the template does not use the subject"
+		if c.Iceberg != nil {
+			what = "the table is not partitioned by subject"
+		}
+		add("%s: %s:", header, what)
 		add("  %s", render("example"))
 		return
 	}
@@ -111,4 +121,18 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// usesSubject reports whether the subject names a folder of the keys: in
+// the path template, or for an Iceberg table, in its partitioning.
+func (p *planner) usesSubject() bool {
+	if ib := p.c.Iceberg; ib != nil {
+		for _, part := range ib.Partitioning {
+			if part.Column == "subject" {
+				return true
+			}
+		}
+		return false
+	}
+	return p.c.Output.PathTemplate.UsesSubject()
 }
