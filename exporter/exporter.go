@@ -108,8 +108,11 @@ func New(cfg *config.Connector, opts Options) (*Exporter, error) {
 	// compressors, beside the runner instead of in it.
 	fo.DeferCompression = true
 	fo.TargetSize = cfg.Rotation.MaxFileSize
-	// Data files of an Iceberg table carry the schema's field ids.
-	fo.FieldIDs = cfg.Iceberg != nil
+	// Data files of an Iceberg table carry the schema's field ids: those of
+	// a new table until the table is opened (openTable).
+	if cfg.Iceberg != nil {
+		fo.FieldIDs = formats.PositionalFieldIDs(formats.Fields(fo))
+	}
 	enc, err := formats.New(fo)
 	if err != nil {
 		return nil, fmt.Errorf("connector %s: %w", cfg.Name, err)

@@ -11,11 +11,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
 	"github.com/minio/minio-go/v7"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/exportertest"
 	"github.com/jetlake/jetlake/exporter/iceberg/icebergtest"
 )
 
@@ -142,4 +148,80 @@ func (e *env) stateKeys(ctx context.Context) int {
 		}
 	}
 	return n
+}
+
+// A typed column added to the connector file between two runs is added to
+// the table on the second start; Arrow (iceberg-go's scan) reads the rows
+// of both runs together, the first run's with the new column null.
+func TestAColumnAddedToTheConnectorIsAddedToTheTable(t *testing.T) {
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
+max_messages_per_file = 100
+max_file_age = "1s"`)
+	catalog := e.icebergConnector("1h")
+	e.publish(200, 2)
+	e.runUntilIdle(e.connector(), 2*time.Minute)
+
+	body, err := os.ReadFile(e.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body = []byte(strings.Replace(string(body), "\n[iceberg]\n", "\n[[output.columns]]\nname = \"user_id\"\nsource = \"user.id\"\ntype = \"int64\"\n\n[iceberg]\n", 1))
+	if err := os.WriteFile(e.file, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := e.connector()
+	e.publish(200, 2)
+	e.runUntilIdle(c, 2*time.Minute)
+	tr := e.readTable(c, catalog)
+	if problems := tr.Check(400); len(problems) > 0 {
+		t.Fatalf("%d problems, first: %s", len(problems), strings.Join(problems[:min(5, len(problems))], "; "))
+	}
+
+	cat, err := sqlcat.NewCatalog(c.Name, openSQLite(t, catalog), sqlcat.SQLite, iceberg.Properties{
+		iceio.S3Region: exportertest.MinIORegion, iceio.S3AccessKeyID: e.minio.AccessKey,
+		iceio.S3SecretAccessKey: e.minio.SecretKey, iceio.S3EndpointURL: e.minio.Endpoint,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := cat.LoadTable(context.Background(), table.Identifier{"lake", "events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, err := tbl.Scan(table.WithSelectedFields("sequence", "user_id")).ToArrowTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	rows := 0
+	tr2 := array.NewTableReader(at, 0)
+	defer tr2.Release()
+	for tr2.Next() {
+		rec := tr2.RecordBatch()
+		seq, user := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Int64)
+		for i := range int(rec.NumRows()) {
+			rows++
+			q := seq.Value(i)
+			// Message i (sequence i+1) has user.id i%97.
+			switch {
+			case q <= 200 && !user.IsNull(i):
+				t.Fatalf("sequence %d, written before the column was added, has user_id %d", q, user.Value(i))
+			case q > 200 && (user.IsNull(i) || user.Value(i) != (q-201)%97):
+				t.Fatalf("sequence %d: user_id %v, want %d", q, user.Value(i), (q-201)%97)
+			}
+		}
+	}
+	if rows != 400 {
+		t.Fatalf("%d rows, want 400", rows)
+	}
+}
+
+func openSQLite(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"time"
@@ -54,6 +55,21 @@ func (e *Exporter) openTable(ctx context.Context) (*lakeTable, error) {
 	t, err := iceberg.Open(ctx, cfg, formats.Fields(e.encOptions))
 	if err != nil {
 		return nil, err
+	}
+	if ev := t.Evolved(); !ev.Empty() {
+		e.log.Info("iceberg table schema evolved", "table", t.Name(), "changes", ev.String())
+	}
+	// Data files carry the field ids the table has for their columns,
+	// which differ from a new table's once its schema evolved.
+	if ids := t.FieldIDs(); !maps.Equal(ids, e.encOptions.FieldIDs) {
+		fo := e.encOptions
+		fo.FieldIDs = ids
+		enc, err := formats.New(fo)
+		if err != nil {
+			t.Close()
+			return nil, err
+		}
+		e.enc, e.encOptions = enc, fo
 	}
 	part, err := t.Partitioner()
 	if err != nil {
@@ -138,10 +154,12 @@ func CheckTable(ctx context.Context, c *config.Connector) (string, error) {
 		return "", err
 	}
 	defer t.Close()
-	fo := c.Output.FormatsOptions()
-	fo.FieldIDs = true
-	if err := t.Fits(formats.Fields(fo), c.Iceberg.Partitioning); err != nil {
+	ev, err := t.Fits(formats.Fields(c.Output.FormatsOptions()), c.Iceberg.Partitioning)
+	if err != nil {
 		return "", err
+	}
+	if !ev.Empty() {
+		return fmt.Sprintf("exists at %s with %d snapshots; on start jetlake %s", t.Location(), t.Snapshots(), ev), nil
 	}
 	return fmt.Sprintf("exists at %s with %d snapshots and fits the connector", t.Location(), t.Snapshots()), nil
 }
@@ -367,9 +385,7 @@ func TableDataKey(c *config.Connector, stream, subject string, t time.Time, firs
 	if err != nil {
 		return "", err
 	}
-	fo := c.Output.FormatsOptions()
-	fo.FieldIDs = true
-	schema, err := iceberg.Schema(formats.Fields(fo))
+	schema, err := iceberg.Schema(formats.Fields(c.Output.FormatsOptions()))
 	if err != nil {
 		return "", err
 	}

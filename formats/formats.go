@@ -227,9 +227,21 @@ type Options struct {
 	OmitPayload  bool            // leave out the payload and payload_base64 columns (keep_payload = false)
 	OnTypeError  TypeErrorPolicy // empty means RejectTypeErrors; other formats check it and ignore it
 	Columns      []Column        // typed columns extracted from JSON payloads, in this order after the envelope
-	// FieldIDs gives each column the field id an Iceberg table's schema
-	// has for it: its position in Fields, from 1.
-	FieldIDs bool
+	// FieldIDs gives each column, by name, the field id an Iceberg
+	// table's schema has for it; nil writes none. PositionalFieldIDs are
+	// the ids of a table created from Fields; a table whose schema evolved
+	// has its own.
+	FieldIDs map[string]int
+}
+
+// PositionalFieldIDs returns field ids by position in fields, from 1: the
+// ids of an Iceberg table created with these fields.
+func PositionalFieldIDs(fields []Field) map[string]int {
+	ids := make(map[string]int, len(fields))
+	for i, f := range fields {
+		ids[f.Name] = i + 1
+	}
+	return ids
 }
 
 // Encoder makes batches of one format. It is safe for concurrent use, and
@@ -311,7 +323,7 @@ func New(opts Options) (Encoder, error) {
 		return nil, fmt.Errorf("formats: a row group size needs the %s format, not %s", Parquet, opts.Format)
 	case opts.OmitPayload:
 		return nil, fmt.Errorf("formats: omitting the payload needs the %s format, not %s", Parquet, opts.Format)
-	case opts.FieldIDs:
+	case opts.FieldIDs != nil:
 		return nil, fmt.Errorf("formats: field ids need the %s format, not %s", Parquet, opts.Format)
 	}
 	if err := checkPolicy(opts.OnTypeError); err != nil {

@@ -98,8 +98,12 @@ func newParquetEncoder(opts Options) (Encoder, error) {
 		} else {
 			c.node = parquet.Required(c.node)
 		}
-		if opts.FieldIDs {
-			c.node = parquet.FieldID(c.node, i+1)
+		if opts.FieldIDs != nil {
+			id, ok := opts.FieldIDs[c.name]
+			if !ok {
+				return nil, fmt.Errorf("formats: column %s has no field id", c.name)
+			}
+			c.node = parquet.FieldID(c.node, id)
 		}
 		group[c.name] = c.node
 		names[i] = c.name

@@ -285,20 +285,40 @@ func TestAnEmptyStringIsNotNull(t *testing.T) {
 	}
 }
 
-func TestParquetFieldIDsAreThePositionsOfFields(t *testing.T) {
-	opts := Options{Format: Parquet, Headers: true, Columns: allTypes[:2], FieldIDs: true}
+func TestParquetColumnsCarryTheFieldIDsGiven(t *testing.T) {
+	opts := Options{Format: Parquet, Headers: true, Columns: allTypes[:2]}
+	fields := Fields(opts)
+	// Positional ids, as a new table has them.
+	opts.FieldIDs = PositionalFieldIDs(fields)
 	body := encodeBody(t, opts, rec(`{}`))
 	f, err := parquet.OpenFile(bytes.NewReader(body), int64(len(body)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	fields := Fields(opts)
 	for i, col := range f.Schema().Fields() {
 		if col.Name() != fields[i].Name || col.ID() != i+1 {
 			t.Errorf("column %d: %s with id %d, want %s with id %d", i, col.Name(), col.ID(), fields[i].Name, i+1)
 		}
 	}
-	if _, err := New(Options{Format: JSONLines, FieldIDs: true}); err == nil {
+	// Ids of a table whose schema evolved: as given, by name.
+	opts.FieldIDs = map[string]int{}
+	for i, fl := range fields {
+		opts.FieldIDs[fl.Name] = 100 - i
+	}
+	body = encodeBody(t, opts, rec(`{}`))
+	if f, err = parquet.OpenFile(bytes.NewReader(body), int64(len(body))); err != nil {
+		t.Fatal(err)
+	}
+	for i, col := range f.Schema().Fields() {
+		if col.ID() != 100-i {
+			t.Errorf("column %s has id %d, want %d", col.Name(), col.ID(), 100-i)
+		}
+	}
+	delete(opts.FieldIDs, fields[len(fields)-1].Name)
+	if _, err := New(opts); err == nil || !strings.Contains(err.Error(), "has no field id") {
+		t.Errorf("a column without a field id: %v", err)
+	}
+	if _, err := New(Options{Format: JSONLines, FieldIDs: map[string]int{"stream": 1}}); err == nil {
 		t.Error("field ids accepted for json_lines")
 	}
 	// Without the option, no ids.

@@ -44,5 +44,12 @@
 //
 // A data file holds the rows of one partition (Partitioner), named by its
 // sequence range under data/<partition>/, sized by max_file_size. The
-// parquet columns carry the schema's field ids (formats.Options.FieldIDs).
+// parquet columns carry the field ids the table's schema has for them, by
+// name (formats.Options.FieldIDs, Table.FieldIDs).
+//
+// # Schema evolution
+//
+// Open adds the columns a connector gained to the table, optional, and
+// widens int to long and float to double (Evolve); it refuses to drop,
+// rename or retype a column, or to change the partitioning.
 package iceberg

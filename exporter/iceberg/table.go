@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,15 +50,20 @@ type S3 struct {
 // Table is an Iceberg table jetlake commits to. Its methods are for one
 // goroutine at a time.
 type Table struct {
-	cat   catalog.Catalog
-	close func() error
-	ident table.Identifier
-	tbl   *table.Table
+	cat     catalog.Catalog
+	close   func() error
+	ident   table.Identifier
+	tbl     *table.Table
+	evolved Evolution
 }
 
 // CommitIDProperty is the snapshot summary property that holds a commit's
 // id.
 const CommitIDProperty = "jetlake.commit-id"
+
+// SchemaIDProperty is the snapshot summary property that holds the id of
+// the table's current schema when the commit was made.
+const SchemaIDProperty = "jetlake.schema-id"
 
 // tableProperties are set on the tables jetlake creates.
 var tableProperties = iceberg.Properties{
@@ -142,35 +148,29 @@ func (t *Table) open(ctx context.Context, cfg Config, schema *iceberg.Schema, sp
 		// prefix; a table elsewhere would hold files outside its folder.
 		return &MismatchError{Diffs: []string{fmt.Sprintf("the table is at %s, not at %s where the connector writes its data files; set [s3] bucket and prefix to the table's warehouse", have, location)}}
 	}
-	return Compatible(tbl.Schema(), tbl.Spec(), schema, spec)
-}
-
-// Compatible reports, in one error, how a table's schema and partition spec
-// differ from what the connector writes, or nil when they agree. Field ids
-// and names, types and whether a field is required must match, as must the
-// partition fields' source columns and transforms.
-func Compatible(haveSchema *iceberg.Schema, haveSpec iceberg.PartitionSpec, wantSchema *iceberg.Schema, wantSpec iceberg.PartitionSpec) error {
-	var diffs []string
-	have := haveSchema.Fields()
-	want := wantSchema.Fields()
-	for i := range max(len(have), len(want)) {
-		switch {
-		case i >= len(have):
-			diffs = append(diffs, fmt.Sprintf("column %d %s %s is missing from the table", want[i].ID, want[i].Name, want[i].Type))
-		case i >= len(want):
-			diffs = append(diffs, fmt.Sprintf("the table's column %d %s %s is not written by the connector", have[i].ID, have[i].Name, have[i].Type))
-		case have[i].ID != want[i].ID || have[i].Name != want[i].Name || !have[i].Type.Equals(want[i].Type) || have[i].Required != want[i].Required:
-			diffs = append(diffs, fmt.Sprintf("column %d is %s in the table, the connector writes %s", i+1, describe(have[i]), describe(want[i])))
+	// Columns the connector gained are added. Another instance may change
+	// the schema at the same moment: then the table is loaded again and
+	// compared anew.
+	for attempt := 0; ; attempt++ {
+		ev := Evolve(t.tbl.Schema(), t.tbl.Spec(), schema, spec)
+		if len(ev.Refused) > 0 {
+			return &MismatchError{Diffs: ev.Refused}
+		}
+		if ev.Empty() {
+			return nil
+		}
+		evolved, err := evolve(ctx, t.tbl, ev)
+		if err == nil {
+			t.tbl, t.evolved = evolved, ev
+			continue
+		}
+		if attempt == maxCommitAttempts-1 {
+			return fmt.Errorf("iceberg table %s: %w", t.Name(), err)
+		}
+		if t.tbl, err = t.cat.LoadTable(ctx, t.ident); err != nil {
+			return fmt.Errorf("iceberg table %s: %w", t.Name(), err)
 		}
 	}
-	hs, ws := specFields(haveSchema, haveSpec), specFields(wantSchema, wantSpec)
-	if strings.Join(hs, ", ") != strings.Join(ws, ", ") {
-		diffs = append(diffs, fmt.Sprintf("the table is partitioned by [%s], the connector by [%s]", strings.Join(hs, ", "), strings.Join(ws, ", ")))
-	}
-	if len(diffs) == 0 {
-		return nil
-	}
-	return &MismatchError{Diffs: diffs}
 }
 
 // MismatchError reports a table whose schema or partitioning is not what
@@ -181,14 +181,6 @@ type MismatchError struct {
 
 func (e *MismatchError) Error() string {
 	return "the table does not fit the connector: " + strings.Join(e.Diffs, "; ")
-}
-
-func describe(f iceberg.NestedField) string {
-	req := "optional"
-	if f.Required {
-		req = "required"
-	}
-	return fmt.Sprintf("%d %s %s %s", f.ID, f.Name, f.Type, req)
 }
 
 // specFields describes a spec's fields as "transform(column)".
@@ -209,18 +201,23 @@ func specFields(schema *iceberg.Schema, spec iceberg.PartitionSpec) []string {
 // Name is the table's namespace and name, dotted.
 func (t *Table) Name() string { return strings.Join(t.ident, ".") }
 
-// Fits reports how the table's schema and partitioning differ from what a
-// connector writing fields with partitioning would want, or nil.
-func (t *Table) Fits(fields []formats.Field, partitioning []config.Partition) error {
+// Fits returns how the table's schema would change for a connector writing
+// fields with partitioning (Open makes the change), or a *MismatchError
+// with the changes jetlake refuses.
+func (t *Table) Fits(fields []formats.Field, partitioning []config.Partition) (Evolution, error) {
 	schema, err := Schema(fields)
 	if err != nil {
-		return err
+		return Evolution{}, err
 	}
 	spec, err := Spec(schema, partitioning)
 	if err != nil {
-		return err
+		return Evolution{}, err
 	}
-	return Compatible(t.tbl.Schema(), t.tbl.Spec(), schema, spec)
+	ev := Evolve(t.tbl.Schema(), t.tbl.Spec(), schema, spec)
+	if len(ev.Refused) > 0 {
+		return ev, &MismatchError{Diffs: ev.Refused}
+	}
+	return ev, nil
 }
 
 // Partitioner returns the Partitioner of the table's current spec.
@@ -273,6 +270,7 @@ func (t *Table) Commit(ctx context.Context, c Commit) error {
 		props[k] = v
 	}
 	props[CommitIDProperty] = c.ID
+	props[SchemaIDProperty] = strconv.Itoa(t.tbl.Schema().ID)
 	var last error
 	for attempt := range maxCommitAttempts {
 		if attempt > 0 {
@@ -309,17 +307,24 @@ func (t *Table) Commit(ctx context.Context, c Commit) error {
 // Committed reports whether the current snapshot or one of its ancestors,
 // as last loaded, was committed with id.
 func (t *Table) Committed(id string) bool {
+	_, ok := t.CommitSummary(id)
+	return ok
+}
+
+// CommitSummary returns the snapshot summary of the commit with id, among
+// the current snapshot and its ancestors as last loaded.
+func (t *Table) CommitSummary(id string) (map[string]string, bool) {
 	meta := t.tbl.Metadata()
 	cur := meta.CurrentSnapshot()
 	if cur == nil {
-		return false
+		return nil, false
 	}
 	for _, s := range table.AncestorsOf(cur.SnapshotID, meta.SnapshotByID) {
 		if s.Summary != nil && s.Summary.Properties[CommitIDProperty] == id {
-			return true
+			return s.Summary.Properties, true
 		}
 	}
-	return false
+	return nil, false
 }
 
 // Refresh loads the table as the catalog has it now.

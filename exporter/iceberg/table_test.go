@@ -3,6 +3,7 @@ package iceberg_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"database/sql"
 	"fmt"
 	"path/filepath"
@@ -11,6 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
+	iceberg_ "github.com/apache/iceberg-go"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
 	"github.com/minio/minio-go/v7"
 
 	"github.com/jetlake/jetlake/config"
@@ -56,7 +62,8 @@ func newTableEnv(t *testing.T, catalog string) *tableEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := formats.Options{Format: formats.Parquet, FieldIDs: true}
+	opts := formats.Options{Format: formats.Parquet}
+	opts.FieldIDs = formats.PositionalFieldIDs(formats.Fields(opts))
 	enc, err := formats.New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -191,10 +198,153 @@ func aTableThatDoesNotFitIsRefusedWithTheDifference(t *testing.T, e *tableEnv) {
 		t.Fatalf("Open of a table partitioned otherwise: %v", err)
 	}
 	e.cfg.Partitioning = config.DefaultPartitioning
-	_, err = iceberg.Open(context.Background(), e.cfg, formats.Fields(formats.Options{Format: formats.Parquet, Headers: true, FieldIDs: true}))
-	if err == nil || !strings.Contains(err.Error(), "column 5 is 5 payload string optional in the table, the connector writes 5 headers string optional") {
-		t.Fatalf("Open with another schema: %v", err)
+	// A column dropped (or renamed: the old name is gone) is refused.
+	_, err = iceberg.Open(context.Background(), e.cfg, formats.Fields(formats.Options{Format: formats.Parquet, OmitPayload: true}))
+	if err == nil || !strings.Contains(err.Error(), "column payload string is in the table but not written by the connector: dropping or renaming a column is refused") {
+		t.Fatalf("Open without a column of the table: %v", err)
 	}
+	var me *iceberg.MismatchError
+	if !errors.As(err, &me) {
+		t.Fatalf("%T is not a *MismatchError", err)
+	}
+}
+
+// A typed column added to the connector is added to the table, an int
+// column that became long is widened, and rows written before read the new
+// column as null; a column whose type changed otherwise is refused.
+func TestTheSchemaEvolvesWithTheConnector(t *testing.T) {
+	catalogs(t, theSchemaEvolvesWithTheConnector)
+}
+
+func theSchemaEvolvesWithTheConnector(t *testing.T, e *tableEnv) {
+	ctx := context.Background()
+	hour := time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC)
+	e.useColumns(formats.Column{Name: "q", Source: "q", Type: formats.TypeInt32})
+	tbl := e.open()
+	if err := tbl.Commit(ctx, iceberg.Commit{ID: "before", Files: []string{e.file(tbl, "s.a", hour, 1, 10)}}); err != nil {
+		t.Fatal(err)
+	}
+	schemaBefore := e.summary(tbl, "before")[iceberg.SchemaIDProperty]
+
+	// q becomes long, and a column r comes after it.
+	e.useColumns(formats.Column{Name: "q", Source: "q", Type: formats.TypeInt64}, formats.Column{Name: "r", Source: "q", Type: formats.TypeJSON})
+	tbl = e.open()
+	if got := tbl.Evolved().String(); got != "adds column r string; widens q from int to long" {
+		t.Fatalf("evolution %q", got)
+	}
+	ids := tbl.FieldIDs()
+	if ids["r"] != len(ids) || ids["q"] != 5 {
+		t.Fatalf("field ids %v: want q kept and r added last", ids)
+	}
+	e.useFieldIDs(ids)
+	if err := tbl.Commit(ctx, iceberg.Commit{ID: "after", Files: []string{e.file(tbl, "s.a", hour, 11, 20)}}); err != nil {
+		t.Fatal(err)
+	}
+	if after := e.summary(tbl, "after")[iceberg.SchemaIDProperty]; after == schemaBefore || after == "" {
+		t.Fatalf("schema id %q after the change, %q before", after, schemaBefore)
+	}
+	// Opened again, nothing changes.
+	if again := e.open(); !again.Evolved().Empty() {
+		t.Fatalf("a second open changed %s", again.Evolved())
+	}
+
+	// Arrow, through iceberg-go's scan, reads both files together.
+	rows := e.scan(ctx)
+	if len(rows) != 20 {
+		t.Fatalf("%d rows, want 20", len(rows))
+	}
+	for _, r := range rows {
+		old := r.seq <= 10
+		if r.q != 1 || old != (r.r == nil) || !old && *r.r != "1" {
+			t.Fatalf("row %d: q %d, r %v", r.seq, r.q, r.r)
+		}
+	}
+	e.read(20, 2)
+
+	// Retyped otherwise: refused, naming the column.
+	e.useColumns(formats.Column{Name: "q", Source: "q", Type: formats.TypeBoolean}, formats.Column{Name: "r", Source: "q", Type: formats.TypeJSON})
+	_, err := iceberg.Open(ctx, e.cfg, formats.Fields(e.options))
+	if err == nil || !strings.Contains(err.Error(), "column q is long in the table, the connector writes boolean: changing a column's type is refused") {
+		t.Fatalf("Open with q retyped: %v", err)
+	}
+}
+
+// useColumns makes the connector write these typed columns, with the field
+// ids of a new table.
+func (e *tableEnv) useColumns(cols ...formats.Column) {
+	e.t.Helper()
+	e.options.Columns = cols
+	e.useFieldIDs(formats.PositionalFieldIDs(formats.Fields(e.options)))
+}
+
+// useFieldIDs makes the connector write these field ids.
+func (e *tableEnv) useFieldIDs(ids map[string]int) {
+	e.t.Helper()
+	e.options.FieldIDs = ids
+	enc, err := formats.New(e.options)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.enc = enc
+}
+
+// summary returns the snapshot summary of the commit with id.
+func (e *tableEnv) summary(tbl *iceberg.Table, id string) map[string]string {
+	e.t.Helper()
+	s, ok := tbl.CommitSummary(id)
+	if !ok {
+		e.t.Fatalf("no snapshot of commit %s", id)
+	}
+	return s
+}
+
+type scannedRow struct {
+	seq int64
+	q   int64
+	r   *string
+}
+
+// scan reads the table's rows with iceberg-go's scan into Arrow.
+func (e *tableEnv) scan(ctx context.Context) []scannedRow {
+	e.t.Helper()
+	dialect := sqlcat.SQLite
+	if e.postgres {
+		dialect = sqlcat.Postgres
+	}
+	cat, err := sqlcat.NewCatalog(e.cfg.Catalog, e.db, dialect, iceberg_.Properties{
+		iceio.S3Region: e.cfg.S3.Region, iceio.S3AccessKeyID: e.cfg.S3.AccessKeyID,
+		iceio.S3SecretAccessKey: e.cfg.S3.SecretAccessKey, iceio.S3EndpointURL: e.cfg.S3.Endpoint,
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	tbl, err := cat.LoadTable(ctx, table.Identifier{e.cfg.Namespace, e.cfg.Table})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	at, err := tbl.Scan(table.WithSelectedFields("sequence", "q", "r")).ToArrowTable(ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer at.Release()
+	var out []scannedRow
+	tr := array.NewTableReader(at, 0)
+	defer tr.Release()
+	for tr.Next() {
+		rec := tr.RecordBatch()
+		seq := rec.Column(0).(*array.Int64)
+		q := rec.Column(1).(*array.Int64)
+		r := rec.Column(2).(*array.String)
+		for i := range int(rec.NumRows()) {
+			row := scannedRow{seq: seq.Value(i), q: q.Value(i)}
+			if !r.IsNull(i) {
+				v := r.Value(i)
+				row.r = &v
+			}
+			out = append(out, row)
+		}
+	}
+	return out
 }
 
 // Two writers committing to one table at once conflict ("branch main has
