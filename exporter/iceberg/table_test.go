@@ -3,8 +3,8 @@ package iceberg_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"database/sql"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
