@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
-	iceberg_ "github.com/apache/iceberg-go"
+	iceberggo "github.com/apache/iceberg-go"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -311,7 +311,7 @@ func (e *tableEnv) scan(ctx context.Context) []scannedRow {
 	if e.postgres {
 		dialect = sqlcat.Postgres
 	}
-	cat, err := sqlcat.NewCatalog(e.cfg.Catalog, e.db, dialect, iceberg_.Properties{
+	cat, err := sqlcat.NewCatalog(e.cfg.Catalog, e.db, dialect, iceberggo.Properties{
 		iceio.S3Region: e.cfg.S3.Region, iceio.S3AccessKeyID: e.cfg.S3.AccessKeyID,
 		iceio.S3SecretAccessKey: e.cfg.S3.SecretAccessKey, iceio.S3EndpointURL: e.cfg.S3.Endpoint,
 	})
