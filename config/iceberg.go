@@ -44,6 +44,11 @@ type Iceberg struct {
 	Table          string        // default the connector's name
 	Partitioning   []Partition   // default DefaultPartitioning
 	CommitInterval time.Duration // default 1m
+	// KeepSnapshots and SnapshotRetention bound the table's history: after
+	// a commit, snapshots beyond the newest KeepSnapshots that are older
+	// than SnapshotRetention are expired. Defaults 100 and 24h.
+	KeepSnapshots     int
+	SnapshotRetention time.Duration
 }
 
 // Partition is one entry of [iceberg] partitioning, in Trino's syntax: a
@@ -132,6 +137,9 @@ func isPartitionColumn(s string) bool {
 const (
 	DefaultIcebergNamespace      = "jetlake"
 	defaultIcebergCommitInterval = time.Minute
+	defaultKeepSnapshots         = 100
+	maxKeepSnapshots             = 100000
+	defaultSnapshotRetention     = 24 * time.Hour
 )
 
 // iceberg checks [iceberg]: the table a connector writes.
@@ -222,6 +230,18 @@ func (c *checker) iceberg(t map[string]any, p keyPath, name string) *Iceberg {
 			seen[part.String()] = true
 			ib.Partitioning = append(ib.Partitioning, part)
 		}
+	}
+	if n, ok := c.integer(t, p, "keep_snapshots", defaultKeepSnapshots); ok {
+		if n < 1 || n > maxKeepSnapshots {
+			c.report(p.key("keep_snapshots"), "%d is out of range; allowed: 1 to %d", n, maxKeepSnapshots)
+		}
+		ib.KeepSnapshots = int(n)
+	}
+	if d, ok := c.duration(t, p, "snapshot_retention", defaultSnapshotRetention); ok {
+		if d < 0 {
+			c.report(p.key("snapshot_retention"), "%s is negative; use 0s to keep only the newest keep_snapshots", d)
+		}
+		ib.SnapshotRetention = d
 	}
 	if d, ok := c.duration(t, p, "commit_interval", defaultIcebergCommitInterval); ok {
 		if d < time.Second {

@@ -54,6 +54,23 @@ func gauge(t *testing.T, reg prometheus.Gatherer, name string) float64 {
 	return 0
 }
 
+// counter returns the value of the counter name, of a single series, in
+// reg.
+func counter(t *testing.T, reg prometheus.Gatherer, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no single series of counter %s", name)
+	return 0
+}
+
 func TestMemoryBoundHoldsAtTwoThousandSubjects(t *testing.T) {
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_file_size = "64KiB"

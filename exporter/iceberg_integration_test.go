@@ -225,3 +225,37 @@ func openSQLite(t *testing.T, path string) *sql.DB {
 	t.Cleanup(func() { db.Close() })
 	return db
 }
+
+// After a commit, snapshots beyond keep_snapshots older than
+// snapshot_retention are expired; the table keeps every sequence once.
+func TestOldSnapshotsAreExpiredAfterCommits(t *testing.T) {
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
+max_messages_per_file = 100
+max_file_age = "1s"`)
+	catalog := e.icebergConnector("1h")
+	body, err := os.ReadFile(e.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(e.file, append(body, "keep_snapshots = 2\nsnapshot_retention = \"0s\"\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := e.connector()
+	reg := prometheus.NewRegistry()
+	e.metrics = exporter.NewMetrics(reg)
+	for range 4 {
+		e.publish(100, 2)
+		e.runUntilIdle(c, 2*time.Minute) // one commit each
+	}
+	tr := e.readTable(c, catalog)
+	if problems := tr.Check(400); len(problems) > 0 {
+		t.Fatalf("%d problems, first: %s", len(problems), strings.Join(problems[:min(5, len(problems))], "; "))
+	}
+	if tr.Snapshots != 2 {
+		t.Fatalf("%d snapshots after 4 commits, want the 2 kept", tr.Snapshots)
+	}
+	if n := counter(t, reg, "jetlake_iceberg_snapshots_expired_total"); n != 2 {
+		t.Fatalf("jetlake_iceberg_snapshots_expired_total = %v, want 2", n)
+	}
+	e.verify(c)
+}

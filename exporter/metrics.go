@@ -39,6 +39,7 @@ type Metrics struct {
 	commitFiles    *prometheus.HistogramVec
 	lastCommit     *prometheus.GaugeVec
 	tableSnapshots *prometheus.GaugeVec
+	expired        *prometheus.CounterVec
 }
 
 // NewMetrics creates the metrics and registers them with reg; a nil reg
@@ -89,11 +90,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"connector", "table"}),
 		lastCommit:     gauge("iceberg_last_commit_timestamp_seconds", "Unix time of the last commit to an Iceberg table.", "connector", "table"),
 		tableSnapshots: gauge("iceberg_table_snapshots", "Snapshots in an Iceberg table's metadata after the last commit.", "connector", "table"),
+		expired:        counter("iceberg_snapshots_expired_total", "Snapshots of an Iceberg table expired (beyond keep_snapshots and older than snapshot_retention).", "connector", "table"),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.received, m.redelivered, m.acked, m.objects, m.bytes, m.uploadSeconds,
 			m.objectBytes, m.uploadErrors, m.lost, m.rejected, m.bufferedMessages, m.bufferedBytes, m.bufferedPeak, m.oldestBuffered,
-			m.pending, m.ackPending, m.freshness, m.commits, m.commitSeconds, m.commitFiles, m.lastCommit, m.tableSnapshots} {
+			m.pending, m.ackPending, m.freshness, m.commits, m.commitSeconds, m.commitFiles, m.lastCommit, m.tableSnapshots, m.expired} {
 			reg.MustRegister(c)
 		}
 	}

@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -84,6 +85,7 @@ func (e *Exporter) openTable(ctx context.Context) (*lakeTable, error) {
 	}
 	lt.committer.Summary = map[string]string{"jetlake.connector": e.cfg.Name}
 	lt.committer.AfterPlan = func() { crashPoint("before-table-commit") }
+	lt.committer.AfterCommit = func() { crashPoint("after-table-commit") }
 	lt.committer.BeforeRecommit = func() { crashPoint("during-table-recovery") }
 	plans, err := lt.committer.Recover(ctx)
 	if err != nil {
@@ -286,12 +288,42 @@ func (r *runner) commitTable(ctx context.Context, now time.Time, force bool) {
 		} else {
 			plan, err = lt.committer.Commit(cctx, files)
 		}
-		if err == nil {
-			crashPoint("after-table-commit")
-		}
 		took := time.Since(start)
-		return func() { r.tableCommitted(plan, files, took, err) }
+		expired, eerr := 0, error(nil)
+		if err == nil {
+			expired, eerr = r.expireSnapshots(cctx)
+		}
+		return func() {
+			r.tableCommitted(plan, files, took, err)
+			r.snapshotsExpired(expired, eerr)
+		}
 	})
+}
+
+// expireSnapshots expires, beside the loop and after a commit, the
+// snapshots beyond keep_snapshots older than snapshot_retention, when there
+// are some.
+func (r *runner) expireSnapshots(ctx context.Context) (int, error) {
+	lt, ic := r.e.table, r.e.cfg.Iceberg
+	keep := cmp.Or(ic.KeepSnapshots, 100)
+	if !lt.t.ExpiryDue(keep, ic.SnapshotRetention, time.Now()) {
+		return 0, nil
+	}
+	return lt.t.ExpireSnapshots(ctx, keep, ic.SnapshotRetention)
+}
+
+// snapshotsExpired reports an expiry.
+func (r *runner) snapshotsExpired(n int, err error) {
+	lt := r.e.table
+	if err != nil {
+		r.log.Warn("could not expire snapshots; trying again after the next commit", "table", lt.t.Name(), "error", err)
+		return
+	}
+	if n > 0 {
+		r.e.m.expired.WithLabelValues(r.e.cfg.Name, lt.t.Name()).Add(float64(n))
+		r.e.m.tableSnapshots.WithLabelValues(r.e.cfg.Name, lt.t.Name()).Set(float64(lt.t.Snapshots()))
+		r.log.Info("iceberg snapshots expired", "table", lt.t.Name(), "expired", n, "kept", lt.t.Snapshots())
+	}
 }
 
 // tableCommitted applies the outcome of a commit.
@@ -349,6 +381,9 @@ func (r *runner) commitNow(ctx context.Context) {
 	start := time.Now()
 	plan, err := lt.committer.Commit(ctx, files)
 	r.tableCommitted(plan, files, time.Since(start), err)
+	if err == nil {
+		r.snapshotsExpired(r.expireSnapshots(ctx))
+	}
 }
 
 // planStore is the iceberg.PlanStore of the state bucket.

@@ -292,3 +292,41 @@ func TestIcebergTwoInstancesOnOneTableNeverLoseOrDoubleACommit(t *testing.T) {
 	c.runUntilIdle()
 	c.cleanTable(catalog, n+100)
 }
+
+// Snapshot expiry that keeps only the newest snapshot, run by another tool
+// between a crash right after a commit and the restart: the restart
+// commits nothing again.
+func TestIcebergExpiryBetweenACrashAndTheRestartKeepsExactlyOnce(t *testing.T) {
+	c := newCrashEnv(t, "iceexpire", shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
+	catalog := c.iceberg(false)
+	const n = 6000
+	cmd, stderr := c.start(exporter.FaultEnv + "=after-table-commit:3")
+	// Bursts further apart than the commit interval: a commit each.
+	for range 5 {
+		c.publish(n/5, 4)
+		time.Sleep(1500 * time.Millisecond)
+	}
+	waitKilled(t, cmd, stderr)
+	// Plans whose commits were marked done may be kept still (their
+	// intents not yet forgotten): recovery must not commit them again
+	// (TestRecoveryIsExactlyOnceAfterSnapshotExpiry makes sure of it). The
+	// commit the process died in is not marked: recovery finds it in the
+	// newest snapshot, which expiry keeps.
+	done := c.stateKeys("iceberg.*.*.*.done.*")
+	ms := shared.MinIO(t)
+	tbl, err := iceberg.Load(context.Background(), iceberg.Config{
+		Catalog: c.name, URI: catalog, Namespace: "lake", Table: "events", Warehouse: "s3://" + c.name + "/lake",
+		S3: iceberg.S3{Endpoint: ms.Endpoint, Region: exportertest.MinIORegion, AccessKeyID: ms.AccessKey, SecretAccessKey: ms.SecretKey},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	removed, err := tbl.ExpireSnapshots(context.Background(), 1, 0)
+	tbl.Close()
+	if err != nil || removed < 2 {
+		t.Fatalf("expiry removed %d snapshots: %v", removed, err)
+	}
+	c.runUntilIdle()
+	c.cleanTable(catalog, n)
+	t.Logf("%d committed plans kept at the crash; expiry removed %d snapshots", done, removed)
+}

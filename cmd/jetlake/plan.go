@@ -239,8 +239,10 @@ func effectiveConfig(c *config.Connector) string {
 	b.WriteString("\n[output]\n")
 	kv("format", string(o.Format), "")
 	kv("compression", string(o.Compression), "objects end in ."+c.Output.Ext())
-	kv("path_template", o.PathTemplate.String(), "")
-	kv("group_by", o.GroupBy, "")
+	if c.Iceberg == nil {
+		kv("path_template", o.PathTemplate.String(), "")
+		kv("group_by", o.GroupBy, "")
+	}
 	kv("include_metadata", o.IncludeMetadata, "")
 	kv("include_headers", o.IncludeHeaders, "")
 	if o.Format == formats.Raw {
@@ -258,6 +260,32 @@ func effectiveConfig(c *config.Connector) string {
 			opt("unit", col.Unit, "")
 			kv("coerce", col.Coerce, "")
 		}
+	}
+
+	if ib := c.Iceberg; ib != nil {
+		b.WriteString("\n[iceberg]\n")
+		kv("catalog", ib.Catalog, "")
+		if ib.URI != "" {
+			kv("uri", redactURLs(ib.URI), "")
+		}
+		opt("warehouse", ib.Warehouse, "")
+		opt("token_env", ib.TokenEnv, plan.EnvStatus(ib.TokenEnv))
+		opt("credential_env", ib.CredentialEnv, plan.EnvStatus(ib.CredentialEnv))
+		opt("sigv4_service", ib.SigV4Service, "")
+		if ib.Catalog == "glue" || ib.SigV4Service != "" {
+			kv("region", ib.Region, "")
+			opt("catalog_id", ib.CatalogID, "")
+		}
+		kv("namespace", ib.Namespace, "")
+		kv("table", ib.Table, "")
+		parts := make([]string, len(ib.Partitioning))
+		for i, p := range ib.Partitioning {
+			parts[i] = p.String()
+		}
+		kv("partitioning", parts, "")
+		kv("commit_interval", ib.CommitInterval, "")
+		kv("keep_snapshots", ib.KeepSnapshots, "")
+		kv("snapshot_retention", ib.SnapshotRetention, "")
 	}
 
 	r := c.Rotation

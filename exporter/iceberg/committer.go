@@ -64,9 +64,10 @@ type Committer struct {
 	// consumer, for readers of the table's history.
 	Summary map[string]string
 	// AfterPlan, when set, runs once a plan is recorded, before its
-	// commit; BeforeRecommit before recovery commits a plan the table does
-	// not hold. Crash tests use them.
-	AfterPlan, BeforeRecommit func()
+	// commit; AfterCommit once the commit landed, before the plan is
+	// marked done; BeforeRecommit before recovery commits a plan the table
+	// does not hold. Crash tests use them.
+	AfterPlan, AfterCommit, BeforeRecommit func()
 }
 
 // NewCommitter returns a Committer of files to table, keeping plans and
@@ -76,6 +77,11 @@ func NewCommitter(table *Table, plans PlanStore, prefix string) *Committer {
 }
 
 func (c *Committer) planKey(id string) string { return c.prefix + "plan." + id }
+
+// doneKey marks a plan whose commit landed. Recovery believes it rather
+// than the table's snapshots, which expiry (jetlake's own or another
+// tool's) may have removed while the plan was still kept.
+func (c *Committer) doneKey(id string) string { return c.prefix + "done." + id }
 
 func (c *Committer) claimKey(intent string) string {
 	// An intent key is dotted; a claim key is one more token.
@@ -131,8 +137,24 @@ func (c *Committer) Recommit(ctx context.Context, plan *Plan) error {
 	return c.commit(ctx, plan)
 }
 
-// commit commits plan's files to the table under its id.
+// commit commits plan's files to the table under its id, then marks the
+// plan done.
 func (c *Committer) commit(ctx context.Context, plan *Plan) error {
+	if err := c.commitFiles(ctx, plan); err != nil {
+		return err
+	}
+	if c.AfterCommit != nil {
+		c.AfterCommit()
+	}
+	err := c.plans.Create(ctx, c.doneKey(plan.ID), []byte(plan.ID))
+	if err != nil && !errors.Is(err, ErrExists) {
+		return fmt.Errorf("mark commit %s done: %w", plan.ID, err)
+	}
+	return nil
+}
+
+// commitFiles commits plan's files to the table under its id.
+func (c *Committer) commitFiles(ctx context.Context, plan *Plan) error {
 	locs := make([]string, len(plan.Files))
 	ranges := make([]string, 0, len(plan.Files))
 	for i, f := range plan.Files {
@@ -174,6 +196,12 @@ func (c *Committer) Recover(ctx context.Context) ([]*Plan, error) {
 			return nil, fmt.Errorf("commit plan %s: %w", key, err)
 		}
 		planned[p.ID] = true
+		if _, done := entries[c.doneKey(p.ID)]; done {
+			plans = append(plans, &p)
+			continue
+		}
+		// Not marked done: the process died around the commit. The
+		// commit, if it landed, is among the newest snapshots.
 		if !c.table.Committed(p.ID) {
 			if c.BeforeRecommit != nil {
 				c.BeforeRecommit()
@@ -182,10 +210,13 @@ func (c *Committer) Recover(ctx context.Context) ([]*Plan, error) {
 				return nil, err
 			}
 		}
+		if err := c.plans.Create(ctx, c.doneKey(p.ID), []byte(p.ID)); err != nil && !errors.Is(err, ErrExists) {
+			return nil, fmt.Errorf("mark commit %s done: %w", p.ID, err)
+		}
 		plans = append(plans, &p)
 	}
 	for key, value := range entries {
-		if strings.HasPrefix(key, c.prefix+"claim.") && !planned[string(value)] {
+		if (strings.HasPrefix(key, c.prefix+"claim.") || strings.HasPrefix(key, c.prefix+"done.")) && !planned[string(value)] {
 			if err := c.plans.Delete(ctx, key); err != nil {
 				return nil, err
 			}
@@ -202,5 +233,8 @@ func (c *Committer) Forget(ctx context.Context, plan *Plan) error {
 			return err
 		}
 	}
-	return c.plans.Delete(ctx, c.planKey(plan.ID))
+	if err := c.plans.Delete(ctx, c.planKey(plan.ID)); err != nil {
+		return err
+	}
+	return c.plans.Delete(ctx, c.doneKey(plan.ID))
 }

@@ -3,6 +3,7 @@ package iceberg_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -183,4 +184,54 @@ func TestAFailedCommitIsRecommittedUnderItsPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.read(40, 1)
+}
+
+// Snapshot expiry (jetlake's own, or another tool's) may remove the
+// snapshots of commits whose plans the state bucket still keeps; recovery
+// recommits none of them, and still finds a commit the process died before
+// marking done.
+func TestRecoveryIsExactlyOnceAfterSnapshotExpiry(t *testing.T) {
+	catalogs(t, func(t *testing.T, e *tableEnv) {
+		ctx := context.Background()
+		plans := newMemPlans()
+		tbl := e.open()
+		files := e.files(tbl, 6)
+		c := iceberg.NewCommitter(tbl, plans, "t.")
+		for i := range 2 {
+			if _, err := c.Commit(ctx, files[2*i:2*i+2]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The third commit lands, and the process dies before marking it
+		// done.
+		died := errors.New("died")
+		c.AfterCommit = func() { panic(died) }
+		func() {
+			defer func() {
+				if r := recover(); r != died {
+					panic(r)
+				}
+			}()
+			c.Commit(ctx, files[4:])
+		}()
+		// Only the newest snapshot is kept.
+		other := e.open()
+		removed, err := other.ExpireSnapshots(ctx, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if removed != 2 || other.Snapshots() != 1 {
+			t.Fatalf("expiry removed %d snapshots and kept %d, want 2 and 1", removed, other.Snapshots())
+		}
+		// The next process.
+		c = iceberg.NewCommitter(e.open(), plans, "t.")
+		got, err := c.Recover(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 3 {
+			t.Fatalf("recovery found %d plans, want 3", len(got))
+		}
+		e.read(60, 1)
+	})
 }

@@ -362,3 +362,39 @@ func (t *Table) Files(ctx context.Context) ([]string, error) {
 	}
 	return out, nil
 }
+
+// ExpireSnapshots removes the snapshots older than olderThan beyond the
+// newest retainLast (at least 1), and the manifests and manifest lists only
+// they referenced. Data files stay: jetlake's tables only ever append, so
+// every data file an expired snapshot held is still in a newer one. It
+// returns how many snapshots it removed. Recovery does not need them: a
+// plan whose commit landed is marked done in the state bucket.
+func (t *Table) ExpireSnapshots(ctx context.Context, retainLast int, olderThan time.Duration) (int, error) {
+	before := len(t.tbl.Metadata().Snapshots())
+	tx := t.tbl.NewTransaction()
+	if err := tx.ExpireSnapshots(table.WithRetainLast(max(retainLast, 1)), table.WithOlderThan(olderThan)); err != nil {
+		return 0, fmt.Errorf("expire snapshots of %s: %w", t.Name(), err)
+	}
+	tbl, err := tx.Commit(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("expire snapshots of %s: %w", t.Name(), err)
+	}
+	t.tbl = tbl
+	return before - len(tbl.Metadata().Snapshots()), nil
+}
+
+// ExpiryDue reports whether ExpireSnapshots(retainLast, olderThan) would
+// remove a snapshot at now, as the table was last loaded.
+func (t *Table) ExpiryDue(retainLast int, olderThan time.Duration, now time.Time) bool {
+	snaps := t.tbl.Metadata().Snapshots()
+	if len(snaps) <= max(retainLast, 1) {
+		return false
+	}
+	cutoff := now.Add(-olderThan).UnixMilli()
+	for _, s := range snaps {
+		if s.TimestampMs < cutoff {
+			return true
+		}
+	}
+	return false
+}
