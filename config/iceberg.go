@@ -49,6 +49,10 @@ type Iceberg struct {
 	// than SnapshotRetention are expired. Defaults 100 and 24h.
 	KeepSnapshots     int
 	SnapshotRetention time.Duration
+	// CompactAfter closes a partition once its newest row is this old:
+	// then its small files may be compacted. Default twice the finest time
+	// unit of the partitioning (2h for hour), 2h without one.
+	CompactAfter time.Duration
 }
 
 // Partition is one entry of [iceberg] partitioning, in Trino's syntax: a
@@ -243,6 +247,12 @@ func (c *checker) iceberg(t map[string]any, p keyPath, name string) *Iceberg {
 		}
 		ib.SnapshotRetention = d
 	}
+	if d, ok := c.duration(t, p, "compact_after", defaultCompactAfter(ib.Partitioning)); ok {
+		if d < time.Minute {
+			c.report(p.key("compact_after"), "%s is too short: a partition still written to would be compacted over and over; use at least 1m, such as \"2h\"", d)
+		}
+		ib.CompactAfter = d
+	}
 	if d, ok := c.duration(t, p, "commit_interval", defaultIcebergCommitInterval); ok {
 		if d < time.Second {
 			c.report(p.key("commit_interval"), "%s is too short: every commit adds a snapshot; use at least 1s, such as \"1m\"", d)
@@ -311,4 +321,32 @@ func isDigits(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// defaultCompactAfter is twice the finest time unit of partitioning: a
+// partition of an hour is closed two hours after its last row.
+func defaultCompactAfter(partitioning []Partition) time.Duration {
+	d := time.Duration(0)
+	for _, p := range partitioning {
+		var unit time.Duration
+		switch p.Transform {
+		case "hour":
+			unit = time.Hour
+		case "day":
+			unit = 24 * time.Hour
+		case "month":
+			unit = 31 * 24 * time.Hour
+		case "year":
+			unit = 366 * 24 * time.Hour
+		default:
+			continue
+		}
+		if d == 0 || unit < d {
+			d = unit
+		}
+	}
+	if d == 0 {
+		d = time.Hour
+	}
+	return 2 * d
 }

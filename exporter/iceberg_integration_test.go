@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
@@ -177,21 +178,7 @@ max_file_age = "1s"`)
 		t.Fatalf("%d problems, first: %s", len(problems), strings.Join(problems[:min(5, len(problems))], "; "))
 	}
 
-	cat, err := sqlcat.NewCatalog(c.Name, openSQLite(t, catalog), sqlcat.SQLite, iceberg.Properties{
-		iceio.S3Region: exportertest.MinIORegion, iceio.S3AccessKeyID: e.minio.AccessKey,
-		iceio.S3SecretAccessKey: e.minio.SecretKey, iceio.S3EndpointURL: e.minio.Endpoint,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := cat.LoadTable(context.Background(), table.Identifier{"lake", "events"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	at, err := tbl.Scan(table.WithSelectedFields("sequence", "user_id")).ToArrowTable(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	at := e.scanTable(c, catalog, "sequence", "user_id")
 	defer at.Release()
 	rows := 0
 	tr2 := array.NewTableReader(at, 0)
@@ -214,6 +201,28 @@ max_file_age = "1s"`)
 	if rows != 400 {
 		t.Fatalf("%d rows, want 400", rows)
 	}
+}
+
+// scanTable reads columns of the connector's table with Arrow, through
+// iceberg-go's scan: another reader than the independent one.
+func (e *env) scanTable(c *config.Connector, catalog string, columns ...string) arrow.Table {
+	e.t.Helper()
+	cat, err := sqlcat.NewCatalog(c.Name, openSQLite(e.t, catalog), sqlcat.SQLite, iceberg.Properties{
+		iceio.S3Region: exportertest.MinIORegion, iceio.S3AccessKeyID: e.minio.AccessKey,
+		iceio.S3SecretAccessKey: e.minio.SecretKey, iceio.S3EndpointURL: e.minio.Endpoint,
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	tbl, err := cat.LoadTable(context.Background(), table.Identifier{"lake", "events"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	at, err := tbl.Scan(table.WithSelectedFields(columns...)).ToArrowTable(context.Background())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return at
 }
 
 func openSQLite(t *testing.T, path string) *sql.DB {

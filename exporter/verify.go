@@ -345,7 +345,8 @@ func streamSequences(ctx context.Context, js jetstream.JetStream, sc config.Stre
 
 // parseObjectName parses "<first:020>-<last:020>.<ext>".
 func parseObjectName(name string) (first, last uint64, ok bool) {
-	if len(name) < 42 || name[20] != '-' || name[41] != '.' {
+	// A compacted data file adds its compaction's id: <first>-<last>-c<id>.parquet.
+	if len(name) < 42 || name[20] != '-' || name[41] != '.' && name[41] != '-' {
 		return 0, 0, false
 	}
 	f, err1 := strconv.ParseUint(name[:20], 10, 64)

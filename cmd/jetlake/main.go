@@ -67,6 +67,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return cmdPlan(args[1:], stdout, stderr)
 	case "ddl":
 		return cmdDDL(args[1:], stdout, stderr)
+	case "compact":
+		return cmdCompact(args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "jetlake", versionString())
 		return exitOK
@@ -87,6 +89,7 @@ func usage(w io.Writer) {
   jetlake verify   -config PATH [-from-seq N] [-to-seq N] [-deep] [-quiet]
   jetlake plan     -config PATH [-cleanup] [-timeout D]
   jetlake ddl      -config PATH -engine athena|trino [-table NAME] [-location URL] [-since YYYY-MM-DD]
+  jetlake compact  -config PATH [-dry-run]
   jetlake version
 
 PATH is a connector file or a directory of *.toml connector files.

@@ -286,6 +286,7 @@ func effectiveConfig(c *config.Connector) string {
 		kv("commit_interval", ib.CommitInterval, "")
 		kv("keep_snapshots", ib.KeepSnapshots, "")
 		kv("snapshot_retention", ib.SnapshotRetention, "")
+		kv("compact_after", ib.CompactAfter, "")
 	}
 
 	r := c.Rotation

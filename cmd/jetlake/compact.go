@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os/signal"
+	"path"
+	"syscall"
+
+	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter"
+)
+
+// cmdCompact rewrites the small data files of the closed partitions of the
+// connectors' Iceberg tables, or with -dry-run shows what it would merge.
+func cmdCompact(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("compact", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "connector file or directory of *.toml files")
+	dryRun := fs.Bool("dry-run", false, "show the groups of small files that would be merged, change nothing")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "jetlake compact: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	conns, code, ok := loadConfig(*cfgPath, stderr)
+	if !ok {
+		return code
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	code = exitOK
+	for _, c := range conns {
+		if c.Iceberg == nil {
+			fmt.Fprintf(stdout, "connector %s: writes no Iceberg table; nothing to compact\n", c.Name)
+			continue
+		}
+		results, err := compactConnector(ctx, c, *dryRun)
+		for _, r := range results {
+			g := r.Group
+			switch {
+			case *dryRun:
+				fmt.Fprintf(stdout, "connector %s: would merge %d files (%d rows, %d bytes) in %s\n", c.Name, len(g.Files), g.Rows, g.Bytes, g.Partition)
+			case r.Skipped != "":
+				fmt.Fprintf(stdout, "connector %s: left %d files in %s: %s\n", c.Name, len(g.Files), g.Partition, r.Skipped)
+			case r.Compacted != "":
+				fmt.Fprintf(stdout, "connector %s: merged %d files (%d bytes) in %s into %s (%d bytes)\n", c.Name, len(g.Files), g.Bytes, g.Partition, path.Base(r.Compacted), r.Bytes)
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "jetlake compact: connector %s: %v\n", c.Name, err)
+			code = exitFailure
+			continue
+		}
+		if len(results) == 0 {
+			fmt.Fprintf(stdout, "connector %s: no small files in closed partitions\n", c.Name)
+		}
+	}
+	return code
+}
+
+// compactConnector connects to the connector's store and NATS servers and
+// compacts its table.
+func compactConnector(ctx context.Context, c *config.Connector, dryRun bool) ([]*exporter.CompactResult, error) {
+	store, err := exporter.NewS3Store(c.S3)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := exporter.Dial(c)
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	js, err := exporter.NewJetStream(nc, c.NATS)
+	if err != nil {
+		return nil, err
+	}
+	return exporter.Compact(ctx, c, js, store, exporter.CompactOptions{DryRun: dryRun})
+}

@@ -1,0 +1,177 @@
+package exporter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/iceberg"
+	"github.com/jetlake/jetlake/formats"
+)
+
+// MetaCompaction is the object metadata that names the compaction that
+// wrote a data file.
+const MetaCompaction = "Jetlake-Compaction"
+
+// CompactOptions are the options of Compact.
+type CompactOptions struct {
+	DryRun bool      // find the groups, change nothing
+	Now    time.Time // zero: time.Now()
+}
+
+// CompactResult is what Compact did to one group of small files.
+type CompactResult struct {
+	Group     iceberg.CompactGroup
+	Compacted string // the new file's location; empty on a dry run or when skipped
+	Bytes     int    // its size
+	Skipped   string // why the group was left alone
+}
+
+// Compact rewrites the small data files of the closed partitions of a
+// connector's Iceberg table into files near max_file_size, one atomic
+// replace per group, with rows sorted by sequence. A partition is closed
+// once its newest row is older than compact_after. Files whose commit
+// plans the state bucket keeps (their intents may still name them) are
+// left alone. Each compacted file is stored like a data object (its
+// sequences in its metadata, conditionally), then swapped for its group in
+// the table; a data commit racing the swap is retried around, never lost,
+// and a compaction tried again after a crash finds its own file and id.
+func Compact(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, store ObjectStore, o CompactOptions) ([]*CompactResult, error) {
+	if cfg.Iceberg == nil {
+		return nil, fmt.Errorf("connector %s writes no Iceberg table: nothing to compact", cfg.Name)
+	}
+	if o.Now.IsZero() {
+		o.Now = time.Now()
+	}
+	icfg, _, err := icebergConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	t, err := iceberg.Load(ctx, icfg)
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	exclude, err := plannedFiles(ctx, js, cfg)
+	if err != nil {
+		return nil, err
+	}
+	groups, err := t.CompactionGroups(ctx, iceberg.CompactOptions{
+		TargetSize:   cfg.Rotation.MaxFileSize,
+		ClosedBefore: o.Now.Add(-cfg.Iceberg.CompactAfter),
+		Exclude:      exclude,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("iceberg table %s: %w", t.Name(), err)
+	}
+	var out []*CompactResult
+	for _, g := range groups {
+		res := &CompactResult{Group: g}
+		out = append(out, res)
+		if o.DryRun {
+			continue
+		}
+		if err := compactGroup(ctx, cfg, t, store, res); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// plannedFiles returns the locations of the data files the commit plans in
+// the state bucket name.
+func plannedFiles(ctx context.Context, js jetstream.JetStream, cfg *config.Connector) (map[string]bool, error) {
+	st, err := openIntents(ctx, js, cfg.State.Bucket, cfg.State.Replicas)
+	if err != nil {
+		return nil, err
+	}
+	prefix := tablePrefix(cfg.Name, cfg.Iceberg.Namespace, cfg.Iceberg.Table) + "plan."
+	entries, err := st.List(ctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("list commit plans: %w", err)
+	}
+	out := map[string]bool{}
+	for key, value := range entries {
+		var p iceberg.Plan
+		if err := json.Unmarshal(value, &p); err != nil {
+			return nil, fmt.Errorf("commit plan %s: %w", key, err)
+		}
+		for _, f := range p.Files {
+			out[f.Location] = true
+		}
+	}
+	return out, nil
+}
+
+// compactGroup rewrites one group, stores the result and swaps it in.
+func compactGroup(ctx context.Context, cfg *config.Connector, t *iceberg.Table, store ObjectStore, res *CompactResult) error {
+	g := res.Group
+	bucket := "s3://" + cfg.S3.Bucket + "/"
+	// The files must be of one stream, as every data object is: a
+	// partitioning without the subject can put two streams in one folder.
+	var stream, created string
+	for i, loc := range g.Files {
+		md, err := store.Head(ctx, strings.TrimPrefix(loc, bucket))
+		if err != nil {
+			return fmt.Errorf("compact %s: %w", loc, err)
+		}
+		if i == 0 {
+			stream, created = md[MetaStream], md[MetaStreamCreated]
+		}
+		if md[MetaStream] != stream || md[MetaStreamCreated] != created || stream == "" {
+			res.Skipped = "its files are of more than one stream"
+			return nil
+		}
+	}
+	c, err := t.Rewrite(ctx, g)
+	if err != nil {
+		return err
+	}
+	key := strings.TrimPrefix(c.Location, bucket)
+	opts := PutOptions{
+		ContentType: "application/vnd.apache.parquet",
+		Metadata: map[string]string{
+			MetaFirstSeq:      strconv.FormatUint(c.Seqs[0], 10),
+			MetaLastSeq:       strconv.FormatUint(c.Seqs[len(c.Seqs)-1], 10),
+			MetaCount:         strconv.Itoa(len(c.Seqs)),
+			MetaFormat:        string(formats.Parquet),
+			MetaStream:        stream,
+			MetaStreamCreated: created,
+			MetaCompaction:    g.ID(),
+		},
+		IfNoneMatch: true,
+	}
+	if enc, err := newSeqSet(c.Seqs).MarshalJSON(); err == nil && len(enc) <= maxMetaSeqs+2 {
+		opts.Metadata[MetaSeqs] = string(enc[1 : len(enc)-1])
+	}
+	err = store.Put(ctx, key, formats.NewBody(c.Body), opts)
+	if errors.Is(err, ErrExists) {
+		// A compaction of the same files that died before its swap.
+		md, herr := store.Head(ctx, key)
+		if herr != nil {
+			return herr
+		}
+		if md[MetaCompaction] != g.ID() {
+			return &CollisionError{Key: key, Intent: md[MetaIntent], Stream: md[MetaStream], StreamCreated: md[MetaStreamCreated]}
+		}
+	} else if err != nil {
+		return fmt.Errorf("store %s: %w", key, err)
+	}
+	err = t.Replace(ctx, g, c.Location)
+	if errors.Is(err, iceberg.ErrCompactedAlready) {
+		res.Skipped = "another compaction took its files first"
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	res.Compacted, res.Bytes = c.Location, len(c.Body)
+	return nil
+}

@@ -1,0 +1,301 @@
+package iceberg
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/parquet-go/parquet-go"
+)
+
+// CompactionIDProperty is the snapshot summary property that holds a
+// compaction's id: the same group of files always gets the same id, so that
+// a compaction tried again after a crash is found in the table.
+const CompactionIDProperty = "jetlake.compaction-id"
+
+// CompactOptions choose the data files to compact.
+type CompactOptions struct {
+	// TargetSize is the size of a compacted file; files under half of it
+	// are small.
+	TargetSize int64
+	// ClosedBefore closes a partition whose newest row is older: no data
+	// file is added to it any more, normally.
+	ClosedBefore time.Time
+	// Exclude are locations not to touch: files whose intents may still
+	// exist (their commit plans are kept).
+	Exclude map[string]bool
+}
+
+// CompactGroup is small data files of one closed partition that become one.
+type CompactGroup struct {
+	Partition string   // the folder under data/, such as timestamp_hour=2026-12-01-07/subject=orders
+	Files     []string // locations, by first sequence
+	Bytes     int64    // their size in all
+	Rows      int64
+}
+
+// ID is the group's compaction id, the same for the same files.
+func (g CompactGroup) ID() string {
+	h := sha256.New()
+	for _, f := range g.Files {
+		io.WriteString(h, f)
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// fileInfo is what the manifests say of a data file.
+type fileInfo struct {
+	loc          string
+	size, rows   int64
+	first, newTs int64 // lowest sequence; newest row's time, unix µs (0: unknown)
+}
+
+// CompactionGroups returns the groups of small data files of closed
+// partitions in the current snapshot: per partition, small files by first
+// sequence, cut so that a group holds at most TargetSize bytes; a group
+// holds two files at least.
+func (t *Table) CompactionGroups(ctx context.Context, o CompactOptions) ([]CompactGroup, error) {
+	cur := t.tbl.CurrentSnapshot()
+	if cur == nil || o.TargetSize <= 0 {
+		return nil, nil
+	}
+	fs, err := t.tbl.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	schema := t.tbl.Schema()
+	seqField, _ := schema.FindFieldByName("sequence")
+	tsField, _ := schema.FindFieldByName("timestamp")
+	manifests, err := cur.Manifests(fs)
+	if err != nil {
+		return nil, err
+	}
+	dataDir := strings.TrimSuffix(t.tbl.Location(), "/") + "/data/"
+	byPart := map[string][]fileInfo{}
+	for _, m := range manifests {
+		if m.ManifestContent() != iceberg.ManifestContentData {
+			continue
+		}
+		entries, err := m.FetchEntries(fs, true)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			df := e.DataFile()
+			loc := df.FilePath()
+			if df.FileSizeBytes() >= o.TargetSize/2 || o.Exclude[loc] || !strings.HasPrefix(loc, dataDir) {
+				continue
+			}
+			fi := fileInfo{loc: loc, size: df.FileSizeBytes(), rows: df.Count()}
+			if b := df.LowerBoundValues()[seqField.ID]; len(b) == 8 {
+				fi.first = int64(binary.LittleEndian.Uint64(b))
+			}
+			if b := df.UpperBoundValues()[tsField.ID]; len(b) == 8 {
+				fi.newTs = int64(binary.LittleEndian.Uint64(b))
+			}
+			part := path.Dir(strings.TrimPrefix(loc, dataDir))
+			byPart[part] = append(byPart[part], fi)
+		}
+	}
+	closedBefore := o.ClosedBefore.UnixMicro()
+	var groups []CompactGroup
+	for _, part := range slices.Sorted(maps.Keys(byPart)) {
+		files := byPart[part]
+		if slices.ContainsFunc(files, func(f fileInfo) bool { return f.newTs == 0 || f.newTs >= closedBefore }) {
+			continue // still open, or of unknown age
+		}
+		slices.SortFunc(files, func(a, b fileInfo) int { return cmp.Compare(a.first, b.first) })
+		g := CompactGroup{Partition: part}
+		flush := func() {
+			if len(g.Files) >= 2 {
+				groups = append(groups, g)
+			}
+			g = CompactGroup{Partition: part}
+		}
+		for _, f := range files {
+			if g.Bytes+f.size > o.TargetSize && len(g.Files) > 0 {
+				flush()
+			}
+			g.Files = append(g.Files, f.loc)
+			g.Bytes += f.size
+			g.Rows += f.rows
+		}
+		flush()
+	}
+	return groups, nil
+}
+
+// Compacted is a compacted data file, to be stored before Replace.
+type Compacted struct {
+	Location string
+	Body     []byte
+	Seqs     []uint64 // the stream sequences of its rows, ascending
+}
+
+// Rewrite reads a group's files and returns them as one data file whose
+// rows are sorted by sequence, with the columns of the newest file (an
+// older file lacking a column gives it nulls; an int column it has as int
+// is widened). Its name is its sequence range and the group's id, in the
+// group's partition folder.
+func (t *Table) Rewrite(ctx context.Context, g CompactGroup) (*Compacted, error) {
+	fs, err := t.tbl.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	files := make([]*parquet.File, len(g.Files))
+	for i, loc := range g.Files {
+		body, err := readAll(fs, loc)
+		if err != nil {
+			return nil, fmt.Errorf("compact %s: %w", loc, err)
+		}
+		if files[i], err = parquet.OpenFile(bytes.NewReader(body), int64(len(body))); err != nil {
+			return nil, fmt.Errorf("compact %s: %w", loc, err)
+		}
+	}
+	target := files[len(files)-1].Schema()
+	seqLeaf, ok := target.Lookup("sequence")
+	if !ok {
+		return nil, fmt.Errorf("compact %s: no sequence column", g.Files[len(g.Files)-1])
+	}
+	seqCol := seqLeaf.ColumnIndex
+	var rows []parquet.Row
+	for i, f := range files {
+		conv, err := parquet.Convert(target, f.Schema())
+		if err != nil {
+			return nil, fmt.Errorf("compact %s: %w", g.Files[i], err)
+		}
+		for _, rg := range f.RowGroups() {
+			rr := parquet.ConvertRowGroup(rg, conv).Rows()
+			buf := make([]parquet.Row, 256)
+			for {
+				n, err := rr.ReadRows(buf)
+				for _, r := range buf[:n] {
+					rows = append(rows, r.Clone())
+				}
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					rr.Close()
+					return nil, fmt.Errorf("compact %s: %w", g.Files[i], err)
+				}
+			}
+			rr.Close()
+		}
+	}
+	seq := func(r parquet.Row) int64 {
+		for _, v := range r {
+			if v.Column() == seqCol {
+				return v.Int64()
+			}
+		}
+		return 0
+	}
+	slices.SortStableFunc(rows, func(a, b parquet.Row) int { return cmp.Compare(seq(a), seq(b)) })
+	out := &Compacted{Seqs: make([]uint64, len(rows))}
+	for i, r := range rows {
+		out.Seqs[i] = uint64(seq(r))
+	}
+	var buf bytes.Buffer
+	w := parquet.NewWriter(&buf, target, parquet.Compression(&parquet.Snappy))
+	if _, err := w.WriteRows(rows); err != nil {
+		return nil, fmt.Errorf("compact %s: %w", g.Partition, err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, fmt.Errorf("compact %s: %w", g.Partition, err)
+	}
+	out.Body = buf.Bytes()
+	first, last := out.Seqs[0], out.Seqs[len(out.Seqs)-1]
+	out.Location = fmt.Sprintf("%s/data/%s/%020d-%020d-c%s.parquet", strings.TrimSuffix(t.tbl.Location(), "/"), g.Partition, first, last, g.ID())
+	return out, nil
+}
+
+// ErrCompactedAlready is returned by Replace when a file of the group is
+// no longer in the table: another compaction replaced it.
+var ErrCompactedAlready = errors.New("a file of the group is no longer in the table")
+
+// Replace swaps a group's files for the compacted file, stored already, in
+// one snapshot whose summary holds the group's id. Like Commit it owns the
+// retries, starting from the table as it is each time: a data commit that
+// lands meanwhile is kept, and a replace that landed though its answer was
+// lost is found by its id.
+func (t *Table) Replace(ctx context.Context, g CompactGroup, compacted string) error {
+	id := g.ID()
+	props := iceberg.Properties{CompactionIDProperty: id, SchemaIDProperty: fmt.Sprint(t.tbl.Schema().ID),
+		"jetlake.compacted-files": fmt.Sprint(len(g.Files))}
+	var last error
+	for attempt := range maxCommitAttempts {
+		if attempt > 0 {
+			wait := time.Duration(50<<min(attempt, 6))*time.Millisecond + rand.N(50*time.Millisecond)
+			select {
+			case <-ctx.Done():
+				return errors.Join(ctx.Err(), last)
+			case <-time.After(wait):
+			}
+			if err := t.tbl.Refresh(ctx); err != nil {
+				last = err
+				continue
+			}
+		}
+		if t.hasSummary(CompactionIDProperty, id) {
+			return nil
+		}
+		tx := t.tbl.NewTransaction()
+		err := tx.ReplaceDataFiles(ctx, g.Files, []string{compacted}, props)
+		if err != nil && strings.Contains(err.Error(), "cannot delete files that do not belong to the table") {
+			return fmt.Errorf("compaction %s: %w", id, ErrCompactedAlready)
+		}
+		if err != nil {
+			last = err
+			continue
+		}
+		tbl, err := tx.Commit(ctx)
+		if err == nil {
+			t.tbl = tbl
+			return nil
+		}
+		last = err
+	}
+	return fmt.Errorf("compaction %s of %s: %d attempts: %w", id, t.Name(), maxCommitAttempts, last)
+}
+
+// hasSummary reports whether the current snapshot or an ancestor has the
+// summary property key set to value.
+func (t *Table) hasSummary(key, value string) bool {
+	meta := t.tbl.Metadata()
+	cur := meta.CurrentSnapshot()
+	if cur == nil {
+		return false
+	}
+	for _, s := range table.AncestorsOf(cur.SnapshotID, meta.SnapshotByID) {
+		if s.Summary != nil && s.Summary.Properties[key] == value {
+			return true
+		}
+	}
+	return false
+}
+
+func readAll(fs iceio.IO, loc string) ([]byte, error) {
+	f, err := fs.Open(loc)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
