@@ -248,8 +248,8 @@ func (c *checker) iceberg(t map[string]any, p keyPath, name string) *Iceberg {
 		ib.SnapshotRetention = d
 	}
 	if d, ok := c.duration(t, p, "compact_after", defaultCompactAfter(ib.Partitioning)); ok {
-		if d < time.Minute {
-			c.report(p.key("compact_after"), "%s is too short: a partition still written to would be compacted over and over; use at least 1m, such as \"2h\"", d)
+		if d < time.Second {
+			c.report(p.key("compact_after"), "%s is too short: use at least 1s, such as \"2h\"; a partition still written to is compacted over and over", d)
 		}
 		ib.CompactAfter = d
 	}

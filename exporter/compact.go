@@ -59,7 +59,17 @@ func Compact(ctx context.Context, cfg *config.Connector, js jetstream.JetStream,
 		return nil, err
 	}
 	defer t.Close()
-	exclude, err := plannedFiles(ctx, js, cfg)
+	st, err := openIntents(ctx, js, cfg.State.Bucket, cfg.State.Replicas)
+	if err != nil {
+		return nil, err
+	}
+	return compactTable(ctx, cfg, t, st, store, o, 0)
+}
+
+// compactTable compacts up to limit groups of t (0: all), the files the
+// plans in st name left alone.
+func compactTable(ctx context.Context, cfg *config.Connector, t *iceberg.Table, st intentStore, store ObjectStore, o CompactOptions, limit int) ([]*CompactResult, error) {
+	exclude, err := plannedFiles(ctx, st, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -70,6 +80,9 @@ func Compact(ctx context.Context, cfg *config.Connector, js jetstream.JetStream,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("iceberg table %s: %w", t.Name(), err)
+	}
+	if limit > 0 && len(groups) > limit {
+		groups = groups[:limit]
 	}
 	var out []*CompactResult
 	for _, g := range groups {
@@ -87,11 +100,7 @@ func Compact(ctx context.Context, cfg *config.Connector, js jetstream.JetStream,
 
 // plannedFiles returns the locations of the data files the commit plans in
 // the state bucket name.
-func plannedFiles(ctx context.Context, js jetstream.JetStream, cfg *config.Connector) (map[string]bool, error) {
-	st, err := openIntents(ctx, js, cfg.State.Bucket, cfg.State.Replicas)
-	if err != nil {
-		return nil, err
-	}
+func plannedFiles(ctx context.Context, st intentStore, cfg *config.Connector) (map[string]bool, error) {
 	prefix := tablePrefix(cfg.Name, cfg.Iceberg.Namespace, cfg.Iceberg.Table) + "plan."
 	entries, err := st.List(ctx, prefix)
 	if err != nil {

@@ -40,6 +40,8 @@ type Metrics struct {
 	lastCommit     *prometheus.GaugeVec
 	tableSnapshots *prometheus.GaugeVec
 	expired        *prometheus.CounterVec
+	compactedFiles *prometheus.CounterVec
+	compactedBytes *prometheus.CounterVec
 }
 
 // NewMetrics creates the metrics and registers them with reg; a nil reg
@@ -90,12 +92,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"connector", "table"}),
 		lastCommit:     gauge("iceberg_last_commit_timestamp_seconds", "Unix time of the last commit to an Iceberg table.", "connector", "table"),
 		tableSnapshots: gauge("iceberg_table_snapshots", "Snapshots in an Iceberg table's metadata after the last commit.", "connector", "table"),
+		compactedFiles: counter("iceberg_compacted_files_total", "Small data files of an Iceberg table merged by compaction.", "connector", "table"),
+		compactedBytes: counter("iceberg_compacted_bytes_total", "Bytes of the small data files of an Iceberg table merged by compaction.", "connector", "table"),
 		expired:        counter("iceberg_snapshots_expired_total", "Snapshots of an Iceberg table expired (beyond keep_snapshots and older than snapshot_retention).", "connector", "table"),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.received, m.redelivered, m.acked, m.objects, m.bytes, m.uploadSeconds,
 			m.objectBytes, m.uploadErrors, m.lost, m.rejected, m.bufferedMessages, m.bufferedBytes, m.bufferedPeak, m.oldestBuffered,
-			m.pending, m.ackPending, m.freshness, m.commits, m.commitSeconds, m.commitFiles, m.lastCommit, m.tableSnapshots, m.expired} {
+			m.pending, m.ackPending, m.freshness, m.commits, m.commitSeconds, m.commitFiles, m.lastCommit, m.tableSnapshots, m.expired, m.compactedFiles, m.compactedBytes} {
 			reg.MustRegister(c)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path"
 	"strings"
 	"time"
 
@@ -43,6 +44,9 @@ type lakeTable struct {
 	claimed    map[string]bool          // intents whose file is in a plan
 	deferred   map[string]bool          // intents the floor passed before their file's plan was committed
 	lastCommit time.Time
+	// lastCompact is when the last compaction pass started; only the
+	// commit work beside the loop uses it.
+	lastCompact time.Time
 }
 
 // openTable opens (or creates) the connector's table and commits the plans
@@ -290,14 +294,52 @@ func (r *runner) commitTable(ctx context.Context, now time.Time, force bool) {
 		}
 		took := time.Since(start)
 		expired, eerr := 0, error(nil)
+		var compacted []*CompactResult
+		var cerr error
 		if err == nil {
 			expired, eerr = r.expireSnapshots(cctx)
+			compacted, cerr = r.compactTable(cctx, time.Now())
 		}
 		return func() {
 			r.tableCommitted(plan, files, took, err)
 			r.snapshotsExpired(expired, eerr)
+			r.tableCompacted(compacted, cerr)
 		}
 	})
+}
+
+// compactPassGroups bounds the groups one compaction pass inside run
+// rewrites, so that the next data commit waits little.
+const compactPassGroups = 16
+
+// compactTable runs a compaction pass beside the loop, after a commit, at
+// most every half compact_after (and commit_interval at least): partitions
+// close at that pace.
+func (r *runner) compactTable(ctx context.Context, now time.Time) ([]*CompactResult, error) {
+	lt, ic := r.e.table, r.e.cfg.Iceberg
+	every := max(ic.CompactAfter/2, ic.CommitInterval)
+	if r.e.intents == nil || now.Sub(lt.lastCompact) < every {
+		return nil, nil
+	}
+	lt.lastCompact = now
+	return compactTable(ctx, r.e.cfg, lt.t, r.e.intents, r.e.store, CompactOptions{Now: now}, compactPassGroups)
+}
+
+// tableCompacted reports a compaction pass.
+func (r *runner) tableCompacted(results []*CompactResult, err error) {
+	lt := r.e.table
+	for _, res := range results {
+		if res.Compacted == "" {
+			continue
+		}
+		r.e.m.compactedFiles.WithLabelValues(r.e.cfg.Name, lt.t.Name()).Add(float64(len(res.Group.Files)))
+		r.e.m.compactedBytes.WithLabelValues(r.e.cfg.Name, lt.t.Name()).Add(float64(res.Group.Bytes))
+		r.log.Info("iceberg files compacted", "table", lt.t.Name(), "partition", res.Group.Partition,
+			"files", len(res.Group.Files), "bytes", res.Group.Bytes, "into", path.Base(res.Compacted))
+	}
+	if err != nil {
+		r.log.Warn("compaction failed; trying again later", "table", lt.t.Name(), "error", err)
+	}
 }
 
 // expireSnapshots expires, beside the loop and after a commit, the

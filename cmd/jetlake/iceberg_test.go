@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -329,4 +330,53 @@ func TestIcebergExpiryBetweenACrashAndTheRestartKeepsExactlyOnce(t *testing.T) {
 	c.runUntilIdle()
 	c.cleanTable(catalog, n)
 	t.Logf("%d committed plans kept at the crash; expiry removed %d snapshots", done, removed)
+}
+
+// Compaction runs inside jetlake run, on the instance that commits, while
+// data commits go on; jetlake is killed with SIGKILL at random moments. The
+// table ends with every sequence exactly once, and compacted files in it.
+func TestIcebergCompactionUnderKillsLosesAndDoublesNothing(t *testing.T) {
+	c := newCrashEnv(t, "icecompact", shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
+	catalog := c.iceberg(false)
+	body, err := os.ReadFile(c.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body = bytes.Replace(body, []byte("max_messages_per_file = 300\n"), []byte("max_messages_per_file = 20\n"), 1)
+	body = bytes.Replace(body, []byte("commit_interval = \"1s\"\n"), []byte("commit_interval = \"1s\"\ncompact_after = \"2s\"\n"), 1)
+	if err := os.WriteFile(c.file, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const n = 12000
+	rng := rand.New(rand.NewPCG(chaosSeed(t), 13))
+	passes := 0 // compactions the killed runs logged
+	for range 6 {
+		cmd, stderr := c.start()
+		c.publish(n/6, 8)
+		time.Sleep(time.Duration(1500+rng.IntN(3000)) * time.Millisecond)
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Wait()
+		passes += strings.Count(stderr.String(), "iceberg files compacted")
+	}
+	if passes == 0 {
+		t.Fatal("no compaction ran while the killed instances committed")
+	}
+	// Partitions close 2 s after their newest row: one more run compacts
+	// what is left.
+	time.Sleep(3 * time.Second)
+	c.runUntilIdle()
+	tr := c.table(catalog, n)
+	compacted := 0
+	for _, f := range tr.Files {
+		if strings.Contains(path.Base(f.Path), "-c") {
+			compacted++
+		}
+	}
+	if compacted == 0 {
+		t.Fatalf("no compacted file among the table's %d files", len(tr.Files))
+	}
+	c.cleanTable(catalog, n)
+	t.Logf("%d compactions in the killed runs; %d data files in the table at the end, %d of them compacted", passes, len(tr.Files), compacted)
 }

@@ -364,11 +364,12 @@ func (t *Table) Files(ctx context.Context) ([]string, error) {
 }
 
 // ExpireSnapshots removes the snapshots older than olderThan beyond the
-// newest retainLast (at least 1), and the manifests and manifest lists only
-// they referenced. Data files stay: jetlake's tables only ever append, so
-// every data file an expired snapshot held is still in a newer one. It
-// returns how many snapshots it removed. Recovery does not need them: a
-// plan whose commit landed is marked done in the state bucket.
+// newest retainLast (at least 1), and the files only they referenced:
+// manifests, manifest lists, and the data files compaction replaced (no
+// intent names those: compaction takes only files whose plans are
+// forgotten). It returns how many snapshots it removed. Recovery does not
+// need them: a plan whose commit landed is marked done in the state
+// bucket.
 func (t *Table) ExpireSnapshots(ctx context.Context, retainLast int, olderThan time.Duration) (int, error) {
 	before := len(t.tbl.Metadata().Snapshots())
 	tx := t.tbl.NewTransaction()
