@@ -63,23 +63,26 @@ func Compact(ctx context.Context, cfg *config.Connector, js jetstream.JetStream,
 	if err != nil {
 		return nil, err
 	}
-	return compactTable(ctx, cfg, t, st, store, o, 0)
+	res, _, err := compactTable(ctx, cfg, t, st, store, o, 0)
+	return res, err
 }
 
 // compactTable compacts up to limit groups of t (0: all), the files the
 // plans in st name left alone.
-func compactTable(ctx context.Context, cfg *config.Connector, t *iceberg.Table, st intentStore, store ObjectStore, o CompactOptions, limit int) ([]*CompactResult, error) {
+// It returns what the table needs after the pass, too.
+func compactTable(ctx context.Context, cfg *config.Connector, t *iceberg.Table, st intentStore, store ObjectStore, o CompactOptions, limit int) ([]*CompactResult, iceberg.Upkeep, error) {
 	exclude, err := plannedFiles(ctx, st, cfg)
 	if err != nil {
-		return nil, err
+		return nil, iceberg.Upkeep{}, err
 	}
-	groups, err := t.CompactionGroups(ctx, iceberg.CompactOptions{
+	co := iceberg.CompactOptions{
 		TargetSize:   cfg.Rotation.MaxFileSize,
 		ClosedBefore: o.Now.Add(-cfg.Iceberg.CompactAfter),
 		Exclude:      exclude,
-	})
+	}
+	groups, err := t.CompactionGroups(ctx, co)
 	if err != nil {
-		return nil, fmt.Errorf("iceberg table %s: %w", t.Name(), err)
+		return nil, iceberg.Upkeep{}, fmt.Errorf("iceberg table %s: %w", t.Name(), err)
 	}
 	if limit > 0 && len(groups) > limit {
 		groups = groups[:limit]
@@ -92,10 +95,11 @@ func compactTable(ctx context.Context, cfg *config.Connector, t *iceberg.Table, 
 			continue
 		}
 		if err := compactGroup(ctx, cfg, t, store, res); err != nil {
-			return out, err
+			return out, iceberg.Upkeep{}, err
 		}
 	}
-	return out, nil
+	u, err := t.Upkeep(ctx, co)
+	return out, u, err
 }
 
 // plannedFiles returns the locations of the data files the commit plans in

@@ -2,11 +2,15 @@ package exporter_test
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/exportertest"
 )
 
 // 2,000 small data files over 20 closed partitions are merged into one file
@@ -76,4 +80,71 @@ max_file_age = "1s"`)
 	if again, err := exporter.Compact(ctx, c, e.js, store, exporter.CompactOptions{Now: later}); err != nil || len(again) != 0 {
 		t.Fatalf("compacting again: %d groups, %v", len(again), err)
 	}
+}
+
+// Inside run, compaction passes come every half compact_after, with or
+// without new data, and the upkeep gauges say what is left.
+func TestRunCompactsClosedPartitionsAndReportsUpkeep(t *testing.T) {
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
+max_messages_per_file = 5
+max_file_age = "1s"`)
+	catalog := e.icebergConnector("1s")
+	body, err := os.ReadFile(e.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(e.file, append(body, "compact_after = \"2s\"\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := e.connector()
+	reg := prometheus.NewRegistry()
+	e.metrics = exporter.NewMetrics(reg)
+	e.publish(200, 2)
+	e.runUntilIdle(c, time.Minute)
+	// plan tells of the upkeep due once the partitions close.
+	time.Sleep(2500 * time.Millisecond)
+	msg, err := exporter.CheckTable(context.Background(), c)
+	if err != nil || !strings.Contains(msg, "of its 40 data files are small files of closed partitions") {
+		t.Fatalf("plan's check of the table: %q, %v", msg, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done, _ := e.run(ctx, c, false)
+	exportertest.WaitFor(t, time.Minute, "the small files to be compacted", func() bool {
+		return metricValue(reg, "jetlake_iceberg_compacted_files_total") >= 40
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	tr := e.readTable(c, catalog)
+	if problems := tr.Check(200); len(problems) > 0 {
+		t.Fatalf("%d problems, first: %s", len(problems), strings.Join(problems[:min(5, len(problems))], "; "))
+	}
+	if len(tr.Files) >= 40 {
+		t.Fatalf("%d data files left of 40", len(tr.Files))
+	}
+	if n := gauge(t, reg, "jetlake_iceberg_table_data_files"); n < 1 || n > float64(len(tr.Files)) {
+		t.Errorf("jetlake_iceberg_table_data_files = %v with %d files in the table", n, len(tr.Files))
+	}
+	e.wantAllAcked()
+	e.verify(c)
+}
+
+// metricValue returns the value of the single series of a counter or
+// gauge, or 0.
+func metricValue(reg prometheus.Gatherer, name string) float64 {
+	families, err := reg.Gather()
+	if err != nil {
+		return 0
+	}
+	for _, f := range families {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			m := f.GetMetric()[0]
+			if m.GetCounter() != nil {
+				return m.GetCounter().GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return 0
 }

@@ -105,7 +105,7 @@ max_file_age = "1s"`)
 	rep := e.verify(c)[0]
 	notes := strings.Join(rep.Notes, "\n")
 	if rep.Messages != 1000 || !strings.Contains(notes, "only the 12 data files of the Iceberg table lake.events's current snapshot count") ||
-		!strings.Contains(notes, "1 data files under raw/lake/events/data/ are in no commit yet") {
+		!strings.Contains(notes, "1 data files under raw/lake/events/data/ are not in the current snapshot: stored and waiting for a commit") {
 		t.Fatalf("verify: %d messages, notes:\n%s", rep.Messages, notes)
 	}
 	if err := e.mc.RemoveObject(ctx, e.bucket, stray, minio.RemoveObjectOptions{}); err != nil {

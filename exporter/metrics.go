@@ -42,6 +42,10 @@ type Metrics struct {
 	expired        *prometheus.CounterVec
 	compactedFiles *prometheus.CounterVec
 	compactedBytes *prometheus.CounterVec
+	dataFiles      *prometheus.GaugeVec
+	smallFiles     *prometheus.GaugeVec
+	compactable    *prometheus.GaugeVec
+	oldestClosed   *prometheus.GaugeVec
 }
 
 // NewMetrics creates the metrics and registers them with reg; a nil reg
@@ -94,12 +98,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		tableSnapshots: gauge("iceberg_table_snapshots", "Snapshots in an Iceberg table's metadata after the last commit.", "connector", "table"),
 		compactedFiles: counter("iceberg_compacted_files_total", "Small data files of an Iceberg table merged by compaction.", "connector", "table"),
 		compactedBytes: counter("iceberg_compacted_bytes_total", "Bytes of the small data files of an Iceberg table merged by compaction.", "connector", "table"),
+		dataFiles:      gauge("iceberg_table_data_files", "Data files in an Iceberg table's current snapshot, after the last compaction pass.", "connector", "table"),
+		smallFiles:     gauge("iceberg_table_small_files", "Data files under half of max_file_size in an Iceberg table's current snapshot, after the last compaction pass.", "connector", "table"),
+		compactable:    gauge("iceberg_table_compactable_files", "Small data files of closed partitions an Iceberg table's next compaction passes will merge.", "connector", "table"),
+		oldestClosed:   gauge("iceberg_oldest_uncompacted_partition_seconds", "How long the oldest closed partition with small files to merge has been closed.", "connector", "table"),
 		expired:        counter("iceberg_snapshots_expired_total", "Snapshots of an Iceberg table expired (beyond keep_snapshots and older than snapshot_retention).", "connector", "table"),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.received, m.redelivered, m.acked, m.objects, m.bytes, m.uploadSeconds,
 			m.objectBytes, m.uploadErrors, m.lost, m.rejected, m.bufferedMessages, m.bufferedBytes, m.bufferedPeak, m.oldestBuffered,
-			m.pending, m.ackPending, m.freshness, m.commits, m.commitSeconds, m.commitFiles, m.lastCommit, m.tableSnapshots, m.expired, m.compactedFiles, m.compactedBytes} {
+			m.pending, m.ackPending, m.freshness, m.commits, m.commitSeconds, m.commitFiles, m.lastCommit, m.tableSnapshots, m.expired, m.compactedFiles, m.compactedBytes, m.dataFiles, m.smallFiles, m.compactable, m.oldestClosed} {
 			reg.MustRegister(c)
 		}
 	}

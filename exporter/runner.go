@@ -357,6 +357,7 @@ func (r *runner) loop(ctx context.Context) error {
 			r.resolve(ctx, now)
 			r.tend(ctx, now)
 			r.commitTable(ctx, now, false)
+			r.compactTable(ctx, now)
 			r.flushPoison()
 			r.gauges(now)
 			if r.e.opts.UntilIdle && now.Sub(r.lastMsg) >= 500*time.Millisecond && len(r.queue) == 0 {

@@ -35,18 +35,17 @@ type lakeTable struct {
 	dataPrefix string // object key prefix of the data files
 	bucket     string
 
-	pending    []iceberg.File           // stored, in no plan yet
-	committing []iceberg.File           // in the commit under way
-	failed     *iceberg.Plan            // recorded, its commit failed: tried again first
-	failedWith []iceberg.File           // the files handed to it
-	planOf     map[string]*iceberg.Plan // intent key → the committed plan holding its file
-	left       map[*iceberg.Plan]int    // intents of a plan not yet deleted
-	claimed    map[string]bool          // intents whose file is in a plan
-	deferred   map[string]bool          // intents the floor passed before their file's plan was committed
-	lastCommit time.Time
-	// lastCompact is when the last compaction pass started; only the
-	// commit work beside the loop uses it.
-	lastCompact time.Time
+	pending     []iceberg.File           // stored, in no plan yet
+	committing  []iceberg.File           // in the commit under way
+	failed      *iceberg.Plan            // recorded, its commit failed: tried again first
+	failedWith  []iceberg.File           // the files handed to it
+	planOf      map[string]*iceberg.Plan // intent key → the committed plan holding its file
+	left        map[*iceberg.Plan]int    // intents of a plan not yet deleted
+	claimed     map[string]bool          // intents whose file is in a plan
+	deferred    map[string]bool          // intents the floor passed before their file's plan was committed
+	lastCommit  time.Time
+	lastCompact time.Time // when the last compaction pass started
+	compacting  bool      // a compaction pass is under way, beside the loop
 }
 
 // openTable opens (or creates) the connector's table and commits the plans
@@ -164,10 +163,19 @@ func CheckTable(ctx context.Context, c *config.Connector) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	msg := fmt.Sprintf("exists at %s with %d snapshots and fits the connector", t.Location(), t.Snapshots())
 	if !ev.Empty() {
-		return fmt.Sprintf("exists at %s with %d snapshots; on start jetlake %s", t.Location(), t.Snapshots(), ev), nil
+		msg = fmt.Sprintf("exists at %s with %d snapshots; on start jetlake %s", t.Location(), t.Snapshots(), ev)
 	}
-	return fmt.Sprintf("exists at %s with %d snapshots and fits the connector", t.Location(), t.Snapshots()), nil
+	u, err := t.Upkeep(ctx, iceberg.CompactOptions{TargetSize: c.Rotation.MaxFileSize, ClosedBefore: time.Now().Add(-c.Iceberg.CompactAfter)})
+	if err != nil {
+		return "", err
+	}
+	if u.Compactable > 0 {
+		msg += fmt.Sprintf("; %d of its %d data files are small files of closed partitions, the oldest closed %s ago: jetlake run compacts them, or jetlake compact",
+			u.Compactable, u.DataFiles, u.OldestClosed.Round(time.Second))
+	}
+	return msg, nil
 }
 
 // tablePrefix is the state-bucket key prefix of a table's commit plans and
@@ -268,7 +276,7 @@ func (lt *lakeTable) idle() bool {
 // commit_interval has passed since the last one, or at once with force.
 func (r *runner) commitTable(ctx context.Context, now time.Time, force bool) {
 	lt := r.e.table
-	if lt == nil || lt.committing != nil || len(lt.pending) == 0 && lt.failed == nil {
+	if lt == nil || lt.committing != nil || lt.compacting || len(lt.pending) == 0 && lt.failed == nil {
 		return
 	}
 	if !force && now.Sub(lt.lastCommit) < r.e.cfg.Iceberg.CommitInterval {
@@ -294,16 +302,12 @@ func (r *runner) commitTable(ctx context.Context, now time.Time, force bool) {
 		}
 		took := time.Since(start)
 		expired, eerr := 0, error(nil)
-		var compacted []*CompactResult
-		var cerr error
 		if err == nil {
 			expired, eerr = r.expireSnapshots(cctx)
-			compacted, cerr = r.compactTable(cctx, time.Now())
 		}
 		return func() {
 			r.tableCommitted(plan, files, took, err)
 			r.snapshotsExpired(expired, eerr)
-			r.tableCompacted(compacted, cerr)
 		}
 	})
 }
@@ -312,22 +316,46 @@ func (r *runner) commitTable(ctx context.Context, now time.Time, force bool) {
 // rewrites, so that the next data commit waits little.
 const compactPassGroups = 16
 
-// compactTable runs a compaction pass beside the loop, after a commit, at
-// most every half compact_after (and commit_interval at least): partitions
-// close at that pace.
-func (r *runner) compactTable(ctx context.Context, now time.Time) ([]*CompactResult, error) {
-	lt, ic := r.e.table, r.e.cfg.Iceberg
-	every := max(ic.CompactAfter/2, ic.CommitInterval)
-	if r.e.intents == nil || now.Sub(lt.lastCompact) < every {
-		return nil, nil
+// compactTable starts a compaction pass beside the loop every half
+// compact_after (commit_interval at least), when no commit is under way:
+// partitions close at that pace. Commits wait for the pass, which is
+// bounded to compactPassGroups groups.
+func (r *runner) compactTable(ctx context.Context, now time.Time) {
+	lt := r.e.table
+	if lt == nil || r.e.intents == nil || lt.committing != nil || lt.compacting || r.draining {
+		return
 	}
-	lt.lastCompact = now
-	return compactTable(ctx, r.e.cfg, lt.t, r.e.intents, r.e.store, CompactOptions{Now: now}, compactPassGroups)
+	ic := r.e.cfg.Iceberg
+	if now.Sub(lt.lastCompact) < max(ic.CompactAfter/2, ic.CommitInterval) {
+		return
+	}
+	lt.compacting, lt.lastCompact = true, now
+	r.beside(func() func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+		defer cancel()
+		res, u, err := compactTable(cctx, r.e.cfg, lt.t, r.e.intents, r.e.store, CompactOptions{Now: now}, compactPassGroups)
+		return func() {
+			lt.compacting = false
+			if err != nil {
+				r.tableCompacted(res, nil, err)
+				return
+			}
+			r.tableCompacted(res, &u, nil)
+		}
+	})
 }
 
-// tableCompacted reports a compaction pass.
-func (r *runner) tableCompacted(results []*CompactResult, err error) {
+// tableCompacted reports a compaction pass, and what the table needs after
+// it (nil: not known).
+func (r *runner) tableCompacted(results []*CompactResult, u *iceberg.Upkeep, err error) {
 	lt := r.e.table
+	if u != nil {
+		name, table := r.e.cfg.Name, lt.t.Name()
+		r.e.m.dataFiles.WithLabelValues(name, table).Set(float64(u.DataFiles))
+		r.e.m.smallFiles.WithLabelValues(name, table).Set(float64(u.SmallFiles))
+		r.e.m.compactable.WithLabelValues(name, table).Set(float64(u.Compactable))
+		r.e.m.oldestClosed.WithLabelValues(name, table).Set(u.OldestClosed.Seconds())
+	}
 	for _, res := range results {
 		if res.Compacted == "" {
 			continue

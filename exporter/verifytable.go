@@ -72,7 +72,7 @@ func (f *icebergFiles) notes() []string {
 		out = append(out, fmt.Sprintf("only the %d data files of the Iceberg table %s's current snapshot count", len(f.keys), f.name))
 	}
 	if f.uncommitted > 0 {
-		out = append(out, fmt.Sprintf("%d data files under %s/ are in no commit yet: a running exporter commits them every commit_interval, a stopped one at its next start", f.uncommitted, f.dataPrefix))
+		out = append(out, fmt.Sprintf("%d data files under %s/ are not in the current snapshot: stored and waiting for a commit (a running exporter commits them every commit_interval, a stopped one at its next start), or replaced by compaction and kept for older snapshots until they expire", f.uncommitted, f.dataPrefix))
 	}
 	return out
 }

@@ -66,25 +66,48 @@ type fileInfo struct {
 	first, newTs int64 // lowest sequence; newest row's time, unix µs (0: unknown)
 }
 
+// Upkeep is how much a table needs compaction.
+type Upkeep struct {
+	DataFiles  int // in the current snapshot
+	SmallFiles int // of those, under half the target size
+	// Compactable are the small files of closed partitions, in groups of
+	// two at least; OldestClosed is how long the oldest of those partitions
+	// has been closed.
+	Compactable  int
+	OldestClosed time.Duration
+}
+
 // CompactionGroups returns the groups of small data files of closed
 // partitions in the current snapshot: per partition, small files by first
 // sequence, cut so that a group holds at most TargetSize bytes; a group
 // holds two files at least.
 func (t *Table) CompactionGroups(ctx context.Context, o CompactOptions) ([]CompactGroup, error) {
+	groups, _, err := t.compactionGroups(ctx, o)
+	return groups, err
+}
+
+// Upkeep reports how much the table needs compaction.
+func (t *Table) Upkeep(ctx context.Context, o CompactOptions) (Upkeep, error) {
+	_, u, err := t.compactionGroups(ctx, o)
+	return u, err
+}
+
+func (t *Table) compactionGroups(ctx context.Context, o CompactOptions) ([]CompactGroup, Upkeep, error) {
+	var u Upkeep
 	cur := t.tbl.CurrentSnapshot()
 	if cur == nil || o.TargetSize <= 0 {
-		return nil, nil
+		return nil, u, nil
 	}
 	fs, err := t.tbl.FS(ctx)
 	if err != nil {
-		return nil, err
+		return nil, u, err
 	}
 	schema := t.tbl.Schema()
 	seqField, _ := schema.FindFieldByName("sequence")
 	tsField, _ := schema.FindFieldByName("timestamp")
 	manifests, err := cur.Manifests(fs)
 	if err != nil {
-		return nil, err
+		return nil, u, err
 	}
 	dataDir := strings.TrimSuffix(t.tbl.Location(), "/") + "/data/"
 	byPart := map[string][]fileInfo{}
@@ -94,12 +117,17 @@ func (t *Table) CompactionGroups(ctx context.Context, o CompactOptions) ([]Compa
 		}
 		entries, err := m.FetchEntries(fs, true)
 		if err != nil {
-			return nil, err
+			return nil, u, err
 		}
 		for _, e := range entries {
 			df := e.DataFile()
 			loc := df.FilePath()
-			if df.FileSizeBytes() >= o.TargetSize/2 || o.Exclude[loc] || !strings.HasPrefix(loc, dataDir) {
+			u.DataFiles++
+			if df.FileSizeBytes() >= o.TargetSize/2 {
+				continue
+			}
+			u.SmallFiles++
+			if o.Exclude[loc] || !strings.HasPrefix(loc, dataDir) {
 				continue
 			}
 			fi := fileInfo{loc: loc, size: df.FileSizeBytes(), rows: df.Count()}
@@ -120,6 +148,11 @@ func (t *Table) CompactionGroups(ctx context.Context, o CompactOptions) ([]Compa
 		if slices.ContainsFunc(files, func(f fileInfo) bool { return f.newTs == 0 || f.newTs >= closedBefore }) {
 			continue // still open, or of unknown age
 		}
+		newest := slices.MaxFunc(files, func(a, b fileInfo) int { return cmp.Compare(a.newTs, b.newTs) }).newTs
+		if len(files) >= 2 {
+			u.Compactable += len(files)
+			u.OldestClosed = max(u.OldestClosed, time.Duration(closedBefore-newest)*time.Microsecond)
+		}
 		slices.SortFunc(files, func(a, b fileInfo) int { return cmp.Compare(a.first, b.first) })
 		g := CompactGroup{Partition: part}
 		flush := func() {
@@ -138,7 +171,7 @@ func (t *Table) CompactionGroups(ctx context.Context, o CompactOptions) ([]Compa
 		}
 		flush()
 	}
-	return groups, nil
+	return groups, u, nil
 }
 
 // Compacted is a compacted data file, to be stored before Replace.
