@@ -26,6 +26,7 @@ import (
 type Config struct {
 	Jetlake           string // path of the jetlake binary
 	Workloads         []workloadSpec
+	Compaction        compactionSpec // zero: not measured
 	Runs              []runSpec
 	PayloadBytes      int
 	MaxFileSize       int64
@@ -158,6 +159,9 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	bctx, cancel := context.WithDeadline(ctx, b.deadline)
 	defer cancel()
 	b.measure(bctx, rep)
+	if cfg.Compaction.Messages > 0 && bctx.Err() == nil {
+		rep.Compaction = b.compaction(bctx, cfg.Compaction)
+	}
 	if ctx.Err() != nil {
 		return rep, fmt.Errorf("interrupted: %w", ctx.Err())
 	}

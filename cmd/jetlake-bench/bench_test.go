@@ -92,7 +92,13 @@ func TestQuickBenchMeasuresEveryRunAndStopsItsProcesses(t *testing.T) {
 	if jl := rep.Workloads[1].Runs[0]; jl.Objects != 100 {
 		t.Errorf("json_lines over 100 subjects wrote %d objects, want 100", jl.Objects)
 	}
-	for _, want := range []string{"### w1: 5,000 messages over 10 subjects", "**limit time**", "| json_lines | ", "| parquet_typed | "} {
+	// -quick compacts 200 small files over 10 partitions into 10.
+	if c := rep.Compaction; c == nil || c.Error != "" || c.SmallFiles != 200 || c.Partitions != 10 || c.FilesAfter != 10 ||
+		c.Seconds <= 0 || c.LimitSeconds <= 0 || c.Ratio <= 0 {
+		t.Errorf("compaction %+v", c)
+	}
+	for _, want := range []string{"### w1: 5,000 messages over 10 subjects", "**limit time**", "| json_lines | ", "| parquet_typed | ",
+		"### Iceberg compaction: 200 small data files", "| jetlake compact: 10 files after |"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, &stdout)
 		}

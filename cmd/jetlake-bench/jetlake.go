@@ -261,13 +261,10 @@ func (b *bench) runJetlake(ctx context.Context, file, logFile string) (*childRes
 	if b.cfg.Profile {
 		args = append(args, "-cpuprofile", strings.TrimSuffix(logFile, ".log")+".cpu.pprof")
 	}
-	cmd := exec.CommandContext(ctx, b.jetlake, args...)
+	cmd := execCommand(ctx, b.jetlake, args...)
 	cmd.Env = b.ms.ClientEnv()
 	cmd.Stdout = log
 	cmd.Stderr = log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = stopGrace
 	start := time.Now()
 	err = cmd.Run()
 	if cmd.ProcessState == nil {

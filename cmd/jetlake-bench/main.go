@@ -63,6 +63,9 @@ func main() {
 var (
 	fullWorkloads  = [2]workloadSpec{{Name: "w1", Messages: 1_000_000, Subjects: 10}, {Name: "w2", Messages: 100_000, Subjects: 10_000}}
 	quickWorkloads = [2]workloadSpec{{Name: "w1", Messages: 100_000, Subjects: 10}, {Name: "w2", Messages: 10_000, Subjects: 1_000}}
+	// 2,000 data files over 20 partitions; -quick: 200 over 10.
+	fullCompaction  = compactionSpec{Messages: 100_000, Subjects: 20, PerFile: 50}
+	quickCompaction = compactionSpec{Messages: 2_000, Subjects: 10, PerFile: 10}
 )
 
 // Main runs the benchmark with the command-line args and returns the exit
@@ -91,6 +94,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	maxAge := fs.Duration("max-file-age", 30*time.Second, "rotation.max_file_age")
 	maxBuffered := fs.String("max-buffered-bytes", "256MiB", "rotation.max_buffered_bytes")
 	concurrency := fs.Int("upload-concurrency", 4, "s3.upload_concurrency, and the concurrency of the upload limit")
+	compaction := fs.Bool("compaction", true, "measure jetlake compact over an Iceberg table of small files (2,000 over 20 partitions; -quick: 200 over 10)")
 	profile := fs.Bool("cpuprofile", false, "write a CPU profile of each jetlake run next to its log (use with -logs)")
 	logDir := fs.String("logs", "", "keep jetlake's logs and connector files in this directory (default: a temporary directory, removed)")
 	if err := fs.Parse(args); err != nil {
@@ -184,6 +188,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "jetlake-bench:", p)
 		}
 		return 2
+	}
+	if *compaction {
+		cfg.Compaction = fullCompaction
+		if *quick {
+			cfg.Compaction = quickCompaction
+		}
 	}
 	cfg.Workloads = append(cfg.Workloads, wl[0])
 	if wl[1].Messages > 0 {

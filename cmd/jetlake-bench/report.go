@@ -17,6 +17,9 @@ type Report struct {
 	Machine   Machine           `json:"machine"`
 	Settings  Settings          `json:"settings"`
 	Workloads []*WorkloadResult `json:"workloads"`
+	// Compaction measures jetlake compact over an Iceberg table of small
+	// files; nil when not measured.
+	Compaction *CompactionResult `json:"compaction,omitempty"`
 }
 
 // Machine names what ran.
@@ -135,6 +138,9 @@ type RoundFigures struct {
 // budget; runs that validate rejects do not count.
 func (r *Report) Failures() int {
 	n := 0
+	if r.Compaction != nil && r.Compaction.Error != "" {
+		n++
+	}
 	for _, w := range r.Workloads {
 		if w.Error != "" {
 			n++
@@ -256,6 +262,19 @@ func (r *Report) Markdown() string {
 		}
 	}
 	b.WriteString("\nlimit / jetlake above 1 means jetlake beat reading everything first and uploading it after (it overlaps the two).\n")
+	if c := r.Compaction; c != nil {
+		fmt.Fprintf(&b, "\n### Iceberg compaction: %s small data files (%s) over %d partitions\n\n", fmtInt(int64(c.SmallFiles)), fmtMB(c.Bytes), c.Partitions)
+		if c.Error != "" {
+			fmt.Fprintf(&b, "**%s**\n\n", c.Error)
+		}
+		if c.Seconds > 0 && c.LimitSeconds > 0 {
+			b.WriteString("| | time | throughput | CPU (user+sys) | limit / jetlake |\n| --- | ---: | ---: | ---: | ---: |\n")
+			fmt.Fprintf(&b, "| limit: GetObject every small file, PutObject each partition's bytes once, ×%d | %s | %.1f MB/s | | |\n",
+				s.UploadConcurrency, fmtSeconds(c.LimitSeconds), c.LimitMBPerSecond)
+			fmt.Fprintf(&b, "| jetlake compact: %s files after | %s | %.1f MB/s | %s | %s |\n",
+				fmtInt(int64(c.FilesAfter)), fmtSeconds(c.Seconds), c.MBPerSecond, fmtSeconds(c.CPUSeconds), fmtRatio(c.Ratio))
+		}
+	}
 	return b.String()
 }
 
