@@ -126,6 +126,9 @@ max_file_age = "1s"`)
 	if n := gauge(t, reg, "jetlake_iceberg_table_data_files"); n < 1 || n > float64(len(tr.Files)) {
 		t.Errorf("jetlake_iceberg_table_data_files = %v with %d files in the table", n, len(tr.Files))
 	}
+	if n := gauge(t, reg, "jetlake_iceberg_metadata_bytes"); n < 1000 {
+		t.Errorf("jetlake_iceberg_metadata_bytes = %v", n)
+	}
 	e.wantAllAcked()
 	e.verify(c)
 }

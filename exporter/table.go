@@ -355,6 +355,7 @@ func (r *runner) tableCompacted(results []*CompactResult, u *iceberg.Upkeep, err
 		r.e.m.smallFiles.WithLabelValues(name, table).Set(float64(u.SmallFiles))
 		r.e.m.compactable.WithLabelValues(name, table).Set(float64(u.Compactable))
 		r.e.m.oldestClosed.WithLabelValues(name, table).Set(u.OldestClosed.Seconds())
+		r.e.m.metadataBytes.WithLabelValues(name, table).Set(float64(u.MetadataBytes))
 	}
 	for _, res := range results {
 		if res.Compacted == "" {

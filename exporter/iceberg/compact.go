@@ -75,6 +75,9 @@ type Upkeep struct {
 	// has been closed.
 	Compactable  int
 	OldestClosed time.Duration
+	// MetadataBytes is the size of the current metadata file, which holds
+	// every snapshot kept.
+	MetadataBytes int64
 }
 
 // CompactionGroups returns the groups of small data files of closed
@@ -86,10 +89,28 @@ func (t *Table) CompactionGroups(ctx context.Context, o CompactOptions) ([]Compa
 	return groups, err
 }
 
-// Upkeep reports how much the table needs compaction.
+// Upkeep reports how much the table needs compaction, and the size of its
+// metadata.
 func (t *Table) Upkeep(ctx context.Context, o CompactOptions) (Upkeep, error) {
 	_, u, err := t.compactionGroups(ctx, o)
-	return u, err
+	if err != nil {
+		return u, err
+	}
+	fs, err := t.tbl.FS(ctx)
+	if err != nil {
+		return u, err
+	}
+	f, err := fs.Open(t.tbl.MetadataLocation())
+	if err != nil {
+		return u, fmt.Errorf("metadata file: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return u, fmt.Errorf("metadata file: %w", err)
+	}
+	u.MetadataBytes = st.Size()
+	return u, nil
 }
 
 func (t *Table) compactionGroups(ctx context.Context, o CompactOptions) ([]CompactGroup, Upkeep, error) {
