@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/jetlake/jetlake/exporter"
 )
@@ -41,22 +42,18 @@ func (e *env) exportWithinBudget(n, subjects int, budget, slack int64, timeout t
 // gauge returns the value of the gauge name, of a single series, in reg.
 func gauge(t *testing.T, reg prometheus.Gatherer, name string) float64 {
 	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() == name && len(f.GetMetric()) == 1 {
-			return f.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no single series of gauge %s", name)
-	return 0
+	return single(t, reg, name).GetGauge().GetValue()
 }
 
 // counter returns the value of the counter name, of a single series, in
 // reg.
 func counter(t *testing.T, reg prometheus.Gatherer, name string) float64 {
+	t.Helper()
+	return single(t, reg, name).GetCounter().GetValue()
+}
+
+// single returns the single series of the metric name in reg.
+func single(t *testing.T, reg prometheus.Gatherer, name string) *dto.Metric {
 	t.Helper()
 	families, err := reg.Gather()
 	if err != nil {
@@ -64,11 +61,11 @@ func counter(t *testing.T, reg prometheus.Gatherer, name string) float64 {
 	}
 	for _, f := range families {
 		if f.GetName() == name && len(f.GetMetric()) == 1 {
-			return f.GetMetric()[0].GetCounter().GetValue()
+			return f.GetMetric()[0]
 		}
 	}
-	t.Fatalf("no single series of counter %s", name)
-	return 0
+	t.Fatalf("no single series of %s", name)
+	return nil
 }
 
 func TestMemoryBoundHoldsAtTwoThousandSubjects(t *testing.T) {

@@ -15,7 +15,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/minio/minio-go/v7"
@@ -252,34 +251,11 @@ type childResult struct {
 // the terminal reaches only this process, which stops it in order, and the
 // kernel kills it should this process die first.
 func (b *bench) runJetlake(ctx context.Context, file, logFile string) (*childResult, error) {
-	log, err := os.Create(logFile)
-	if err != nil {
-		return nil, err
-	}
-	defer log.Close()
 	args := []string{"run", "-until-idle", "-log-format", "json", "-config", file}
 	if b.cfg.Profile {
 		args = append(args, "-cpuprofile", strings.TrimSuffix(logFile, ".log")+".cpu.pprof")
 	}
-	cmd := execCommand(ctx, b.jetlake, args...)
-	cmd.Env = b.ms.ClientEnv()
-	cmd.Stdout = log
-	cmd.Stderr = log
-	start := time.Now()
-	err = cmd.Run()
-	if cmd.ProcessState == nil {
-		return nil, fmt.Errorf("start jetlake: %w", err)
-	}
-	res := &childResult{wall: time.Since(start)}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		res.user = time.Duration(ru.Utime.Nano())
-		res.cpu = res.user + time.Duration(ru.Stime.Nano())
-		res.maxRSS = ru.Maxrss * 1024 // KiB on Linux
-	}
-	if err != nil {
-		return res, fmt.Errorf("jetlake run: %w", err)
-	}
-	return res, nil
+	return b.runChild(ctx, logFile, args...)
 }
 
 // checkConsumer checks that the run acked every message of the stream and

@@ -66,18 +66,10 @@ func cmdCompact(args []string, stdout, stderr io.Writer) int {
 // compactConnector connects to the connector's store and NATS servers and
 // compacts its table.
 func compactConnector(ctx context.Context, c *config.Connector, dryRun bool) ([]*exporter.CompactResult, error) {
-	store, err := exporter.NewS3Store(c.S3)
+	store, js, closeNATS, err := connect(c)
 	if err != nil {
 		return nil, err
 	}
-	nc, err := exporter.Dial(c)
-	if err != nil {
-		return nil, err
-	}
-	defer nc.Close()
-	js, err := exporter.NewJetStream(nc, c.NATS)
-	if err != nil {
-		return nil, err
-	}
+	defer closeNATS()
 	return exporter.Compact(ctx, c, js, store, exporter.CompactOptions{DryRun: dryRun})
 }

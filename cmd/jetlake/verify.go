@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
 )
@@ -69,20 +71,29 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 // verifyConnector connects to the connector's store and NATS servers and
 // verifies its streams.
 func verifyConnector(ctx context.Context, c *config.Connector, opts exporter.VerifyOptions) ([]*exporter.Report, error) {
-	store, err := exporter.NewS3Store(c.S3)
+	store, js, closeNATS, err := connect(c)
 	if err != nil {
 		return nil, err
+	}
+	defer closeNATS()
+	return exporter.Verify(ctx, c, js, store, opts)
+}
+
+// connect opens the connector's object store and JetStream; closeNATS
+// closes the NATS connection.
+func connect(c *config.Connector) (store *exporter.S3Store, js jetstream.JetStream, closeNATS func(), err error) {
+	if store, err = exporter.NewS3Store(c.S3); err != nil {
+		return nil, nil, nil, err
 	}
 	nc, err := exporter.Dial(c)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	defer nc.Close()
-	js, err := exporter.NewJetStream(nc, c.NATS)
-	if err != nil {
-		return nil, err
+	if js, err = exporter.NewJetStream(nc, c.NATS); err != nil {
+		nc.Close()
+		return nil, nil, nil, err
 	}
-	return exporter.Verify(ctx, c, js, store, opts)
+	return store, js, nc.Close, nil
 }
 
 // maxProblems bounds the problem and overlap lines printed per stream.

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math/rand/v2"
 	"path"
 	"slices"
 	"strings"
@@ -293,56 +292,21 @@ func (t *Table) Replace(ctx context.Context, g CompactGroup, compacted string) e
 	id := g.ID()
 	props := iceberg.Properties{CompactionIDProperty: id, SchemaIDProperty: fmt.Sprint(t.tbl.Schema().ID),
 		"jetlake.compacted-files": fmt.Sprint(len(g.Files))}
-	var last error
-	for attempt := range maxCommitAttempts {
-		if attempt > 0 {
-			wait := time.Duration(50<<min(attempt, 6))*time.Millisecond + rand.N(50*time.Millisecond)
-			select {
-			case <-ctx.Done():
-				return errors.Join(ctx.Err(), last)
-			case <-time.After(wait):
-			}
-			if err := t.tbl.Refresh(ctx); err != nil {
-				last = err
-				continue
-			}
-		}
-		if t.hasSummary(CompactionIDProperty, id) {
-			return nil
-		}
-		tx := t.tbl.NewTransaction()
+	landed := func() bool {
+		_, ok := t.summaryWith(CompactionIDProperty, id)
+		return ok
+	}
+	err := t.retry(ctx, landed, func(tx *table.Transaction) error {
 		err := tx.ReplaceDataFiles(ctx, g.Files, []string{compacted}, props)
 		if err != nil && strings.Contains(err.Error(), "cannot delete files that do not belong to the table") {
-			return fmt.Errorf("compaction %s: %w", id, ErrCompactedAlready)
+			return errStop{fmt.Errorf("compaction %s: %w", id, ErrCompactedAlready)}
 		}
-		if err != nil {
-			last = err
-			continue
-		}
-		tbl, err := tx.Commit(ctx)
-		if err == nil {
-			t.tbl = tbl
-			return nil
-		}
-		last = err
+		return err
+	})
+	if err != nil && !errors.Is(err, ErrCompactedAlready) {
+		return fmt.Errorf("compaction %s of %s: %w", id, t.Name(), err)
 	}
-	return fmt.Errorf("compaction %s of %s: %d attempts: %w", id, t.Name(), maxCommitAttempts, last)
-}
-
-// hasSummary reports whether the current snapshot or an ancestor has the
-// summary property key set to value.
-func (t *Table) hasSummary(key, value string) bool {
-	meta := t.tbl.Metadata()
-	cur := meta.CurrentSnapshot()
-	if cur == nil {
-		return false
-	}
-	for _, s := range table.AncestorsOf(cur.SnapshotID, meta.SnapshotByID) {
-		if s.Summary != nil && s.Summary.Properties[key] == value {
-			return true
-		}
-	}
-	return false
+	return err
 }
 
 func readAll(fs iceio.IO, loc string) ([]byte, error) {

@@ -271,6 +271,28 @@ func (t *Table) Commit(ctx context.Context, c Commit) error {
 	}
 	props[CommitIDProperty] = c.ID
 	props[SchemaIDProperty] = strconv.Itoa(t.tbl.Schema().ID)
+	err = t.retry(ctx, func() bool { return t.Committed(c.ID) }, func(tx *table.Transaction) error {
+		return tx.AddDataFiles(ctx, files, props, table.WithoutDuplicateCheck())
+	})
+	if err != nil {
+		return fmt.Errorf("iceberg commit %s to %s: %w", c.ID, t.Name(), err)
+	}
+	return nil
+}
+
+// errStop wraps an error that ends retry at once.
+type errStop struct{ err error }
+
+func (e errStop) Error() string { return e.err.Error() }
+func (e errStop) Unwrap() error { return e.err }
+
+// retry makes one change to the table, trying up to maxCommitAttempts
+// times with backoff, each attempt with a fresh transaction on the table as
+// it is then: a conflict with another writer ("branch main has changed")
+// and an unknown outcome are tried again; an error of change wrapped in
+// errStop is not. Before each attempt, landed reports whether the change is
+// in the table already (an attempt that landed though its answer was lost).
+func (t *Table) retry(ctx context.Context, landed func() bool, change func(*table.Transaction) error) error {
 	var last error
 	for attempt := range maxCommitAttempts {
 		if attempt > 0 {
@@ -285,11 +307,15 @@ func (t *Table) Commit(ctx context.Context, c Commit) error {
 				continue
 			}
 		}
-		if t.Committed(c.ID) {
+		if landed() {
 			return nil
 		}
 		tx := t.tbl.NewTransaction()
-		if err := tx.AddDataFiles(ctx, files, props, table.WithoutDuplicateCheck()); err != nil {
+		if err := change(tx); err != nil {
+			var stop errStop
+			if errors.As(err, &stop) {
+				return stop.err
+			}
 			// The transaction is spent; the next attempt takes a fresh one.
 			last = err
 			continue
@@ -301,7 +327,7 @@ func (t *Table) Commit(ctx context.Context, c Commit) error {
 		}
 		last = err
 	}
-	return fmt.Errorf("iceberg commit %s to %s: %d attempts: %w", c.ID, t.Name(), maxCommitAttempts, last)
+	return fmt.Errorf("%d attempts: %w", maxCommitAttempts, last)
 }
 
 // Committed reports whether the current snapshot or one of its ancestors,
@@ -314,13 +340,19 @@ func (t *Table) Committed(id string) bool {
 // CommitSummary returns the snapshot summary of the commit with id, among
 // the current snapshot and its ancestors as last loaded.
 func (t *Table) CommitSummary(id string) (map[string]string, bool) {
+	return t.summaryWith(CommitIDProperty, id)
+}
+
+// summaryWith returns the summary of the current snapshot or the nearest
+// ancestor whose summary property key is value.
+func (t *Table) summaryWith(key, value string) (map[string]string, bool) {
 	meta := t.tbl.Metadata()
 	cur := meta.CurrentSnapshot()
 	if cur == nil {
 		return nil, false
 	}
 	for _, s := range table.AncestorsOf(cur.SnapshotID, meta.SnapshotByID) {
-		if s.Summary != nil && s.Summary.Properties[CommitIDProperty] == id {
+		if s.Summary != nil && s.Summary.Properties[key] == value {
 			return s.Summary.Properties, true
 		}
 	}
