@@ -1,7 +1,9 @@
 package exporter
 
 import (
+	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,8 +24,25 @@ const MetaCompaction = "Jetlake-Compaction"
 
 // CompactOptions are the options of Compact.
 type CompactOptions struct {
-	DryRun bool      // find the groups, change nothing
+	DryRun bool      // find the groups and orphans, change nothing
 	Now    time.Time // zero: time.Now()
+	// OrphanAge is how old a data file in no snapshot, intent or plan must
+	// be to be removed; zero means DefaultOrphanAge.
+	OrphanAge time.Duration
+}
+
+// DefaultOrphanAge is how old an orphan data file must be to be removed.
+// Every data file jetlake writes is named by an intent before it is
+// stored, except a compacted one, which its swap puts in the table within
+// a minute: an hour leaves a wide margin.
+const DefaultOrphanAge = time.Hour
+
+// CompactReport is what Compact did.
+type CompactReport struct {
+	Groups []*CompactResult
+	// Orphans are the data files no snapshot, intent or plan names, older
+	// than OrphanAge: removed (or, on a dry run, to remove).
+	Orphans []string
 }
 
 // CompactResult is what Compact did to one group of small files.
@@ -43,7 +62,7 @@ type CompactResult struct {
 // sequences in its metadata, conditionally), then swapped for its group in
 // the table; a data commit racing the swap is retried around, never lost,
 // and a compaction tried again after a crash finds its own file and id.
-func Compact(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, store ObjectStore, o CompactOptions) ([]*CompactResult, error) {
+func Compact(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, store ObjectStore, o CompactOptions) (*CompactReport, error) {
 	if cfg.Iceberg == nil {
 		return nil, fmt.Errorf("connector %s writes no Iceberg table: nothing to compact", cfg.Name)
 	}
@@ -63,8 +82,75 @@ func Compact(ctx context.Context, cfg *config.Connector, js jetstream.JetStream,
 	if err != nil {
 		return nil, err
 	}
-	res, _, err := compactTable(ctx, cfg, t, st, store, o, 0)
-	return res, err
+	rep := &CompactReport{}
+	if rep.Groups, _, err = compactTable(ctx, cfg, t, st, store, o, 0); err != nil {
+		return rep, err
+	}
+	rep.Orphans, err = removeOrphans(ctx, cfg, t, st, store, o)
+	return rep, err
+}
+
+// orphanStore lists objects with their age and deletes them: the S3 store.
+type orphanStore interface {
+	ListModified(ctx context.Context, prefix string, fn func(key string, modified time.Time) error) error
+	Delete(ctx context.Context, key string) error
+}
+
+// removeOrphans removes the data files under the table's data folder that
+// no snapshot the table keeps, no intent and no commit plan names, and that
+// are older than o.OrphanAge: files stored by a run that died before it
+// recorded them for commit can not be among them (an intent names a file
+// before it is stored), so these are compacted files whose swap never
+// happened, and files from before a table was dropped and made anew.
+func removeOrphans(ctx context.Context, cfg *config.Connector, t *iceberg.Table, st intentStore, store ObjectStore, o CompactOptions) ([]string, error) {
+	ls, ok := store.(orphanStore)
+	if !ok {
+		return nil, nil
+	}
+	_, dataPrefix, err := icebergConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	refs, err := t.ReferencedFiles(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("iceberg table %s: %w", t.Name(), err)
+	}
+	planned, err := plannedFiles(ctx, st, cfg)
+	if err != nil {
+		return nil, err
+	}
+	intents, err := st.List(ctx, "intent."+base64.RawURLEncoding.EncodeToString([]byte(cfg.Name))+".")
+	if err != nil {
+		return nil, fmt.Errorf("list intents: %w", err)
+	}
+	named := map[string]bool{}
+	for key, value := range intents {
+		var in intent
+		if err := json.Unmarshal(value, &in); err != nil {
+			return nil, fmt.Errorf("intent %s: %w", key, err)
+		}
+		named[in.Key] = true
+	}
+	cutoff := o.Now.Add(-cmp.Or(o.OrphanAge, DefaultOrphanAge))
+	bucket := "s3://" + cfg.S3.Bucket + "/"
+	var orphans []string
+	err = ls.ListModified(ctx, dataPrefix+"/", func(key string, modified time.Time) error {
+		loc := bucket + key
+		if refs[loc] || planned[loc] || named[key] || !modified.Before(cutoff) {
+			return nil
+		}
+		orphans = append(orphans, loc)
+		return nil
+	})
+	if err != nil || o.DryRun {
+		return orphans, err
+	}
+	for i, loc := range orphans {
+		if err := ls.Delete(ctx, strings.TrimPrefix(loc, bucket)); err != nil {
+			return orphans[:i], fmt.Errorf("remove orphan %s: %w", loc, err)
+		}
+	}
+	return orphans, nil
 }
 
 // compactTable compacts up to limit groups of t (0: all), the files the

@@ -2,13 +2,16 @@ package exporter_test
 
 import (
 	"context"
+	"encoding/base64"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/exportertest"
 )
@@ -36,22 +39,22 @@ max_file_age = "1s"`)
 	}
 	ctx := context.Background()
 	// The partitions are of this hour: open now, closed three hours on.
-	if res, err := exporter.Compact(ctx, c, e.js, store, exporter.CompactOptions{}); err != nil || len(res) != 0 {
-		t.Fatalf("compaction of open partitions: %d groups, %v", len(res), err)
+	if rep, err := exporter.Compact(ctx, c, e.js, store, exporter.CompactOptions{}); err != nil || len(rep.Groups) != 0 {
+		t.Fatalf("compaction of open partitions: %v, %v", rep, err)
 	}
 	later := time.Now().Add(3 * time.Hour)
 	dry, err := exporter.Compact(ctx, c, e.js, store, exporter.CompactOptions{DryRun: true, Now: later})
-	if err != nil || len(dry) != subjects {
-		t.Fatalf("dry run: %d groups, %v; want %d", len(dry), err, subjects)
+	if err != nil || len(dry.Groups) != subjects {
+		t.Fatalf("dry run: %v, %v; want %d groups", dry, err, subjects)
 	}
 	if tr := e.readTable(c, catalog); len(tr.Files) != n/5 || tr.Snapshots != before.Snapshots {
 		t.Fatalf("the dry run changed the table: %d files in %d snapshots", len(tr.Files), tr.Snapshots)
 	}
-	res, err := exporter.Compact(ctx, c, e.js, store, exporter.CompactOptions{Now: later})
+	rep, err := exporter.Compact(ctx, c, e.js, store, exporter.CompactOptions{Now: later})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range res {
+	for _, r := range rep.Groups {
 		if r.Compacted == "" || len(r.Group.Files) != n/5/subjects {
 			t.Fatalf("group %s of %d files: compacted %q, skipped %q", r.Group.Partition, len(r.Group.Files), r.Compacted, r.Skipped)
 		}
@@ -77,8 +80,43 @@ max_file_age = "1s"`)
 	}
 	at.Release()
 	e.verify(c)
-	if again, err := exporter.Compact(ctx, c, e.js, store, exporter.CompactOptions{Now: later}); err != nil || len(again) != 0 {
-		t.Fatalf("compacting again: %d groups, %v", len(again), err)
+	if again, err := exporter.Compact(ctx, c, e.js, store, exporter.CompactOptions{Now: later}); err != nil || len(again.Groups) != 0 || len(again.Orphans) != 0 {
+		t.Fatalf("compacting again: %v, %v", again, err)
+	}
+
+	// A data file in no snapshot, intent or plan is an orphan once an hour
+	// old; one an intent names is not.
+	dir := "raw/lake/events/data/timestamp_hour=2026-12-01-07/subject=x/"
+	orphan, named := dir+"00000000000000000001-00000000000000000001.parquet", dir+"00000000000000000002-00000000000000000002.parquet"
+	for _, key := range []string{orphan, named} {
+		if _, err := e.mc.PutObject(ctx, e.bucket, key, strings.NewReader("x"), 1, minio.PutObjectOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kv, err := e.js.KeyValue(ctx, config.DefaultStateBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ikey := "intent." + base64.RawURLEncoding.EncodeToString([]byte(c.Name)) + ".Uw.Yw.orphantest"
+	if _, err := kv.Put(ctx, ikey, []byte(`{"id":"orphantest","key":"`+named+`"}`)); err != nil {
+		t.Fatal(err)
+	}
+	defer kv.Delete(ctx, ikey)
+	if rep, err := exporter.Compact(ctx, c, e.js, store, exporter.CompactOptions{}); err != nil || len(rep.Orphans) != 0 {
+		t.Fatalf("orphans younger than an hour: %v, %v", rep, err)
+	}
+	rep, err = exporter.Compact(ctx, c, e.js, store, exporter.CompactOptions{Now: later})
+	if err != nil || len(rep.Orphans) != 1 || rep.Orphans[0] != "s3://"+e.bucket+"/"+orphan {
+		t.Fatalf("orphans: %v, %v; want %s", rep.Orphans, err, orphan)
+	}
+	if _, err := e.mc.StatObject(ctx, e.bucket, orphan, minio.StatObjectOptions{}); err == nil {
+		t.Fatal("the orphan is still in the bucket")
+	}
+	if _, err := e.mc.StatObject(ctx, e.bucket, named, minio.StatObjectOptions{}); err != nil {
+		t.Fatalf("the file an intent names was removed: %v", err)
+	}
+	if tr := e.readTable(c, catalog); len(tr.Check(n)) > 0 {
+		t.Fatal("the table changed")
 	}
 }
 

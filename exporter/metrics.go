@@ -47,6 +47,7 @@ type Metrics struct {
 	compactable    *prometheus.GaugeVec
 	oldestClosed   *prometheus.GaugeVec
 	metadataBytes  *prometheus.GaugeVec
+	orphans        *prometheus.CounterVec
 }
 
 // NewMetrics creates the metrics and registers them with reg; a nil reg
@@ -104,12 +105,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		compactable:    gauge("iceberg_table_compactable_files", "Small data files of closed partitions an Iceberg table's next compaction passes will merge.", "connector", "table"),
 		oldestClosed:   gauge("iceberg_oldest_uncompacted_partition_seconds", "How long the oldest closed partition with small files to merge has been closed.", "connector", "table"),
 		metadataBytes:  gauge("iceberg_metadata_bytes", "Size of an Iceberg table's current metadata file, after the last compaction pass.", "connector", "table"),
+		orphans:        counter("iceberg_orphan_files_removed_total", "Data files of an Iceberg table in no snapshot, intent or commit plan, removed once an hour old.", "connector", "table"),
 		expired:        counter("iceberg_snapshots_expired_total", "Snapshots of an Iceberg table expired (beyond keep_snapshots and older than snapshot_retention).", "connector", "table"),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.received, m.redelivered, m.acked, m.objects, m.bytes, m.uploadSeconds,
 			m.objectBytes, m.uploadErrors, m.lost, m.rejected, m.bufferedMessages, m.bufferedBytes, m.bufferedPeak, m.oldestBuffered,
-			m.pending, m.ackPending, m.freshness, m.commits, m.commitSeconds, m.commitFiles, m.lastCommit, m.tableSnapshots, m.expired, m.compactedFiles, m.compactedBytes, m.dataFiles, m.smallFiles, m.compactable, m.oldestClosed, m.metadataBytes} {
+			m.pending, m.ackPending, m.freshness, m.commits, m.commitSeconds, m.commitFiles, m.lastCommit, m.tableSnapshots, m.expired, m.compactedFiles, m.compactedBytes, m.dataFiles, m.smallFiles, m.compactable, m.oldestClosed, m.metadataBytes, m.orphans} {
 			reg.MustRegister(c)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -251,6 +252,22 @@ func (s *S3Store) List(ctx context.Context, prefix string, fn func(key string, m
 			}
 		}
 		if err := fn(obj.Key, md); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ListModified calls fn for every object under prefix with the time it was
+// last modified.
+func (s *S3Store) ListModified(ctx context.Context, prefix string, fn func(key string, modified time.Time) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for obj := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		if obj.Err != nil {
+			return classify(fmt.Errorf("list %s: %w", prefix, obj.Err), s.bucket)
+		}
+		if err := fn(obj.Key, obj.LastModified); err != nil {
 			return err
 		}
 	}

@@ -333,9 +333,18 @@ func (r *runner) compactTable(ctx context.Context, now time.Time) {
 	r.beside(func() func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 		defer cancel()
-		res, u, err := compactTable(cctx, r.e.cfg, lt.t, r.e.intents, r.e.store, CompactOptions{Now: now}, compactPassGroups)
+		o := CompactOptions{Now: now}
+		res, u, err := compactTable(cctx, r.e.cfg, lt.t, r.e.intents, r.e.store, o, compactPassGroups)
+		var orphans []string
+		if err == nil {
+			orphans, err = removeOrphans(cctx, r.e.cfg, lt.t, r.e.intents, r.e.store, o)
+		}
 		return func() {
 			lt.compacting = false
+			if n := len(orphans); n > 0 {
+				r.e.m.orphans.WithLabelValues(r.e.cfg.Name, lt.t.Name()).Add(float64(n))
+				r.log.Info("iceberg orphan data files removed", "table", lt.t.Name(), "files", n, "first", orphans[0])
+			}
 			if err != nil {
 				r.tableCompacted(res, nil, err)
 				return

@@ -39,8 +39,11 @@ func cmdCompact(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "connector %s: writes no Iceberg table; nothing to compact\n", c.Name)
 			continue
 		}
-		results, err := compactConnector(ctx, c, *dryRun)
-		for _, r := range results {
+		rep, err := compactConnector(ctx, c, *dryRun)
+		if rep == nil {
+			rep = &exporter.CompactReport{}
+		}
+		for _, r := range rep.Groups {
 			g := r.Group
 			switch {
 			case *dryRun:
@@ -56,8 +59,16 @@ func cmdCompact(args []string, stdout, stderr io.Writer) int {
 			code = exitFailure
 			continue
 		}
-		if len(results) == 0 {
+		if len(rep.Groups) == 0 {
 			fmt.Fprintf(stdout, "connector %s: no small files in closed partitions\n", c.Name)
+		}
+		if n := len(rep.Orphans); n > 0 {
+			verb := "removed"
+			if *dryRun {
+				verb = "would remove"
+			}
+			fmt.Fprintf(stdout, "connector %s: %s %d orphan data files (in no snapshot, intent or plan, older than %s), such as %s\n",
+				c.Name, verb, n, exporter.DefaultOrphanAge, rep.Orphans[0])
 		}
 	}
 	return code
@@ -65,7 +76,7 @@ func cmdCompact(args []string, stdout, stderr io.Writer) int {
 
 // compactConnector connects to the connector's store and NATS servers and
 // compacts its table.
-func compactConnector(ctx context.Context, c *config.Connector, dryRun bool) ([]*exporter.CompactResult, error) {
+func compactConnector(ctx context.Context, c *config.Connector, dryRun bool) (*exporter.CompactReport, error) {
 	store, js, closeNATS, err := connect(c)
 	if err != nil {
 		return nil, err

@@ -317,3 +317,34 @@ func readAll(fs iceio.IO, loc string) ([]byte, error) {
 	defer f.Close()
 	return io.ReadAll(f)
 }
+
+// ReferencedFiles returns the locations of the data files of every
+// snapshot the table keeps: those a reader may still read.
+func (t *Table) ReferencedFiles(ctx context.Context) (map[string]bool, error) {
+	fs, err := t.tbl.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	seen := map[string]bool{}
+	for _, snap := range t.tbl.Metadata().Snapshots() {
+		manifests, err := snap.Manifests(fs)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range manifests {
+			if m.ManifestContent() != iceberg.ManifestContentData || seen[m.FilePath()] {
+				continue
+			}
+			seen[m.FilePath()] = true
+			entries, err := m.FetchEntries(fs, false)
+			if err != nil {
+				return nil, err
+			}
+			for _, e := range entries {
+				out[e.DataFile().FilePath()] = true
+			}
+		}
+	}
+	return out, nil
+}
