@@ -1,6 +1,7 @@
 package iceberg_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/minio/minio-go/v7"
 
 	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/iceberg/icebergtest"
@@ -233,5 +236,55 @@ func TestRecoveryIsExactlyOnceAfterSnapshotExpiry(t *testing.T) {
 			t.Fatalf("recovery found %d plans, want 3", len(got))
 		}
 		e.read(60, 1)
+	})
+}
+
+// Compaction at the table level, with each catalog: the small files of a
+// closed partition become one, sorted by sequence, in one replace that a
+// data commit racing it does not undo; the same group again finds its own
+// replace in the table.
+func TestCompactionReplacesSmallFilesOnce(t *testing.T) {
+	catalogs(t, func(t *testing.T, e *tableEnv) {
+		ctx := context.Background()
+		tbl := e.open()
+		hour := time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC)
+		var files []string
+		for i := range 6 {
+			first := uint64(i*10 + 1)
+			files = append(files, e.file(tbl, "s.a", hour, first, first+9))
+		}
+		if err := tbl.Commit(ctx, iceberg.Commit{ID: "data", Files: files}); err != nil {
+			t.Fatal(err)
+		}
+		groups, err := tbl.CompactionGroups(ctx, iceberg.CompactOptions{TargetSize: 8 << 20, ClosedBefore: hour.Add(3 * time.Hour)})
+		if err != nil || len(groups) != 1 || len(groups[0].Files) != 6 {
+			t.Fatalf("groups %+v, %v; want one of 6 files", groups, err)
+		}
+		c, err := tbl.Rewrite(ctx, groups[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Seqs) != 60 || c.Seqs[0] != 1 || c.Seqs[59] != 60 {
+			t.Fatalf("compacted file holds %d sequences, %v", len(c.Seqs), c.Seqs[:min(5, len(c.Seqs))])
+		}
+		key := strings.TrimPrefix(c.Location, "s3://"+e.bucket+"/")
+		if _, err := e.mc.PutObject(ctx, e.bucket, key, bytes.NewReader(c.Body), int64(len(c.Body)), minio.PutObjectOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// Another writer commits a file of another partition first.
+		other := e.open()
+		if err := other.Commit(ctx, iceberg.Commit{ID: "racing", Files: []string{e.file(other, "s.b", hour, 61, 70)}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := tbl.Replace(ctx, groups[0], c.Location); err != nil {
+			t.Fatal(err)
+		}
+		if err := tbl.Replace(ctx, groups[0], c.Location); err != nil {
+			t.Fatalf("the same replace again: %v", err)
+		}
+		tr := e.read(70, 3)
+		if len(tr.Files) != 2 {
+			t.Fatalf("%d files after compaction, want the compacted one and the racing one", len(tr.Files))
+		}
 	})
 }
