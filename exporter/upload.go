@@ -309,7 +309,7 @@ func (c *committer) ownedUntil() time.Time { return c.progress.Add(c.ackWait - c
 // when ctx ends.
 func (c *committer) do(ctx context.Context, what string, step func(context.Context) error) error {
 	for attempt := 0; ; attempt++ {
-		if time.Since(c.progress) >= c.ackWait/3 {
+		if time.Since(c.progress) >= c.ackWait*2/3 {
 			// An answer counts only for InProgress sent while the messages
 			// were surely held: after that they may be redelivered already.
 			if sent, ok := c.inProgress(ctx); ok && sent.Before(c.ownedUntil()) {
@@ -338,7 +338,7 @@ func (c *committer) do(ctx context.Context, what string, step func(context.Conte
 			return ctx.Err()
 		}
 		wait := backoff(attempt)
-		if until := time.Until(c.progress.Add(c.ackWait / 3)); until < wait {
+		if until := time.Until(c.progress.Add(c.ackWait * 2 / 3)); until < wait {
 			wait = max(until, 0)
 		}
 		c.e.log.Warn(what+" failed; retrying", "key", c.key, "attempt", attempt+1, "retry_in", wait.Round(time.Millisecond), "error", err)
