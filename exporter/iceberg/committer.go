@@ -111,6 +111,19 @@ func (c *Committer) Commit(ctx context.Context, files []File) (*Plan, error) {
 			release()
 			return nil, fmt.Errorf("claim %s: %w", f.Location, err)
 		}
+		// The claim is ours, so no plan holds the file now. One may have
+		// committed it and been forgotten since its intent was read: by
+		// another instance that found it at a takeover, or that took over
+		// while this one was cut off. A plan is forgotten only once its
+		// intents are gone, so the intent tells.
+		if _, err := c.plans.Get(ctx, f.Intent); errors.Is(err, ErrMissing) {
+			c.plans.Delete(ctx, c.claimKey(f.Intent))
+			continue
+		} else if err != nil {
+			c.plans.Delete(ctx, c.claimKey(f.Intent))
+			release()
+			return nil, fmt.Errorf("claim %s: %w", f.Location, err)
+		}
 		plan.Files = append(plan.Files, f)
 	}
 	if len(plan.Files) == 0 {

@@ -63,6 +63,14 @@ func (s *memPlans) List(_ context.Context, prefix string) (map[string][]byte, er
 	return out, nil
 }
 
+// intents records the intents of files in plans, the bucket they share in
+// production.
+func (s *memPlans) intents(files []iceberg.File) {
+	for _, f := range files {
+		s.Create(context.Background(), f.Intent, []byte("{}"))
+	}
+}
+
 // files writes n data files of ten sequences each, from sequence 1.
 func (e *tableEnv) files(tbl *iceberg.Table, n int) []iceberg.File {
 	hour := time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC)
@@ -83,6 +91,7 @@ func TestCommitsSurviveACrashAtEachStep(t *testing.T) {
 		plans := newMemPlans()
 		tbl := e.open()
 		files := e.files(tbl, 6)
+		plans.intents(files)
 
 		// 1. Died after the plan was recorded, before the commit.
 		p1 := &iceberg.Plan{ID: "plan-1", Table: tbl.Name(), Files: files[:2]}
@@ -137,6 +146,7 @@ func TestTwoCommittersNeverCommitAFileTwice(t *testing.T) {
 	ctx := context.Background()
 	plans := newMemPlans()
 	files := e.files(e.open(), 8)
+	plans.intents(files)
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
 	for range 2 {
@@ -169,6 +179,7 @@ func TestAFailedCommitIsRecommittedUnderItsPlan(t *testing.T) {
 	plans := newMemPlans()
 	tbl := e.open()
 	files := e.files(tbl, 4)
+	plans.intents(files)
 	c := iceberg.NewCommitter(tbl, plans, "t.")
 	ctx, cancel := context.WithCancel(context.Background())
 	c.AfterPlan = cancel // the catalog becomes unreachable once the plan is recorded
@@ -199,6 +210,7 @@ func TestRecoveryIsExactlyOnceAfterSnapshotExpiry(t *testing.T) {
 		plans := newMemPlans()
 		tbl := e.open()
 		files := e.files(tbl, 6)
+		plans.intents(files)
 		c := iceberg.NewCommitter(tbl, plans, "t.")
 		for i := range 2 {
 			if _, err := c.Commit(ctx, files[2*i:2*i+2]); err != nil {
@@ -287,4 +299,39 @@ func TestCompactionReplacesSmallFilesOnce(t *testing.T) {
 			t.Fatalf("%d files after compaction, want the compacted one and the racing one", len(tr.Files))
 		}
 	})
+}
+
+// A file another instance committed meanwhile, and whose plan it then
+// forgot, is not committed again: once the claim is ours, the intent must
+// still be there.
+func TestAFileCommittedAndForgottenMeanwhileIsLeftOut(t *testing.T) {
+	e := newTableEnv(t, "sqlite")
+	ctx := context.Background()
+	plans := newMemPlans()
+	tbl := e.open()
+	files := e.files(tbl, 4)
+	plans.intents(files)
+	// The other instance commits the first two, then forgets them: their
+	// intents go first, then the plan and its claims.
+	other := iceberg.NewCommitter(e.open(), plans, "t.")
+	p, err := other.Commit(ctx, files[:2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range p.Files {
+		plans.Delete(ctx, f.Intent)
+	}
+	if err := other.Forget(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	// This instance read all four intents before that (it found them at a
+	// takeover, or stored the files before its link froze).
+	got, err := iceberg.NewCommitter(tbl, plans, "t.").Commit(ctx, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Files) != 2 || got.Files[0].Location != files[2].Location {
+		t.Fatalf("committed %d files, want the 2 whose intents are left", len(got.Files))
+	}
+	e.read(40, 2)
 }
