@@ -346,7 +346,7 @@ func TestIcebergCompactionUnderKillsLosesAndDoublesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	body = bytes.Replace(body, []byte("max_messages_per_file = 300\n"), []byte("max_messages_per_file = 20\n"), 1)
-	body = bytes.Replace(body, []byte("commit_interval = \"1s\"\n"), []byte("commit_interval = \"1s\"\ncompact_after = \"2s\"\n"), 1)
+	body = bytes.Replace(body, []byte("commit_interval = \"1s\"\n"), []byte("commit_interval = \"1s\"\ncompact_after = \"1s\"\n"), 1)
 	if err := os.WriteFile(c.file, body, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +356,9 @@ func TestIcebergCompactionUnderKillsLosesAndDoublesNothing(t *testing.T) {
 	for range 6 {
 		cmd, stderr := c.start()
 		c.publish(n/6, 8)
-		time.Sleep(time.Duration(1500+rng.IntN(3000)) * time.Millisecond)
+		// Long enough, most of the time, for a partition to close and a
+		// pass to merge it while commits go on.
+		time.Sleep(time.Duration(3000+rng.IntN(3000)) * time.Millisecond)
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -366,9 +368,9 @@ func TestIcebergCompactionUnderKillsLosesAndDoublesNothing(t *testing.T) {
 	if passes == 0 {
 		t.Fatal("no compaction ran while the killed instances committed")
 	}
-	// Partitions close 2 s after their newest row: one more run compacts
-	// what is left.
-	time.Sleep(3 * time.Second)
+	// Partitions close a second after their newest row: one more run
+	// compacts what is left.
+	time.Sleep(2 * time.Second)
 	c.runUntilIdle()
 	tr := c.table(catalog, n)
 	compacted := 0
