@@ -1,0 +1,108 @@
+package exporter
+
+import (
+	"cmp"
+	"context"
+	"path"
+	"time"
+
+	"github.com/jetlake/jetlake/exporter/iceberg"
+)
+
+// Upkeep of a connector's Iceberg table inside run: snapshot expiry after
+// commits, and compaction passes with orphan removal on a timer, beside the
+// loop and never at the same time as a commit.
+
+// expireSnapshots expires, beside the loop and after a commit, the
+// snapshots beyond keep_snapshots older than snapshot_retention, when there
+// are some.
+func (r *runner) expireSnapshots(ctx context.Context) (int, error) {
+	lt, ic := r.e.table, r.e.cfg.Iceberg
+	keep := cmp.Or(ic.KeepSnapshots, 100)
+	if !lt.t.ExpiryDue(keep, ic.SnapshotRetention, time.Now()) {
+		return 0, nil
+	}
+	return lt.t.ExpireSnapshots(ctx, keep, ic.SnapshotRetention)
+}
+
+// snapshotsExpired reports an expiry.
+func (r *runner) snapshotsExpired(n int, err error) {
+	lt := r.e.table
+	if err != nil {
+		r.log.Warn("could not expire snapshots; trying again after the next commit", "table", lt.t.Name(), "error", err)
+		return
+	}
+	if n > 0 {
+		r.e.m.expired.WithLabelValues(r.e.cfg.Name, lt.t.Name()).Add(float64(n))
+		r.e.m.tableSnapshots.WithLabelValues(r.e.cfg.Name, lt.t.Name()).Set(float64(lt.t.Snapshots()))
+		r.log.Info("iceberg snapshots expired", "table", lt.t.Name(), "expired", n, "kept", lt.t.Snapshots())
+	}
+}
+
+// compactPassGroups bounds the groups one compaction pass inside run
+// rewrites, so that the next data commit waits little.
+const compactPassGroups = 16
+
+// compactTable starts a compaction pass beside the loop every half
+// compact_after (commit_interval at least), when no commit is under way:
+// partitions close at that pace. Commits wait for the pass, which is
+// bounded to compactPassGroups groups.
+func (r *runner) compactTable(ctx context.Context, now time.Time) {
+	lt := r.e.table
+	if lt == nil || r.e.intents == nil || lt.committing != nil || lt.compacting || r.draining {
+		return
+	}
+	ic := r.e.cfg.Iceberg
+	if now.Sub(lt.lastCompact) < max(ic.CompactAfter/2, ic.CommitInterval) {
+		return
+	}
+	lt.compacting, lt.lastCompact = true, now
+	r.beside(func() func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+		defer cancel()
+		o := CompactOptions{Now: now}
+		res, u, err := compactTable(cctx, r.e.cfg, lt.t, r.e.intents, r.e.store, o, compactPassGroups)
+		var orphans []string
+		if err == nil {
+			orphans, err = removeOrphans(cctx, r.e.cfg, lt.t, r.e.intents, r.e.store, o)
+		}
+		return func() {
+			lt.compacting = false
+			if n := len(orphans); n > 0 {
+				r.e.m.orphans.WithLabelValues(r.e.cfg.Name, lt.t.Name()).Add(float64(n))
+				r.log.Info("iceberg orphan data files removed", "table", lt.t.Name(), "files", n, "first", orphans[0])
+			}
+			if err != nil {
+				r.tableCompacted(res, nil, err)
+				return
+			}
+			r.tableCompacted(res, &u, nil)
+		}
+	})
+}
+
+// tableCompacted reports a compaction pass, and what the table needs after
+// it (nil: not known).
+func (r *runner) tableCompacted(results []*CompactResult, u *iceberg.Upkeep, err error) {
+	lt := r.e.table
+	if u != nil {
+		name, table := r.e.cfg.Name, lt.t.Name()
+		r.e.m.dataFiles.WithLabelValues(name, table).Set(float64(u.DataFiles))
+		r.e.m.smallFiles.WithLabelValues(name, table).Set(float64(u.SmallFiles))
+		r.e.m.compactable.WithLabelValues(name, table).Set(float64(u.Compactable))
+		r.e.m.oldestClosed.WithLabelValues(name, table).Set(u.OldestClosed.Seconds())
+		r.e.m.metadataBytes.WithLabelValues(name, table).Set(float64(u.MetadataBytes))
+	}
+	for _, res := range results {
+		if res.Compacted == "" {
+			continue
+		}
+		r.e.m.compactedFiles.WithLabelValues(r.e.cfg.Name, lt.t.Name()).Add(float64(len(res.Group.Files)))
+		r.e.m.compactedBytes.WithLabelValues(r.e.cfg.Name, lt.t.Name()).Add(float64(res.Group.Bytes))
+		r.log.Info("iceberg files compacted", "table", lt.t.Name(), "partition", res.Group.Partition,
+			"files", len(res.Group.Files), "bytes", res.Group.Bytes, "into", path.Base(res.Compacted))
+	}
+	if err != nil {
+		r.log.Warn("compaction failed; trying again later", "table", lt.t.Name(), "error", err)
+	}
+}
