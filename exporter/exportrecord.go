@@ -113,11 +113,8 @@ var errRecordChanged = errors.New("export record changed meanwhile")
 // and the union of the done ranges above it.
 func mergeRecords(a, b exportRecord) exportRecord {
 	var done rangeSet
-	for _, rec := range []exportRecord{a, b} {
-		for _, r := range rec.Done.runs {
-			done.add(Range{r[0], r[1]})
-		}
-	}
+	done.addAll(a.Done.ranges())
+	done.addAll(b.Done.ranges())
 	out := exportRecord{StreamCreated: a.StreamCreated, Floor: done.absorb(max(a.Floor, b.Floor)), Updated: a.Updated}
 	out.Done = rangesToSeqSet(done.rs)
 	return out

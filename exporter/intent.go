@@ -50,6 +50,15 @@ func newSeqSet(seqs []uint64) seqSet {
 	return seqSet{runs: runs}
 }
 
+// ranges returns the runs as ranges.
+func (s seqSet) ranges() []Range {
+	rs := make([]Range, len(s.runs))
+	for i, r := range s.runs {
+		rs[i] = Range{r[0], r[1]}
+	}
+	return rs
+}
+
 // Len is the number of sequences in the set.
 func (s seqSet) Len() int {
 	n := 0

@@ -107,6 +107,15 @@ func (l *ledger) stored(r Range) {
 	l.settle()
 }
 
+// storedAll records the sequences of a stored object, sorted and disjoint
+// ranges.
+func (l *ledger) storedAll(rs []Range) {
+	l.holes.removeAll(rs)
+	l.head.removeAll(rs)
+	l.done.addAll(rs)
+	l.settle()
+}
+
 // wait takes r, the sequences of an unresolved intent, out of the holes:
 // whether they are stored is up to the intent's object.
 func (l *ledger) wait(r Range) {

@@ -285,11 +285,13 @@ func (r *runner) finish(res *result) error {
 	if res.stored && j.set == r.set && r.e.table != nil && res.intentKey != "" {
 		r.e.table.stored(res.intentKey, res.key, b.First, b.Last)
 	}
+	var seqs seqSet
+	if res.stored {
+		seqs = batchSeqs(b)
+	}
 	if s.ledger != nil {
 		if res.stored {
-			for _, run := range batchSeqs(b).runs {
-				s.ledger.stored(Range{run[0], run[1]})
-			}
+			s.ledger.storedAll(seqs.ranges())
 		} else {
 			for _, it := range b.Items {
 				s.ledger.returned(it.Seq)
@@ -300,7 +302,7 @@ func (r *runner) finish(res *result) error {
 	case res.stored && !res.confirmed:
 		// Stored, but the acks did not all get through: when the messages
 		// come back they are acked, not written again.
-		s.book.commit(res.intentKey, batchSeqs(b))
+		s.book.commit(res.intentKey, seqs)
 	case res.confirmed && res.intentKey != "":
 		s.book.retire(res.intentKey, b.First, b.Last, res.seqs)
 	}

@@ -35,6 +35,74 @@ func (s *rangeSet) add(r Range) {
 	s.rs = slices.Replace(s.rs, i, j, r)
 }
 
+// addAll adds every sequence of rs, sorted and disjoint ranges, in one
+// merge of the two lists: a batch of one subject among ten is thousands of
+// single-sequence ranges, and adding them one by one would shift the set's
+// tail once for each.
+func (s *rangeSet) addAll(rs []Range) {
+	if len(rs) <= 4 {
+		for _, r := range rs {
+			s.add(r)
+		}
+		return
+	}
+	out := make([]Range, 0, len(s.rs)+len(rs))
+	push := func(r Range) {
+		if n := len(out); n > 0 && next(out[n-1].Last) >= r.First {
+			out[n-1].Last = max(out[n-1].Last, r.Last)
+			return
+		}
+		out = append(out, r)
+	}
+	i, j := 0, 0
+	for i < len(s.rs) || j < len(rs) {
+		if j == len(rs) || i < len(s.rs) && s.rs[i].First <= rs[j].First {
+			push(s.rs[i])
+			i++
+		} else {
+			push(rs[j])
+			j++
+		}
+	}
+	s.rs = out
+}
+
+// removeAll removes every sequence of rs, sorted and disjoint ranges, in
+// one pass over both lists.
+func (s *rangeSet) removeAll(rs []Range) {
+	if len(s.rs) == 0 || len(rs) == 0 {
+		return
+	}
+	if len(rs) <= 4 {
+		for _, r := range rs {
+			s.remove(r)
+		}
+		return
+	}
+	out := make([]Range, 0, len(s.rs))
+	j := 0
+	for _, a := range s.rs {
+		for j < len(rs) && rs[j].Last < a.First {
+			j++
+		}
+		at, covered := a.First, false
+		for k := j; k < len(rs) && rs[k].First <= a.Last; k++ {
+			if rs[k].First > at {
+				out = append(out, Range{at, rs[k].First - 1})
+			}
+			if rs[k].Last >= a.Last {
+				covered = true
+				break
+			}
+			at = max(at, rs[k].Last+1)
+		}
+		if !covered {
+			out = append(out, Range{at, a.Last})
+		}
+	}
+	s.rs = out
+}
+
 // remove removes every sequence of r (First <= Last).
 func (s *rangeSet) remove(r Range) {
 	i := sort.Search(len(s.rs), func(i int) bool { return s.rs[i].Last >= r.First })

@@ -103,3 +103,72 @@ func TestRangeSetAtTheEndsOfTheSequenceSpace(t *testing.T) {
 		t.Errorf("ranges %v, count %d", big.runs(), big.count())
 	}
 }
+
+// TestRangeSetBulkOperationsMatchAModel applies addAll and removeAll of
+// random sorted lists, short and long, to a rangeSet and to a plain set.
+func TestRangeSetBulkOperationsMatchAModel(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	for round := range 300 {
+		var s rangeSet
+		model := map[uint64]bool{}
+		for step := range 20 {
+			var rs []Range
+			at := uint64(rng.IntN(6))
+			for range rng.IntN(14) {
+				first := at + uint64(rng.IntN(4))
+				r := Range{first, first + uint64(rng.IntN(5))}
+				if r.Last >= 79 {
+					break
+				}
+				rs = append(rs, r)
+				at = r.Last + 1
+			}
+			remove := rng.IntN(3) == 0
+			if remove {
+				s.removeAll(rs)
+			} else {
+				s.addAll(rs)
+			}
+			for _, r := range rs {
+				for q := r.First; q <= r.Last; q++ {
+					if remove {
+						delete(model, q)
+					} else {
+						model[q] = true
+					}
+				}
+			}
+			checkRangeSet(t, &s, model, round, step)
+		}
+	}
+}
+
+// BenchmarkRangeSetAddInterleavedBatches adds the sequences of batches of
+// one subject among ten, as a stream of ten subjects is stored in files of
+// 20,000 messages: every batch is 20,000 single-sequence ranges between
+// those of the others.
+func BenchmarkRangeSetAddInterleavedBatches(b *testing.B) {
+	const subjects, perBatch, batches = 10, 20_000, 50
+	var lists [][]Range
+	for k := range batches {
+		subj, round := k%subjects, k/subjects
+		rs := make([]Range, perBatch)
+		for i := range rs {
+			q := uint64((round*perBatch+i)*subjects + subj + 1)
+			rs[i] = Range{q, q}
+		}
+		lists = append(lists, rs)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		var s rangeSet
+		for _, rs := range lists {
+			s.addAll(rs)
+		}
+		if got, want := s.count(), uint64(batches*perBatch); got != want {
+			b.Fatalf("count %d, want %d", got, want)
+		}
+	}
+}

@@ -103,9 +103,7 @@ func (s *streamState) applyRecovery(rec *recovery, now time.Time, table *lakeTab
 		s.book.commit(ikey, seqs)
 		s.recovered++
 		if s.ledger != nil {
-			for _, run := range seqs.runs {
-				s.ledger.stored(Range{run[0], run[1]})
-			}
+			s.ledger.storedAll(seqs.ranges())
 		}
 	}
 	for ikey, in := range rec.unresolved {
@@ -236,9 +234,7 @@ func (r *runner) resolved(s *streamState, ikey string, u *unresolved, stored boo
 	}
 	if s.ledger != nil {
 		if stored {
-			for _, run := range u.in.Seqs.runs {
-				s.ledger.stored(Range{run[0], run[1]})
-			}
+			s.ledger.storedAll(u.in.Seqs.ranges())
 		} else {
 			u.in.Seqs.All(s.ledger.returned)
 		}
