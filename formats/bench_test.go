@@ -90,10 +90,22 @@ func BenchmarkSteadyState8MiB(b *testing.B) {
 		{Format: Raw, Compression: None, RawDelimiter: []byte("\n")},
 		{Format: JSONLines, Compression: Zstd, Metadata: true},
 		{Format: JSONLines, Compression: Gzip, Metadata: true},
+		{Format: Parquet, Compression: Snappy},
+		{Format: Parquet, Compression: Snappy, Columns: []Column{
+			{Name: "order_id", Source: "id", Type: TypeInt64},
+			{Name: "customer", Source: "customer.id", Type: TypeString},
+			{Name: "total", Source: "total", Type: TypeDouble},
+			{Name: "name", Source: "customer.name", Type: TypeString},
+			{Name: "channel", Source: "channel", Type: TypeString},
+		}},
 	}
 	for _, opts := range all {
 		for _, mode := range []string{"reuse", "new"} {
-			b.Run(encodingName(opts)+"/"+mode, func(b *testing.B) {
+			name := encodingName(opts)
+			if len(opts.Columns) > 0 {
+				name += "_typed"
+			}
+			b.Run(name+"/"+mode, func(b *testing.B) {
 				e, err := New(opts)
 				if err != nil {
 					b.Fatal(err)

@@ -154,18 +154,17 @@ func addText(c *colData, s string) {
 		c.addString(s)
 		return
 	}
-	start := len(c.data)
+	v := make([]byte, 0, len(s)+8)
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
-			c.data = utf8.AppendRune(c.data, utf8.RuneError)
+			v = utf8.AppendRune(v, utf8.RuneError)
 		} else {
-			c.data = append(c.data, s[i:i+size]...)
+			v = append(v, s[i:i+size]...)
 		}
 		i += size
 	}
-	c.ends = append(c.ends, len(c.data))
-	c.raw += 4 + int64(len(c.data)-start)
+	c.addBytes(v)
 }
 
 func (b *parquetBatch) Len() int     { return b.n }
