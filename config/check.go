@@ -73,7 +73,7 @@ var (
 	s3Spec = spec{
 		name: "s3", where: "in [s3]", header: "[s3]",
 		keys: []string{"bucket", "endpoint", "region", "prefix", "path_style", "access_key_id_env", "secret_access_key_env", "upload_concurrency",
-			"allow_insecure_http", "tls_ca_file", "sse", "sse_kms_key_id", "storage_class"},
+			"allow_insecure_http", "tls_ca_file", "sse", "sse_kms_key_id", "storage_class", "checksum"},
 		secrets: map[string]string{
 			"access_key_id":     neverSecrets + "name an environment variable with access_key_id_env",
 			"access_key":        neverSecrets + "name an environment variable with access_key_id_env",

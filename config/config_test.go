@@ -136,7 +136,7 @@ func TestLoadFillsInEveryDefault(t *testing.T) {
 			MaxAckPending: 1000000, // 256MiB / 256, at the ceiling
 			Line:          7,
 		}},
-		S3: S3{Bucket: "lake", Region: "us-east-1", UploadConcurrency: 4},
+		S3: S3{Bucket: "lake", Region: "us-east-1", UploadConcurrency: 4, Checksum: ChecksumCRC32C},
 		Output: Output{
 			Format:          formats.JSONLines,
 			Compression:     formats.None,
@@ -203,6 +203,7 @@ func TestLoadResolvesEveryKey(t *testing.T) {
 			AccessKeyIDEnv:     "LAKE_KEY_ID",
 			SecretAccessKeyEnv: "LAKE_SECRET",
 			UploadConcurrency:  16,
+			Checksum:           ChecksumCRC32C,
 		},
 		Output: Output{
 			Format:          formats.Raw,

@@ -68,6 +68,14 @@ func (c *checker) s3(t map[string]any, p keyPath) (S3, bool) {
 		}
 		s.StorageClass = sc
 	}
+	if cs, ok := c.str(t, p, "checksum", ChecksumCRC32C); ok {
+		switch cs {
+		case ChecksumCRC32C, ChecksumMD5:
+			s.Checksum = cs
+		default:
+			c.report(p.key("checksum"), "%q is not a checksum jetlake sends; allowed: \"crc32c\" (x-amz-checksum-crc32c), \"md5\" (Content-MD5, for stores without the checksum headers)", cs)
+		}
+	}
 
 	if n, ok := c.integer(t, p, "upload_concurrency", defaultUploadConcurrency); ok {
 		if n < 1 || n > maxUploadConcurrency {

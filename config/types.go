@@ -102,7 +102,14 @@ type S3 struct {
 	SSE               string // "", SSES3 or SSEKMS
 	SSEKMSKeyID       string // with SSEKMS: the key id; empty means the bucket's default key
 	StorageClass      string // e.g. STANDARD_IA; empty means the bucket's default
+	Checksum          string // ChecksumCRC32C (default) or ChecksumMD5: what the store checks each upload's body against
 }
+
+// Checksums of uploads.
+const (
+	ChecksumCRC32C = "crc32c" // x-amz-checksum-crc32c
+	ChecksumMD5    = "md5"    // Content-MD5
+)
 
 // Server-side encryption.
 const (

@@ -33,13 +33,18 @@ func TestEveryObjectStoreKeepsTheStoreContract(t *testing.T) {
 	}{
 		{"memory", func(*testing.T) contractStore { return &exporter.MemStore{} }},
 		{"S3 on MinIO", s3OnMinIO},
+		{"S3 on MinIO with Content-MD5", func(t *testing.T) contractStore { return s3OnMinIOWith(t, config.ChecksumMD5) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) { storeContract(t, tt.store(t)) })
 	}
 }
 
 // s3OnMinIO is an S3Store on a new bucket of the package's MinIO.
-func s3OnMinIO(t *testing.T) contractStore {
+func s3OnMinIO(t *testing.T) contractStore { return s3OnMinIOWith(t, "") }
+
+// s3OnMinIOWith is an S3Store with the given checksum setting on a new
+// bucket of the package's MinIO.
+func s3OnMinIOWith(t *testing.T, checksum string) *exporter.S3Store {
 	ms := shared.MinIO(t)
 	bucket := fmt.Sprintf("contract-%d-%d", os.Getpid(), seq.Add(1))
 	if err := ms.CreateBucket(context.Background(), bucket); err != nil {
@@ -50,11 +55,33 @@ func s3OnMinIO(t *testing.T) contractStore {
 	st, err := exporter.NewS3Store(config.S3{
 		Bucket: bucket, Endpoint: ms.Endpoint, Region: exportertest.MinIORegion, PathStyle: true,
 		AccessKeyIDEnv: "JETLAKE_TEST_ACCESS_KEY", SecretAccessKeyEnv: "JETLAKE_TEST_SECRET_KEY",
+		Checksum: checksum,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// The store checks every upload against its checksum: a body whose
+// CRC32C does not match is refused and nothing is stored, so a body
+// damaged on its way is never acked as written.
+func TestTheStoreRefusesABodyThatDoesNotMatchItsChecksum(t *testing.T) {
+	st := s3OnMinIOWith(t, "")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	body := formats.NewBody([]byte("{\"a\":1}\n"))
+	err := st.WithWrongChecksum().Put(ctx, "raw/bad.jsonl", body, exporter.PutOptions{IfNoneMatch: true})
+	if err == nil {
+		t.Fatal("Put with a wrong CRC32C succeeded")
+	}
+	t.Logf("refused: %v", err)
+	if _, err := st.Get(ctx, "raw/bad.jsonl"); !errors.Is(err, exporter.ErrNotFound) {
+		t.Fatalf("Get after the refused Put: %v, want not found", err)
+	}
+	if err := st.Put(ctx, "raw/bad.jsonl", body, exporter.PutOptions{IfNoneMatch: true}); err != nil {
+		t.Fatalf("Put with the right CRC32C: %v", err)
+	}
 }
 
 func storeContract(t *testing.T, st contractStore) {
