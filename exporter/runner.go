@@ -316,7 +316,7 @@ func (r *runner) loop(ctx context.Context) error {
 	}
 	for {
 		var in chan delivery
-		if r.openMem()+r.inflightBytes+r.heldMem < r.budget {
+		if r.underBudget() {
 			in = r.in
 		}
 		jobs, next, idx := r.offer()
@@ -327,6 +327,18 @@ func (r *runner) loop(ctx context.Context) error {
 			return err
 		case d := <-in:
 			r.add(d)
+			// Take what else is queued, up to a bound, before going
+			// round the whole select again: at 200,000 messages a
+			// second that select was a tenth of the CPU.
+			for n := 1; n < intakeRun && r.fatalErr == nil && r.underBudget(); n++ {
+				select {
+				case d := <-r.in:
+					r.add(d)
+					continue
+				default:
+				}
+				break
+			}
 			if r.fatalErr != nil {
 				return r.fatalErr
 			}
@@ -372,6 +384,15 @@ func (r *runner) loop(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// intakeRun bounds the messages the loop takes in a row before it looks at
+// uploads, results and timers again.
+const intakeRun = 64
+
+// underBudget reports whether memory allows taking another message.
+func (r *runner) underBudget() bool {
+	return r.openMem()+r.inflightBytes+r.heldMem < r.budget
 }
 
 // fastIdle is how long Options.UntilIdle waits after a delivery that said
