@@ -217,11 +217,34 @@ func (r *runner) takeSealed() {
 
 // batchSeqs returns the sequences of a batch's messages.
 func batchSeqs(b *msgBatch) seqSet {
-	seqs := make([]uint64, len(b.Items))
+	// Items are in the order they arrived, which is the order of the
+	// stream but for redeliveries: count the runs and build them in two
+	// passes, and sort only when that order is broken.
+	n := 0
 	for i, it := range b.Items {
-		seqs[i] = it.Seq
+		switch {
+		case i == 0 || it.Seq > b.Items[i-1].Seq+1:
+			n++
+		case it.Seq != b.Items[i-1].Seq+1:
+			seqs := make([]uint64, len(b.Items))
+			for i, it := range b.Items {
+				seqs[i] = it.Seq
+			}
+			return newSeqSet(seqs)
+		}
 	}
-	return newSeqSet(seqs)
+	if n == 0 {
+		return seqSet{}
+	}
+	runs := make([][2]uint64, 0, n)
+	for i, it := range b.Items {
+		if i > 0 && it.Seq == b.Items[i-1].Seq+1 {
+			runs[len(runs)-1][1] = it.Seq
+		} else {
+			runs = append(runs, [2]uint64{it.Seq, it.Seq})
+		}
+	}
+	return seqSet{runs: runs}
 }
 
 // streamOf returns the stream a batch belongs to, from the index its group
