@@ -46,6 +46,11 @@ type workloadSpec struct {
 	Name     string // short, lower case: names the stream, subjects and prefixes
 	Messages int
 	Subjects int
+	// SmallObjects marks the high-cardinality workload: jetlake writes an
+	// object per subject, far below max_file_size, so every round measures
+	// MinIO's PutObject rate for objects of that size, and each run's
+	// objects/s against it.
+	SmallObjects bool
 }
 
 // bucket holds every object of a benchmark; runs are told apart by prefix.
@@ -159,9 +164,6 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	bctx, cancel := context.WithDeadline(ctx, b.deadline)
 	defer cancel()
 	b.measure(bctx, rep)
-	if cfg.Compaction.Messages > 0 && bctx.Err() == nil {
-		rep.Compaction = b.compaction(bctx, cfg.Compaction)
-	}
 	if ctx.Err() != nil {
 		return rep, fmt.Errorf("interrupted: %w", ctx.Err())
 	}
@@ -182,9 +184,10 @@ type workloadState struct {
 
 // measure pre-fills every workload, then measures them in rounds: each round
 // measures the limits and every run of every workload once, so noise from
-// the machine spreads over all of them alike. Rounds after the first run
-// only while one more fits in the time budget. The report gets the median
-// round of each measurement.
+// the machine spreads over all of them alike. The compaction measurement
+// follows the first round; the rounds after it run only while one more fits
+// in what is left of the time budget. The report gets the median round of
+// each measurement.
 func (b *bench) measure(ctx context.Context, rep *Report) {
 	var ws []*workloadState
 	for _, spec := range b.cfg.Workloads {
@@ -220,10 +223,16 @@ func (b *bench) measure(ctx context.Context, rep *Report) {
 				b.round(ctx, w, k)
 			}
 		}
+		rep.Rounds = k
 		if k == 1 {
 			first = time.Since(start)
+			// Like the first round, the compaction measurement is a
+			// must: it comes before the rounds that are only taken
+			// when they fit.
+			if b.cfg.Compaction.Messages > 0 && ctx.Err() == nil {
+				rep.Compaction = b.compaction(ctx, b.cfg.Compaction)
+			}
 		}
-		rep.Rounds = k
 	}
 	for _, w := range ws {
 		if len(w.limits) == 0 && w.res.Error == "" {
@@ -270,37 +279,56 @@ func (b *bench) round(ctx context.Context, w *workloadState, k int) {
 	b.progress("%s: limit time %s (consume %s + upload %s)", name, fmtSeconds(limit), fmtSeconds(c.Seconds), fmtSeconds(u.Seconds))
 
 	var runs []*RunResult
-	var same *Limit
+	var slowest float64
 	for _, spec := range b.cfg.Runs {
-		r := b.jetlakeRun(ctx, w.res, spec, k)
+		r := b.jetlakeRun(ctx, w.res, spec, k, runCap(slowest))
 		r.Round = k
 		if r.Seconds > 0 {
 			r.Ratio = limit / r.Seconds
 		}
+		if succeeded(r) {
+			slowest = max(slowest, r.Seconds)
+		}
 		w.runs[spec.Name] = append(w.runs[spec.Name], r)
 		runs = append(runs, r)
-		// Over many subjects jetlake writes an object per subject, far
-		// smaller than max_file_size: measure what that many PutObjects
-		// cost too.
-		if spec.Name == runJSONLines && r.Error == "" && !r.Skipped && r.Objects > 2*u.Objects &&
-			!b.skip(name+" upload limit with jetlake's objects", nil) {
-			l, err := b.uploadLimit(ctx, fmt.Sprintf("%s/_limit/same/r%d", name, k), r.Bytes, ceilDiv(r.Bytes, int64(r.Objects)))
-			if err != nil {
-				b.progress("%s: upload limit with jetlake's objects: %v", name, err)
-			} else {
-				same = l
-				w.same = append(w.same, l)
-			}
-		}
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	if same != nil {
-		for _, r := range runs {
-			if r.Seconds > 0 {
-				r.RatioSameObjects = (c.Seconds + same.Seconds) / r.Seconds
-			}
+	// An Iceberg run against the run of the round that wrote the same
+	// output as bare objects.
+	for _, r := range runs {
+		if p := plainOf(r, runs); r.Iceberg && succeeded(r) && p != nil && succeeded(p) {
+			r.IcebergToParquet = p.Seconds / r.Seconds
+		}
+	}
+
+	// Objects far smaller than max_file_size cost a PutObject each:
+	// measure what that many cost too. For a workload of small objects
+	// that is a must, as the first round is.
+	total, size, from := w.smallObjects(runs, u, b.cfg.MaxFileSize)
+	if !w.spec.SmallObjects {
+		note = nil
+	}
+	if total == 0 || ctx.Err() != nil || b.skip(name+" upload limit with jetlake's objects", note) {
+		return
+	}
+	same, err := b.uploadLimit(ctx, fmt.Sprintf("%s/_limit/same/r%d", name, k), total, size)
+	if err != nil {
+		if w.spec.SmallObjects {
+			fail("upload limit with jetlake's objects", err)
+		} else {
+			b.progress("%s: upload limit with jetlake's objects: %v", name, err)
+		}
+		return
+	}
+	w.same, w.res.SameObjectsFrom = append(w.same, same), from
+	for _, r := range runs {
+		if r.Seconds > 0 {
+			r.RatioSameObjects = (c.Seconds + same.Seconds) / r.Seconds
+		}
+		if w.spec.SmallObjects && succeeded(r) {
+			r.PutRateRatio = r.ObjectsPerSecond / same.ObjectsPerSecond
 		}
 	}
 }
@@ -358,7 +386,8 @@ func summarize(rounds []*RunResult) *RunResult {
 		}
 		sum.Rounds = append(sum.Rounds, RoundFigures{
 			Round: r.Round, Seconds: r.Seconds, CPUSeconds: r.CPUSeconds, PeakRSSBytes: r.PeakRSSBytes,
-			Ratio: r.Ratio, RatioSameObjects: r.RatioSameObjects, Error: r.Error,
+			CPUPerMillion: r.CPUPerMillion, Ratio: r.Ratio, RatioSameObjects: r.RatioSameObjects,
+			PutRateRatio: r.PutRateRatio, IcebergToParquet: r.IcebergToParquet, Error: r.Error,
 			Redeliveries: r.Redeliveries, SlowConsumer: r.SlowConsumer,
 		})
 	}

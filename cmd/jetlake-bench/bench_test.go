@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,29 +80,52 @@ func TestQuickBenchMeasuresEveryRunAndStopsItsProcesses(t *testing.T) {
 				}
 				continue
 			}
-			if r.Error != "" || r.Seconds <= 0 || r.Objects == 0 || r.Bytes == 0 || r.PeakRSSBytes == 0 || r.CPUSeconds <= 0 || r.Ratio <= 0 {
+			if r.Error != "" || r.Seconds <= 0 || r.Objects == 0 || r.Bytes == 0 || r.PeakRSSBytes == 0 || r.CPUSeconds <= 0 || r.Ratio <= 0 ||
+				r.CPUPerMillion != r.CPUSeconds*1e6/float64(w.Messages) {
 				t.Errorf("workload %s, run %s: %+v", w.Name, r.Name, r)
+			}
+			// The PUT-rate ratio is the high-cardinality workload's.
+			if (r.PutRateRatio > 0) != (i == 1) {
+				t.Errorf("workload %s, run %s: PUT-rate ratio %v", w.Name, r.Name, r.PutRateRatio)
 			}
 		}
 		jl := w.Runs[0]
 		if jl.Name != runJSONLines || jl.Skipped || jl.Bytes != w.JSONLinesBytes {
 			t.Errorf("workload %s: json_lines run %+v, want %d bytes written", w.Name, jl, w.JSONLinesBytes)
 		}
+		// The Iceberg run counts the table's data files, as many as the
+		// plain parquet run's objects, and nothing of its metadata.
+		ice, pq := w.run("iceberg"), w.run("parquet")
+		if ice == nil || pq == nil || !ice.Iceberg || ice.Objects != pq.Objects || ice.Extensions["parquet"] != ice.Objects ||
+			ice.Commits < 1 || ice.MetadataObjects == 0 || ice.IcebergToParquet <= 0 ||
+			math.Abs(ice.IcebergToParquet-pq.Seconds/ice.Seconds) > 1e-9 {
+			t.Errorf("workload %s: iceberg run %+v, parquet run %+v", w.Name, ice, pq)
+		}
 	}
 	// An object per subject: the files are far below max_file_size.
 	if jl := rep.Workloads[1].Runs[0]; jl.Objects != 100 {
 		t.Errorf("json_lines over 100 subjects wrote %d objects, want 100", jl.Objects)
+	}
+	// The small-PUT rate: as many PutObjects as json_lines wrote objects.
+	if w := rep.Workloads[1]; w.SameObjectsLimit == nil || w.SameObjectsLimit.Objects != 100 || w.SameObjectsLimit.ObjectsPerSecond <= 0 {
+		t.Errorf("workload w2: same-objects limit %+v, want 100 objects", w.SameObjectsLimit)
 	}
 	// -quick compacts 200 small files over 10 partitions into 10.
 	if c := rep.Compaction; c == nil || c.Error != "" || c.SmallFiles != 200 || c.Partitions != 10 || c.FilesAfter != 10 ||
 		c.Seconds <= 0 || c.LimitSeconds <= 0 || c.Ratio <= 0 {
 		t.Errorf("compaction %+v", c)
 	}
-	for _, want := range []string{"### w1: 5,000 messages over 10 subjects", "**limit time**", "| json_lines | ", "| parquet_typed | ",
-		"### Iceberg compaction: 200 small data files", "| jetlake compact: 10 files after |"} {
+	for _, want := range []string{"### w1: 5,000 messages over 10 subjects", "**limit time**", "small-PUT rate",
+		"| CPU s / 1M msg |", "| PUT-rate ratio | iceberg / parquet |",
+		"| w1 | json_lines | ", "| w1 | parquet_typed | ", "| w1 | iceberg | ", "| w2 | iceberg | ",
+		"### Iceberg compaction: 200 small data files", "- jetlake compact: 10 files after:"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, &stdout)
 		}
+	}
+	// One table: every workload's runs in it.
+	if n := strings.Count(stdout.String(), "\n| --- |"); n != 1 {
+		t.Errorf("%d tables, want 1:\n%s", n, &stdout)
 	}
 }
 

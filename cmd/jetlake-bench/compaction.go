@@ -64,7 +64,12 @@ func (b *bench) compaction(ctx context.Context, spec compactionSpec) *Compaction
 	}
 	file := filepath.Join(b.logDir, "compaction.toml")
 	prefix := "compaction"
-	if err := os.WriteFile(file, b.compactionConnector(w, spec, prefix), 0o644); err != nil {
+	catalog := filepath.Join(b.logDir, "compaction-catalog.db")
+	if err := removeCatalog(catalog); err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	if err := os.WriteFile(file, b.compactionConnector(w, spec, prefix, catalog), 0o644); err != nil {
 		r.Error = err.Error()
 		return r
 	}
@@ -127,8 +132,9 @@ func (b *bench) compaction(ctx context.Context, spec compactionSpec) *Compaction
 }
 
 // compactionConnector returns the connector file of the compaction
-// measurement: an Iceberg table in an embedded catalog.
-func (b *bench) compactionConnector(w *WorkloadResult, spec compactionSpec, prefix string) []byte {
+// measurement: an Iceberg table in an embedded catalog, the sqlite file
+// catalog.
+func (b *bench) compactionConnector(w *WorkloadResult, spec compactionSpec, prefix, catalog string) []byte {
 	var c bytes.Buffer
 	fmt.Fprintf(&c, "name = \"bench-compaction\"\nshutdown_timeout = \"30s\"\n\n")
 	fmt.Fprintf(&c, "[nats]\nurl = %q\n\n", b.ns.URL)
@@ -137,7 +143,7 @@ func (b *bench) compactionConnector(w *WorkloadResult, spec compactionSpec, pref
 		bucket, b.ms.Endpoint, prefix, b.cfg.UploadConcurrency)
 	c.WriteString("[output]\nformat = \"parquet\"\n\n")
 	fmt.Fprintf(&c, "[iceberg]\nuri = %q\nnamespace = \"bench\"\ntable = \"compact\"\ncommit_interval = \"1h\"\ncompact_after = \"1s\"\n\n",
-		"sqlite://"+filepath.Join(b.logDir, "compaction-catalog.db"))
+		"sqlite://"+catalog)
 	fmt.Fprintf(&c, "[rotation]\nmax_file_size = %q\nmax_messages_per_file = %d\nmax_file_age = \"1s\"\nmax_buffered_bytes = %q\n",
 		config.FormatSize(b.cfg.MaxFileSize), spec.PerFile, config.FormatSize(b.cfg.MaxBufferedBytes))
 	return c.Bytes()

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -29,7 +27,11 @@ type runSpec struct {
 	Format      string
 	Compression string // empty: the compression key is not written
 	Typed       bool   // [[output.columns]]: typedColumns
-	Ext         string // the extension its objects should have
+	// Iceberg writes an Iceberg table in an embedded sqlite catalog of its
+	// own instead of bare objects; it is compared with the plain run of
+	// the same output in the same round.
+	Iceberg bool
+	Ext     string // the extension its objects should have
 }
 
 const runJSONLines = "json_lines"
@@ -39,6 +41,26 @@ var runSpecs = []runSpec{
 	{Name: "json_lines_zstd", Format: "json_lines", Compression: "zstd", Ext: "jsonl.zst"},
 	{Name: "parquet", Format: "parquet", Ext: "parquet"},
 	{Name: "parquet_typed", Format: "parquet", Typed: true, Ext: "parquet"},
+	{Name: "iceberg", Format: "parquet", Iceberg: true, Ext: "parquet"},
+}
+
+// icebergNamespace is the namespace of every Iceberg run's table; the table
+// is named after the workload, and each round writes its own table under
+// its own prefix, in a catalog file of its own.
+const icebergNamespace = "bench"
+
+// succeeded reports whether a run ran and succeeded.
+func succeeded(r *RunResult) bool { return !r.Skipped && r.Error == "" && r.Seconds > 0 }
+
+// plainOf returns the run among runs that wrote what the Iceberg run r
+// wrote, as bare objects; nil when there is none.
+func plainOf(r *RunResult, runs []*RunResult) *RunResult {
+	for _, p := range runs {
+		if !p.Iceberg && p.Format == r.Format && p.Compression == r.Compression && p.TypedColumns == r.TypedColumns {
+			return p
+		}
+	}
+	return nil
 }
 
 func runNames() []string {
@@ -62,11 +84,31 @@ func runSpecByName(name string) (runSpec, bool) {
 // it is killed.
 const stopGrace = 20 * time.Second
 
+// A run that takes longer than runCapFactor times the slowest run of its
+// workload that finished before it in the round, and at least minRunCap,
+// is stopped and fails: a run that never goes idle (a commit that is
+// retried forever) must not take the time budget of every measurement
+// after it.
+const (
+	runCapFactor = 4
+	minRunCap    = 2 * time.Minute
+)
+
+// runCap returns how long a run may take after runs that took up to
+// slowest seconds; 0 (no cap but the time budget) when no run finished.
+func runCap(slowest float64) time.Duration {
+	if slowest <= 0 {
+		return 0
+	}
+	return max(minRunCap, time.Duration(runCapFactor*slowest*float64(time.Second)))
+}
+
 // jetlakeRun runs "jetlake run -until-idle" for one output over the
 // workload's stream, from a fresh consumer into a fresh prefix, and
-// measures it. The consumer is deleted afterwards.
-func (b *bench) jetlakeRun(ctx context.Context, w *WorkloadResult, spec runSpec, round int) *RunResult {
-	r := &RunResult{Name: spec.Name, Format: spec.Format, Compression: spec.Compression, Round: round}
+// measures it; it is stopped after maxTime when that is not 0. The
+// consumer is deleted afterwards.
+func (b *bench) jetlakeRun(ctx context.Context, w *WorkloadResult, spec runSpec, round int, maxTime time.Duration) *RunResult {
+	r := &RunResult{Name: spec.Name, Format: spec.Format, Compression: spec.Compression, Iceberg: spec.Iceberg, Round: round}
 	if spec.Typed {
 		r.TypedColumns = len(typedColumns)
 	}
@@ -80,7 +122,14 @@ func (b *bench) jetlakeRun(ctx context.Context, w *WorkloadResult, spec runSpec,
 	base := fmt.Sprintf("%s-%s-r%d", w.Name, spec.Name, round)
 	file := filepath.Join(b.logDir, base+".toml")
 	logFile := filepath.Join(b.logDir, base+".log")
-	if err := os.WriteFile(file, b.connector(w, spec, consumer, prefix), 0o644); err != nil {
+	catalog := filepath.Join(b.logDir, base+"-catalog.db")
+	if spec.Iceberg {
+		if err := removeCatalog(catalog); err != nil {
+			r.Error = err.Error()
+			return r
+		}
+	}
+	if err := os.WriteFile(file, b.connector(w, spec, consumer, prefix, catalog), 0o644); err != nil {
 		r.Error = err.Error()
 		return r
 	}
@@ -97,7 +146,13 @@ func (b *bench) jetlakeRun(ctx context.Context, w *WorkloadResult, spec runSpec,
 
 	b.progress("%s: running jetlake", what)
 	defer b.deleteConsumer(ctx, w.Stream, consumer)
-	res, err := b.runJetlake(ctx, file, logFile)
+	rctx := ctx
+	if maxTime > 0 {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(ctx, maxTime)
+		defer cancel()
+	}
+	res, err := b.runJetlake(rctx, file, logFile)
 	if res != nil {
 		r.Seconds = res.wall.Seconds()
 		r.CPUSeconds = res.cpu.Seconds()
@@ -109,18 +164,26 @@ func (b *bench) jetlakeRun(ctx context.Context, w *WorkloadResult, spec runSpec,
 	r.Warnings = log.warnings
 	r.SlowConsumer = log.slowConsumer
 	if err != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		switch {
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
 			r.cut = true
 			err = fmt.Errorf("cut by the time budget (-timeout %s) after %s: %w", b.cfg.Budget, fmtSeconds(r.Seconds), err)
+		case errors.Is(rctx.Err(), context.DeadlineExceeded):
+			err = fmt.Errorf("stopped after %s, %d times the slowest run before it in the round or at least %s: %w",
+				fmtSeconds(r.Seconds), runCapFactor, fmtDur(minRunCap), err)
 		}
 		r.Error = err.Error()
-		if log.lastError != "" {
+		switch {
+		case log.lastError != "":
 			r.Error += ": " + log.lastError
+		case log.warnings > 0:
+			r.Error += fmt.Sprintf(": %d warnings logged (first: %s)", log.warnings, log.firstWarning)
 		}
 		b.progress("%s failed: %s", what, r.Error)
 		return r
 	}
 	r.MessagesPerSecond = float64(w.Messages) / r.Seconds
+	r.CPUPerMillion = r.CPUSeconds * 1e6 / float64(w.Messages)
 
 	// Check what it did, outside the measured time.
 	var notes []string
@@ -134,14 +197,30 @@ func (b *bench) jetlakeRun(ctx context.Context, w *WorkloadResult, spec runSpec,
 			notes = append(notes, count(n, "redelivery", "redeliveries"))
 		}
 	}
-	objs, err := b.listObjects(cctx, prefix)
+	// An Iceberg run's data objects are the table's data files; its
+	// metadata is counted apart.
+	var data string
+	if spec.Iceberg {
+		data = prefix + "/" + icebergNamespace + "/" + w.Name + "/data/"
+	}
+	objs, err := b.listObjects(cctx, prefix, data)
 	if err != nil {
 		r.Error = join(r.Error, err.Error())
 	}
-	r.Objects, r.Bytes, r.Extensions, r.OtherObjects = objs.count, objs.bytes, objs.exts, objs.other
+	r.Objects, r.Bytes, r.Extensions, r.OtherObjects, r.MetadataObjects = objs.count, objs.bytes, objs.exts, objs.other, objs.meta
 	r.MBPerSecond = float64(r.Bytes) / 1e6 / r.Seconds
+	r.ObjectsPerSecond = float64(r.Objects) / r.Seconds
 	if r.Objects == 0 {
 		r.Error = join(r.Error, "no data object written")
+	}
+	if spec.Iceberg {
+		r.Commits = log.commits
+		switch {
+		case log.commits == 0 || objs.meta == 0:
+			r.Error = join(r.Error, fmt.Sprintf("no Iceberg commit: %d logged, %d metadata objects", log.commits, objs.meta))
+		case log.committedFiles != r.Objects:
+			notes = append(notes, fmt.Sprintf("%d data files committed, %d in the table's folder", log.committedFiles, r.Objects))
+		}
 	}
 	if len(objs.exts) > 0 && (len(objs.exts) > 1 || objs.exts[spec.Ext] == 0) {
 		notes = append(notes, fmt.Sprintf("objects are %s, want .%s", extList(objs.exts), spec.Ext))
@@ -188,8 +267,9 @@ func (b *bench) jetlakeRun(ctx context.Context, w *WorkloadResult, spec runSpec,
 	return r
 }
 
-// connector returns the connector file of a run.
-func (b *bench) connector(w *WorkloadResult, spec runSpec, consumer, prefix string) []byte {
+// connector returns the connector file of a run; an Iceberg run's catalog
+// is the sqlite file catalog.
+func (b *bench) connector(w *WorkloadResult, spec runSpec, consumer, prefix, catalog string) []byte {
 	var c bytes.Buffer
 	fmt.Fprintf(&c, "name = %q\nshutdown_timeout = \"30s\"\n\n", "bench-"+w.Name+"-"+strings.ReplaceAll(spec.Name, "_", "-"))
 	fmt.Fprintf(&c, "[nats]\nurl = %q\n\n", b.ns.URL)
@@ -201,15 +281,36 @@ func (b *bench) connector(w *WorkloadResult, spec runSpec, consumer, prefix stri
 	if spec.Compression != "" {
 		fmt.Fprintf(&c, "compression = %q\n", spec.Compression)
 	}
-	fmt.Fprintf(&c, "path_template = \"{stream}/{subject}/{date}/{hour}\"\ngroup_by = %q\n\n", w.GroupBy)
+	if !spec.Iceberg {
+		// An Iceberg table's partitioning, hour(timestamp) and subject,
+		// splits its data files as this template does.
+		fmt.Fprintf(&c, "path_template = \"{stream}/{subject}/{date}/{hour}\"\ngroup_by = %q\n", w.GroupBy)
+	}
+	c.WriteString("\n")
 	if spec.Typed {
 		for _, col := range typedColumns {
 			fmt.Fprintf(&c, "[[output.columns]]\nname = %q\nsource = %q\ntype = %q\n\n", col.Name, col.Source, col.Type)
 		}
 	}
+	if spec.Iceberg {
+		fmt.Fprintf(&c, "[iceberg]\ncatalog = \"sql\"\nuri = %q\nnamespace = %q\ntable = %q\ncommit_interval = \"1m\"\n\n",
+			"sqlite://"+catalog, icebergNamespace, w.Name)
+	}
 	fmt.Fprintf(&c, "[rotation]\nmax_file_size = %q\nmax_messages_per_file = %d\nmax_file_age = %q\nmax_buffered_bytes = %q\n",
 		config.FormatSize(b.cfg.MaxFileSize), b.cfg.MaxMessages, b.cfg.MaxFileAge.String(), config.FormatSize(b.cfg.MaxBufferedBytes))
 	return c.Bytes()
+}
+
+// removeCatalog removes a sqlite catalog file and its journals, so that an
+// Iceberg run starts with a fresh table: a catalog left in -logs by an
+// earlier bench names a table in a MinIO that is gone.
+func removeCatalog(file string) error {
+	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+		if err := os.Remove(file + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove the old catalog: %w", err)
+		}
+	}
+	return nil
 }
 
 // validate runs "jetlake validate". It returns the first problem when the
@@ -285,9 +386,13 @@ type objectList struct {
 	first string         // key of one data object
 	other int            // objects under _jetlake/
 	lost  int            // loss markers among them
+	meta  int            // other objects outside the data prefix: an Iceberg table's metadata
 }
 
-func (b *bench) listObjects(ctx context.Context, prefix string) (objectList, error) {
+// listObjects sums up the objects under prefix. With data set, only the
+// objects under data are data objects; without, every object outside
+// _jetlake/ is.
+func (b *bench) listObjects(ctx context.Context, prefix, data string) (objectList, error) {
 	l := objectList{exts: map[string]int{}}
 	for obj := range b.s3.ListObjects(ctx, bucket, minio.ListObjectsOptions{Prefix: prefix + "/", Recursive: true}) {
 		if obj.Err != nil {
@@ -298,6 +403,10 @@ func (b *bench) listObjects(ctx context.Context, prefix string) (objectList, err
 			if strings.Contains(obj.Key, "/_jetlake/lost/") {
 				l.lost++
 			}
+			continue
+		}
+		if data != "" && !strings.HasPrefix(obj.Key, data) {
+			l.meta++
 			continue
 		}
 		l.count++
@@ -336,62 +445,6 @@ func (b *bench) parquetColumns(ctx context.Context, key string) ([]string, int64
 		cols = append(cols, field.Name())
 	}
 	return cols, f.NumRows(), nil
-}
-
-// logSummary is what a run's JSON log says.
-type logSummary struct {
-	reasons      map[string]int // uploaded objects by rotation reason
-	warnings     int            // WARN lines
-	firstWarning string
-	lastError    string // the last ERROR line
-	slowConsumer int    // "nats: slow consumer, messages dropped" lines
-}
-
-func parseLog(file string) logSummary {
-	s := logSummary{reasons: map[string]int{}}
-	f, err := os.Open(file)
-	if err != nil {
-		return s
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 4<<20)
-	for sc.Scan() {
-		var line struct {
-			Level  string `json:"level"`
-			Msg    string `json:"msg"`
-			Reason string `json:"reason"`
-			Error  string `json:"error"`
-		}
-		if json.Unmarshal(sc.Bytes(), &line) != nil {
-			// Not a log record: the NATS client's default error handler,
-			// or what the command printed on the way out.
-			if strings.Contains(sc.Text(), "slow consumer") {
-				s.slowConsumer++
-				continue
-			}
-			if t := strings.TrimSpace(sc.Text()); t != "" {
-				s.lastError = t
-			}
-			continue
-		}
-		text := line.Msg
-		if line.Error != "" {
-			text += ": " + line.Error
-		}
-		switch {
-		case line.Msg == "object uploaded":
-			s.reasons[line.Reason]++
-		case line.Level == "WARN":
-			if s.warnings == 0 {
-				s.firstWarning = text
-			}
-			s.warnings++
-		case line.Level == "ERROR":
-			s.lastError = text
-		}
-	}
-	return s
 }
 
 func extList(exts map[string]int) string {

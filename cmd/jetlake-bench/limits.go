@@ -209,7 +209,26 @@ feed:
 	}
 	l := &Limit{Seconds: time.Since(start).Seconds(), Objects: int(n), ObjectBytes: objSize, Bytes: total}
 	l.MBPerSecond = float64(total) / 1e6 / l.Seconds
+	l.ObjectsPerSecond = float64(n) / l.Seconds
 	b.progress("%s: upload limit %s for %d objects of %s (%.1f MB/s)",
 		prefix, fmtSeconds(l.Seconds), n, fmtBytes(objSize), l.MBPerSecond)
 	return l, nil
+}
+
+// smallObjects returns the bytes and the object size of the upload limit
+// with jetlake's objects, and what the size was taken from; 0 bytes when it
+// is not measured. It is measured as many objects of the mean size as the
+// json_lines run wrote when that is many more than the upload limit's
+// objects, and always for a workload of small objects: there, without a
+// json_lines run to go by, as an object per subject (at most maxFileSize).
+func (w *workloadState) smallObjects(runs []*RunResult, u *Limit, maxFileSize int64) (total, size int64, from string) {
+	for _, r := range runs {
+		if r.Name == runJSONLines && succeeded(r) && r.Objects > 0 && (w.spec.SmallObjects || r.Objects > 2*u.Objects) {
+			return r.Bytes, ceilDiv(r.Bytes, int64(r.Objects)), "json_lines' objects"
+		}
+	}
+	if w.spec.SmallObjects && w.res.JSONLinesBytes > 0 {
+		return w.res.JSONLinesBytes, min(ceilDiv(w.res.JSONLinesBytes, int64(w.spec.Subjects)), maxFileSize), "an object per subject"
+	}
+	return 0, 0, ""
 }

@@ -12,24 +12,41 @@
 //     uncompressed json_lines output of the workload holds;
 //   - the limit time, consume time + upload time: what a naive exporter that
 //     first reads everything and then uploads it would need;
+//   - over the high-cardinality workload, the small-PUT rate: PutObject
+//     objects/s at the same concurrency for as many objects of the size
+//     jetlake writes there as it writes;
 //   - jetlake itself, one "bin/jetlake run -until-idle" process per output
 //     (json_lines, json_lines with zstd, parquet, parquet with five typed
-//     columns), each from a fresh consumer and its own bucket prefix: wall
-//     time, messages/s, MB/s written, objects, peak RSS, CPU seconds and
-//     limit time / jetlake time.
+//     columns, and parquet into an Iceberg table in an embedded sqlite
+//     catalog), each from a fresh consumer and its own bucket prefix: wall
+//     time, messages/s, MB/s written, objects, peak RSS, CPU seconds, CPU
+//     seconds per million messages and limit time / jetlake time; over the
+//     high-cardinality workload also the PUT-rate ratio (its objects/s over
+//     the small-PUT rate), and for the Iceberg run the wall time of the
+//     plain parquet run over its own (iceberg / parquet).
 //
 // The workloads are 1,000,000 messages of about 256 bytes of JSON over 10
 // subjects, and 100,000 messages over 10,000 subjects (group_by "subject":
 // an object per subject). -quick scales both down; -messages, -subjects,
-// -small-messages and -small-subjects set them one by one.
+// -small-messages and -small-subjects set them one by one. After the first
+// round it measures jetlake compact over an Iceberg table of small files.
 //
 // The machine may be noisy, so every limit and run is measured in -rounds
 // rounds (3; -quick: 1), interleaved, and the median round is reported;
 // ratios compare a run with the limits of its own round. Rounds after the
 // first run only while another fits in the -timeout budget, which keeps
 // "make bench" under 15 minutes on 2 cores. Progress goes to stderr, the
-// result table (Markdown) to stdout, and with -out the results as JSON to a
+// results (Markdown: the limits of each workload, then one table with a row
+// per workload and run) to stdout, and with -out the results as JSON to a
 // file.
+//
+// With -compare FILE, a JSON file an earlier bench wrote with -out, a second
+// table follows: for each workload and run in both, the limit ratio, msg/s,
+// CPU seconds per million messages and peak RSS before and after. With
+// -against NEW as well it compares the two files and exits, measuring
+// nothing:
+//
+//	jetlake-bench -compare OLD.json -against NEW.json
 //
 // Run it from the repository with "make bench", which builds bin/jetlake and
 // the servers first. Every process it starts is stopped when it ends, fails
@@ -61,8 +78,8 @@ func main() {
 
 // Defaults of the full run and of -quick.
 var (
-	fullWorkloads  = [2]workloadSpec{{Name: "w1", Messages: 1_000_000, Subjects: 10}, {Name: "w2", Messages: 100_000, Subjects: 10_000}}
-	quickWorkloads = [2]workloadSpec{{Name: "w1", Messages: 100_000, Subjects: 10}, {Name: "w2", Messages: 10_000, Subjects: 1_000}}
+	fullWorkloads  = [2]workloadSpec{{Name: "w1", Messages: 1_000_000, Subjects: 10}, {Name: "w2", Messages: 100_000, Subjects: 10_000, SmallObjects: true}}
+	quickWorkloads = [2]workloadSpec{{Name: "w1", Messages: 100_000, Subjects: 10}, {Name: "w2", Messages: 10_000, Subjects: 1_000, SmallObjects: true}}
 	// 2,000 data files over 20 partitions; -quick: 200 over 10.
 	fullCompaction  = compactionSpec{Messages: 100_000, Subjects: 20, PerFile: 50}
 	quickCompaction = compactionSpec{Messages: 2_000, Subjects: 10, PerFile: 10}
@@ -70,12 +87,14 @@ var (
 
 // Main runs the benchmark with the command-line args and returns the exit
 // code: 0 when every measurement that was not skipped succeeded, 1 when one
-// failed, 2 on bad usage.
+// failed, 2 on bad usage (a -compare or -against file that holds no report
+// included).
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("jetlake-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: jetlake-bench [flags]\n\nMeasures jetlake against the consume and upload limits of this machine.\n\nFlags:")
+		fmt.Fprintln(stderr, "Usage: jetlake-bench [flags]\n       jetlake-bench -compare OLD.json -against NEW.json\n\n"+
+			"Measures jetlake against the consume and upload limits of this machine, or compares the results of two benches.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	quick := fs.Bool("quick", false, "scaled-down workloads: 100,000 messages over 10 subjects and 10,000 over 1,000")
@@ -97,6 +116,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	compaction := fs.Bool("compaction", true, "measure jetlake compact over an Iceberg table of small files (2,000 over 20 partitions; -quick: 200 over 10)")
 	profile := fs.Bool("cpuprofile", false, "write a CPU profile of each jetlake run next to its log (use with -logs)")
 	logDir := fs.String("logs", "", "keep jetlake's logs and connector files in this directory (default: a temporary directory, removed)")
+	compare := fs.String("compare", "", "after the results, compare them with those of an earlier bench: a JSON file written by -out")
+	against := fs.String("against", "", "with -compare: compare with the results in this JSON file instead, measuring nothing")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -106,6 +127,27 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "jetlake-bench: unexpected argument %q\n", fs.Arg(0))
 		return 2
+	}
+	var before *Report
+	if *compare != "" {
+		var err error
+		if before, err = readReport(*compare); err != nil {
+			fmt.Fprintln(stderr, "jetlake-bench: -compare:", err)
+			return 2
+		}
+	}
+	if *against != "" {
+		if before == nil {
+			fmt.Fprintln(stderr, "jetlake-bench: -against needs -compare: the earlier results to compare with")
+			return 2
+		}
+		after, err := readReport(*against)
+		if err != nil {
+			fmt.Fprintln(stderr, "jetlake-bench: -against:", err)
+			return 2
+		}
+		fmt.Fprint(stdout, Compare(before, after, *compare, *against))
+		return 0
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -203,6 +245,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	rep, err := Run(ctx, cfg)
 	if rep != nil {
 		fmt.Fprint(stdout, rep.Markdown())
+		if before != nil {
+			fmt.Fprint(stdout, "\n"+Compare(before, rep, *compare, "this run"))
+		}
 		if *out != "" {
 			if werr := writeJSON(*out, rep); werr != nil {
 				fmt.Fprintln(stderr, "jetlake-bench:", werr)
@@ -223,6 +268,22 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// readReport reads a report that -out wrote.
+func readReport(path string) (*Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var rep Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return nil, fmt.Errorf("%s holds no jetlake-bench results: %w", path, err)
+	}
+	if len(rep.Workloads) == 0 && rep.Compaction == nil {
+		return nil, fmt.Errorf("%s holds no jetlake-bench results: no workloads", path)
+	}
+	return &rep, nil
 }
 
 func writeJSON(path string, rep *Report) error {

@@ -62,9 +62,15 @@ type WorkloadResult struct {
 	LimitSeconds float64   `json:"limit_seconds"`
 	LimitRounds  []float64 `json:"limit_rounds,omitempty"`
 	// SameObjectsLimit uploads as many objects of the mean size as the
-	// json_lines run wrote, when that is many more than UploadLimit's.
+	// json_lines run wrote, when that is many more than UploadLimit's;
+	// over the high-cardinality workload always, there also without a
+	// json_lines run: then an object per subject. Its ObjectsPerSecond is
+	// MinIO's small-PUT rate that PutRateRatio compares runs with.
 	SameObjectsLimit        *Limit  `json:"same_objects_limit,omitempty"`
 	SameObjectsLimitSeconds float64 `json:"same_objects_limit_seconds,omitempty"`
+	// SameObjectsFrom says what SameObjectsLimit's object size was taken
+	// from: "json_lines' objects" or "an object per subject".
+	SameObjectsFrom string `json:"same_objects_from,omitempty"`
 
 	Runs  []*RunResult `json:"runs"`
 	Error string       `json:"error,omitempty"`
@@ -81,6 +87,7 @@ type Limit struct {
 	ObjectBytes       int64     `json:"object_bytes,omitempty"`
 	Bytes             int64     `json:"bytes,omitempty"`
 	MBPerSecond       float64   `json:"mb_per_second,omitempty"`
+	ObjectsPerSecond  float64   `json:"objects_per_second,omitempty"`   // upload limits
 	Redeliveries      int       `json:"redeliveries,omitempty"`         // consume limit, over all rounds: messages delivered again
 	SlowConsumer      int       `json:"slow_consumer_errors,omitempty"` // consume limit, over all rounds: "slow consumer, messages dropped" errors
 }
@@ -94,25 +101,38 @@ type RunResult struct {
 	Format       string `json:"format"`
 	Compression  string `json:"compression,omitempty"`
 	TypedColumns int    `json:"typed_columns,omitempty"`
+	Iceberg      bool   `json:"iceberg,omitempty"` // writes an Iceberg table
 	Skipped      bool   `json:"skipped,omitempty"`
 
 	Seconds           float64        `json:"seconds,omitempty"` // wall time of the process
 	MessagesPerSecond float64        `json:"messages_per_second,omitempty"`
 	MBPerSecond       float64        `json:"mb_per_second,omitempty"` // written: object bytes / wall time
-	Objects           int            `json:"objects,omitempty"`
+	Objects           int            `json:"objects,omitempty"`       // data objects; of an Iceberg run, the data files under the table's data/
+	ObjectsPerSecond  float64        `json:"objects_per_second,omitempty"`
 	Bytes             int64          `json:"bytes,omitempty"`
 	Extensions        map[string]int `json:"extensions,omitempty"`
-	OtherObjects      int            `json:"other_objects,omitempty"` // under _jetlake/
+	OtherObjects      int            `json:"other_objects,omitempty"`    // under _jetlake/
+	MetadataObjects   int            `json:"metadata_objects,omitempty"` // an Iceberg table's, outside data/
+	Commits           int            `json:"iceberg_commits,omitempty"`
 	PeakRSSBytes      int64          `json:"peak_rss_bytes,omitempty"`
 	CPUSeconds        float64        `json:"cpu_seconds,omitempty"` // user + system
 	UserSeconds       float64        `json:"user_seconds,omitempty"`
+	CPUPerMillion     float64        `json:"cpu_per_million,omitempty"`          // CPU seconds × 10^6 / messages
 	Ratio             float64        `json:"limit_ratio,omitempty"`              // limit time / wall time
 	RatioSameObjects  float64        `json:"same_objects_limit_ratio,omitempty"` // same-objects limit time / wall time
-	Reasons           map[string]int `json:"rotation_reasons,omitempty"`
-	Redeliveries      int            `json:"redeliveries,omitempty"`
-	SlowConsumer      int            `json:"slow_consumer_errors,omitempty"` // "nats: slow consumer, messages dropped" in its output
-	Warnings          int            `json:"warnings,omitempty"`
-	Columns           []string       `json:"parquet_columns,omitempty"`
+	// PutRateRatio is, over the high-cardinality workload, the run's
+	// objects/s over MinIO's PutObject objects/s for objects of the size
+	// the workload writes (SameObjectsLimit), in the same round.
+	PutRateRatio float64 `json:"put_rate_ratio,omitempty"`
+	// IcebergToParquet is, for an Iceberg run, the wall time of the run
+	// that writes the same parquet as bare objects over its own, in the
+	// same round: its limit ratio over that run's.
+	IcebergToParquet float64        `json:"iceberg_to_parquet,omitempty"`
+	Reasons          map[string]int `json:"rotation_reasons,omitempty"`
+	Redeliveries     int            `json:"redeliveries,omitempty"`
+	SlowConsumer     int            `json:"slow_consumer_errors,omitempty"` // "nats: slow consumer, messages dropped" in its output
+	Warnings         int            `json:"warnings,omitempty"`
+	Columns          []string       `json:"parquet_columns,omitempty"`
 
 	Rounds []RoundFigures `json:"rounds,omitempty"`
 	Note   string         `json:"note,omitempty"`
@@ -127,8 +147,11 @@ type RoundFigures struct {
 	Seconds          float64 `json:"seconds"`
 	CPUSeconds       float64 `json:"cpu_seconds"`
 	PeakRSSBytes     int64   `json:"peak_rss_bytes"`
+	CPUPerMillion    float64 `json:"cpu_per_million,omitempty"`
 	Ratio            float64 `json:"limit_ratio"`
 	RatioSameObjects float64 `json:"same_objects_limit_ratio,omitempty"`
+	PutRateRatio     float64 `json:"put_rate_ratio,omitempty"`
+	IcebergToParquet float64 `json:"iceberg_to_parquet,omitempty"`
 	Redeliveries     int     `json:"redeliveries,omitempty"`
 	SlowConsumer     int     `json:"slow_consumer_errors,omitempty"`
 	Error            string  `json:"error,omitempty"`
@@ -154,7 +177,8 @@ func (r *Report) Failures() int {
 	return n
 }
 
-// Markdown renders the report as Markdown tables.
+// Markdown renders the report: the limits of each workload, then one table
+// with a row per workload and run, then the compaction measurement.
 func (r *Report) Markdown() string {
 	var b strings.Builder
 	s := r.Settings
@@ -165,7 +189,7 @@ func (r *Report) Markdown() string {
 		fmtMiB(s.MaxFileSize), s.MaxMessagesPerFile, time.Duration(s.MaxFileAgeSeconds*float64(time.Second)), fmtMiB(s.MaxBufferedBytes), s.UploadConcurrency)
 	fmt.Fprintf(&b, "MB = 10^6 bytes, MiB = 2^20. Total time: %s.\n", fmtSeconds(r.Seconds))
 	if r.Rounds > 1 {
-		fmt.Fprintf(&b, "\nEvery limit and run was measured in %d rounds, interleaved; a row shows the median round "+
+		fmt.Fprintf(&b, "\nEvery limit and run was measured in %d rounds, interleaved; a figure is the median round "+
 			"(by time for the limits, by limit / jetlake for the runs), with the spread of all rounds in brackets and notes.\n", r.Rounds)
 	}
 
@@ -179,103 +203,181 @@ func (r *Report) Markdown() string {
 		if w.Error != "" {
 			fmt.Fprintf(&b, "**%s**\n\n", w.Error)
 		}
-		if w.ConsumeLimit != nil || w.UploadLimit != nil {
-			b.WriteString("| baseline | time | throughput |\n| --- | ---: | ---: |\n")
-			if l := w.ConsumeLimit; l != nil {
-				var extra string
-				if l.Redeliveries > 0 || l.SlowConsumer > 0 {
-					extra = fmt.Sprintf(" (over all rounds: %s, %s)", count(l.Redeliveries, "redelivery", "redeliveries"),
-						count(l.SlowConsumer, "slow consumer error", "slow consumer errors"))
-				}
-				fmt.Fprintf(&b, "| consume limit: durable pull consumer (Consume), batches of %d, acks every message%s | %s%s | %s msg/s |\n",
-					pullBatch, extra, fmtSeconds(l.Seconds), spread(l.RoundSeconds), fmtInt(int64(l.MessagesPerSecond)))
-			}
-			if l := w.UploadLimit; l != nil {
-				fmt.Fprintf(&b, "| upload limit: PutObject ×%d, %s of %s, %s | %s%s | %.1f MB/s |\n",
-					s.UploadConcurrency, count(l.Objects, "object", "objects"), fmtBytes(l.ObjectBytes), fmtMB(l.Bytes), fmtSeconds(l.Seconds), spread(l.RoundSeconds), l.MBPerSecond)
-			}
-			if w.LimitSeconds > 0 {
-				fmt.Fprintf(&b, "| **limit time** = consume + upload | **%s**%s | %s msg/s |\n",
-					fmtSeconds(w.LimitSeconds), spread(w.LimitRounds), fmtInt(int64(float64(w.Messages)/w.LimitSeconds)))
-			}
-			if l := w.SameObjectsLimit; l != nil {
-				fmt.Fprintf(&b, "| upload limit with json_lines' objects: PutObject ×%d, %s objects of %s | %s%s | %.1f MB/s, %s objects/s |\n",
-					s.UploadConcurrency, fmtInt(int64(l.Objects)), fmtBytes(l.ObjectBytes), fmtSeconds(l.Seconds), spread(l.RoundSeconds), l.MBPerSecond,
-					fmtInt(int64(float64(l.Objects)/l.Seconds)))
-				fmt.Fprintf(&b, "| limit time with json_lines' objects = consume + that upload | %s | %s msg/s |\n",
-					fmtSeconds(w.SameObjectsLimitSeconds), fmtInt(int64(float64(w.Messages)/w.SameObjectsLimitSeconds)))
-			}
-			b.WriteString("\n")
-		}
-		if len(w.Runs) == 0 {
-			continue
-		}
-		same := w.SameObjectsLimit != nil
-		b.WriteString("| jetlake run | wall | msg/s | MB/s written | written | objects | peak RSS | CPU (user+sys) | limit / jetlake |")
-		if same {
-			b.WriteString(" same-objects limit / jetlake |")
-		}
-		b.WriteString(" notes |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-		if same {
-			b.WriteString(" ---: |")
-		}
-		b.WriteString(" --- |\n")
-		for _, run := range w.Runs {
-			note := run.Note
-			if run.Error != "" {
-				note = join("**failed: "+run.Error+"**", note)
-			}
-			if len(run.Reasons) > 0 {
-				note = join("rotation: "+reasonList(run.Reasons), note)
-			}
-			if len(run.Rounds) > 1 {
-				var secs, ratios, odd []string
-				for _, f := range run.Rounds {
-					if f.Error != "" {
-						secs, ratios = append(secs, "failed"), append(ratios, "–")
-						continue
-					}
-					secs = append(secs, strconv.FormatFloat(f.Seconds, 'f', 1, 64))
-					ratios = append(ratios, fmtRatio(f.Ratio))
-					if f.Round != run.Round && (f.Redeliveries > 0 || f.SlowConsumer > 0) {
-						odd = append(odd, fmt.Sprintf("round %d: %s, %s", f.Round, count(f.Redeliveries, "redelivery", "redeliveries"),
-							count(f.SlowConsumer, "slow consumer error", "slow consumer errors")))
-					}
-				}
-				note = join(fmt.Sprintf("rounds: %s s, ratio %s", strings.Join(secs, " / "), strings.Join(ratios, " / ")), join(note, strings.Join(odd, "; ")))
-			}
-			if run.Skipped || run.Seconds == 0 {
-				fmt.Fprintf(&b, "| %s | – | – | – | – | – | – | – | – |", run.Name)
-				if same {
-					b.WriteString(" – |")
-				}
-				fmt.Fprintf(&b, " %s |\n", mdEscape(note))
-				continue
-			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %.1f | %s | %s | %s | %s | %s |",
-				run.Name, fmtSeconds(run.Seconds), fmtInt(int64(run.MessagesPerSecond)), run.MBPerSecond, fmtMB(run.Bytes),
-				fmtInt(int64(run.Objects)), fmtMiB(run.PeakRSSBytes), fmtSeconds(run.CPUSeconds), fmtRatio(run.Ratio))
-			if same {
-				fmt.Fprintf(&b, " %s |", fmtRatio(run.RatioSameObjects))
-			}
-			fmt.Fprintf(&b, " %s |\n", mdEscape(note))
-		}
+		w.limitLines(&b, s)
 	}
-	b.WriteString("\nlimit / jetlake above 1 means jetlake beat reading everything first and uploading it after (it overlaps the two).\n")
+	r.runTable(&b)
 	if c := r.Compaction; c != nil {
 		fmt.Fprintf(&b, "\n### Iceberg compaction: %s small data files (%s) over %d partitions\n\n", fmtInt(int64(c.SmallFiles)), fmtMB(c.Bytes), c.Partitions)
 		if c.Error != "" {
 			fmt.Fprintf(&b, "**%s**\n\n", c.Error)
 		}
 		if c.Seconds > 0 && c.LimitSeconds > 0 {
-			b.WriteString("| | time | throughput | CPU (user+sys) | limit / jetlake |\n| --- | ---: | ---: | ---: | ---: |\n")
-			fmt.Fprintf(&b, "| limit: GetObject every small file, PutObject each partition's bytes once, ×%d | %s | %.1f MB/s | | |\n",
+			fmt.Fprintf(&b, "- limit: GetObject every small file, PutObject each partition's bytes once, ×%d: %s, %.1f MB/s\n",
 				s.UploadConcurrency, fmtSeconds(c.LimitSeconds), c.LimitMBPerSecond)
-			fmt.Fprintf(&b, "| jetlake compact: %s files after | %s | %.1f MB/s | %s | %s |\n",
+			fmt.Fprintf(&b, "- jetlake compact: %s files after: %s, %.1f MB/s, CPU (user+sys) %s; limit / jetlake **%s**\n",
 				fmtInt(int64(c.FilesAfter)), fmtSeconds(c.Seconds), c.MBPerSecond, fmtSeconds(c.CPUSeconds), fmtRatio(c.Ratio))
 		}
 	}
 	return b.String()
+}
+
+// limitLines writes the limits of a workload, a line each.
+func (w *WorkloadResult) limitLines(b *strings.Builder, s Settings) {
+	if w.ConsumeLimit == nil && w.UploadLimit == nil {
+		return
+	}
+	if l := w.ConsumeLimit; l != nil {
+		var extra string
+		if l.Redeliveries > 0 || l.SlowConsumer > 0 {
+			extra = fmt.Sprintf(" (over all rounds: %s, %s)", count(l.Redeliveries, "redelivery", "redeliveries"),
+				count(l.SlowConsumer, "slow consumer error", "slow consumer errors"))
+		}
+		fmt.Fprintf(b, "- consume limit: durable pull consumer (Consume), batches of %d, acks every message%s: %s%s, %s msg/s\n",
+			pullBatch, extra, fmtSeconds(l.Seconds), spread(l.RoundSeconds), fmtInt(int64(l.MessagesPerSecond)))
+	}
+	if l := w.UploadLimit; l != nil {
+		fmt.Fprintf(b, "- upload limit: PutObject ×%d, %s of %s, %s: %s%s, %.1f MB/s\n",
+			s.UploadConcurrency, count(l.Objects, "object", "objects"), fmtBytes(l.ObjectBytes), fmtMB(l.Bytes),
+			fmtSeconds(l.Seconds), spread(l.RoundSeconds), l.MBPerSecond)
+	}
+	if w.LimitSeconds > 0 {
+		fmt.Fprintf(b, "- **limit time** = consume + upload: **%s**%s, %s msg/s\n",
+			fmtSeconds(w.LimitSeconds), spread(w.LimitRounds), fmtInt(int64(float64(w.Messages)/w.LimitSeconds)))
+	}
+	if l := w.SameObjectsLimit; l != nil {
+		from := w.SameObjectsFrom
+		if from == "" {
+			from = "json_lines' objects"
+		}
+		fmt.Fprintf(b, "- small-PUT rate, upload limit with jetlake's objects: PutObject ×%d, %s objects of %s (%s): %s%s, **%s objects/s**, %.1f MB/s\n",
+			s.UploadConcurrency, fmtInt(int64(l.Objects)), fmtBytes(l.ObjectBytes), from, fmtSeconds(l.Seconds), spread(l.RoundSeconds),
+			fmtInt(int64(limitObjectsPerSecond(l))), l.MBPerSecond)
+		fmt.Fprintf(b, "- same-objects limit time = consume + that upload: %s, %s msg/s\n",
+			fmtSeconds(w.SameObjectsLimitSeconds), fmtInt(int64(float64(w.Messages)/w.SameObjectsLimitSeconds)))
+	}
+}
+
+// limitObjectsPerSecond is the objects/s of an upload limit, also of one
+// read from a report written before the field was.
+func limitObjectsPerSecond(l *Limit) float64 {
+	if l.ObjectsPerSecond == 0 && l.Seconds > 0 {
+		return float64(l.Objects) / l.Seconds
+	}
+	return l.ObjectsPerSecond
+}
+
+// runTable writes the table of every workload's runs, a row each, and what
+// its columns mean.
+func (r *Report) runTable(b *strings.Builder) {
+	rows := 0
+	for _, w := range r.Workloads {
+		rows += len(w.Runs)
+	}
+	if rows == 0 {
+		return
+	}
+	b.WriteString("\n### jetlake runs\n\n")
+	b.WriteString("| workload | run | wall s | msg/s | MB/s written | written | objects | peak RSS | CPU s | CPU s / 1M msg " +
+		"| limit / jetlake | same-objects limit / jetlake | PUT-rate ratio | iceberg / parquet | notes |\n")
+	b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
+	for _, w := range r.Workloads {
+		for _, run := range w.Runs {
+			note := run.Note
+			if run.Error != "" {
+				note = join("**failed: "+run.Error+"**", note)
+			}
+			// A run that did not finish has a wall time and CPU
+			// seconds until it stopped, and no other figure.
+			finished := run.MessagesPerSecond > 0
+			if run.Iceberg && finished {
+				note = join(fmt.Sprintf("table: %s data files, %s, %s", fmtInt(int64(run.Objects)),
+					count(run.MetadataObjects, "metadata object", "metadata objects"), count(run.Commits, "commit", "commits")), note)
+			}
+			if len(run.Reasons) > 0 {
+				note = join("rotation: "+reasonList(run.Reasons), note)
+			}
+			note = join(roundsNote(run), note)
+			if run.Skipped || run.Seconds == 0 {
+				fmt.Fprintf(b, "| %s | %s | – | – | – | – | – | – | – | – | – | – | – | – | %s |\n", w.Name, run.Name, mdEscape(note))
+				continue
+			}
+			if !finished {
+				fmt.Fprintf(b, "| %s | %s | %.2f | – | – | – | – | %s | %.2f | – | – | – | – | – | %s |\n",
+					w.Name, run.Name, run.Seconds, fmtMiB(run.PeakRSSBytes), run.CPUSeconds, mdEscape(note))
+				continue
+			}
+			same, put, ice := "", "", ""
+			if w.SameObjectsLimit != nil {
+				same = fmtRatio(run.RatioSameObjects)
+			}
+			if anyPutRate(w) {
+				put = fmtRatio(run.PutRateRatio)
+			}
+			if run.Iceberg {
+				ice = fmtRatio(run.IcebergToParquet)
+			}
+			fmt.Fprintf(b, "| %s | %s | %.2f | %s | %.1f | %s | %s | %s | %.2f | %s | %s | %s | %s | %s | %s |\n",
+				w.Name, run.Name, run.Seconds, fmtInt(int64(run.MessagesPerSecond)), run.MBPerSecond, fmtMB(run.Bytes),
+				fmtInt(int64(run.Objects)), fmtMiB(run.PeakRSSBytes), run.CPUSeconds, fmtCPU(cpuPerMillion(run, w.Messages)),
+				fmtRatio(run.Ratio), same, put, ice, mdEscape(note))
+		}
+	}
+	b.WriteString("\n- **limit / jetlake**: limit time / wall time; above 1 means jetlake beat reading everything first and uploading it after (it overlaps the two).\n")
+	b.WriteString("- **same-objects limit / jetlake**: consume time + the upload of jetlake's objects, over wall time.\n")
+	b.WriteString("- **PUT-rate ratio** (high-cardinality workload): the run's objects/s over MinIO's small-PUT objects/s of the same round (target ≥ 0.8).\n")
+	b.WriteString("- **iceberg / parquet**: the wall time of the plain parquet run over the Iceberg run's, in the same round (target ≥ 0.9).\n")
+	b.WriteString("- **CPU s / 1M msg**: CPU seconds (user+sys) × 10^6 / messages.\n")
+}
+
+// anyPutRate reports whether a run of w has a PUT-rate ratio.
+func anyPutRate(w *WorkloadResult) bool {
+	for _, r := range w.Runs {
+		if r.PutRateRatio > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// roundsNote lists the figures of every round of a run measured in more
+// than one, and what went wrong in a round other than the one shown.
+func roundsNote(run *RunResult) string {
+	if len(run.Rounds) < 2 {
+		return ""
+	}
+	var secs, ratios, puts, ices, odd []string
+	for _, f := range run.Rounds {
+		if f.Error != "" {
+			secs, ratios, puts, ices = append(secs, "failed"), append(ratios, "–"), append(puts, "–"), append(ices, "–")
+			continue
+		}
+		secs = append(secs, strconv.FormatFloat(f.Seconds, 'f', 1, 64))
+		ratios = append(ratios, fmtRatio(f.Ratio))
+		puts = append(puts, fmtRatio(f.PutRateRatio))
+		ices = append(ices, fmtRatio(f.IcebergToParquet))
+		if f.Round != run.Round && (f.Redeliveries > 0 || f.SlowConsumer > 0) {
+			odd = append(odd, fmt.Sprintf("round %d: %s, %s", f.Round, count(f.Redeliveries, "redelivery", "redeliveries"),
+				count(f.SlowConsumer, "slow consumer error", "slow consumer errors")))
+		}
+	}
+	note := fmt.Sprintf("rounds: %s s, ratio %s", strings.Join(secs, " / "), strings.Join(ratios, " / "))
+	if run.PutRateRatio > 0 {
+		note += ", PUT-rate ratio " + strings.Join(puts, " / ")
+	}
+	if run.IcebergToParquet > 0 {
+		note += ", iceberg / parquet " + strings.Join(ices, " / ")
+	}
+	return join(note, strings.Join(odd, "; "))
+}
+
+// cpuPerMillion is a run's CPU seconds per million messages, also of a run
+// read from a report written before the field was; 0 for a run that did not
+// finish.
+func cpuPerMillion(r *RunResult, messages int) float64 {
+	if r.CPUPerMillion == 0 && r.MessagesPerSecond > 0 && r.CPUSeconds > 0 && messages > 0 {
+		return r.CPUSeconds * 1e6 / float64(messages)
+	}
+	return r.CPUPerMillion
 }
 
 // spread formats the range of several rounds' times: " (5.1–6.0)".
@@ -301,6 +403,14 @@ func fmtRatio(r float64) string {
 		return "–"
 	}
 	return strconv.FormatFloat(r, 'f', 2, 64)
+}
+
+// fmtCPU formats CPU seconds per million messages.
+func fmtCPU(s float64) string {
+	if s == 0 {
+		return "–"
+	}
+	return strconv.FormatFloat(s, 'f', 1, 64)
 }
 
 func fmtSeconds(s float64) string {
