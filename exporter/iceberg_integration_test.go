@@ -268,3 +268,35 @@ max_file_age = "1s"`)
 	}
 	e.verify(c)
 }
+
+// More data files than one commit plan can name are committed in several
+// plans: a plan is one value in the state bucket, which the server bounds
+// by its max_payload. (A server with 16 KiB of max_payload makes 400 files
+// too many for one; before plans were bounded the commit failed for ever
+// with "maximum payload exceeded".)
+func TestMoreFilesThanOnePlanHoldsAreCommittedInSeveral(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "nats.conf")
+	if err := os.WriteFile(conf, []byte("max_payload: 16384\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ns := exportertest.NATS(t, exportertest.NATSOptions{Args: []string{"-c", conf}})
+	e := newEnv(t, ns, shared.MinIO(t), `
+max_file_age = "1s"`)
+	catalog := e.icebergConnector("1h")
+	c := e.connector()
+	e.publish(400, 400)
+	e.runUntilIdle(c, 3*time.Minute)
+	tr := e.readTable(c, catalog)
+	if problems := tr.Check(400); len(problems) > 0 {
+		t.Fatalf("%d problems, first: %s", len(problems), strings.Join(problems[:min(5, len(problems))], "; "))
+	}
+	if len(tr.Files) != 400 || tr.Snapshots < 2 {
+		t.Fatalf("%d files in %d snapshots, want 400 in several", len(tr.Files), tr.Snapshots)
+	}
+	t.Logf("400 files in %d snapshots", tr.Snapshots)
+	e.wantAllAcked()
+	e.verify(c)
+	if n := e.stateKeys(context.Background()); n != 0 {
+		t.Errorf("%d intents, plans and claims left in the state bucket", n)
+	}
+}

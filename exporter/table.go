@@ -42,6 +42,7 @@ type lakeTable struct {
 	claimed     map[string]bool          // intents whose file is in a plan
 	deferred    map[string]bool          // intents the floor passed before their file's plan was committed
 	lastCommit  time.Time
+	backlog     bool      // more files wait than the last plan held
 	lastCompact time.Time // when the last compaction pass started
 	compacting  bool      // a compaction pass is under way, beside the loop
 }
@@ -85,6 +86,9 @@ func (e *Exporter) openTable(ctx context.Context) (*lakeTable, error) {
 		claimed: map[string]bool{}, deferred: map[string]bool{}, lastCommit: time.Now(),
 	}
 	lt.committer.Summary = map[string]string{"jetlake.connector": e.cfg.Name}
+	if nc := e.nc.Load(); nc != nil {
+		lt.committer.MaxPlanBytes = min(iceberg.DefaultMaxPlanBytes, int(nc.MaxPayload())/2)
+	}
 	lt.committer.AfterPlan = func() { crashPoint("before-table-commit") }
 	lt.committer.AfterCommit = func() { crashPoint("after-table-commit") }
 	lt.committer.BeforeRecommit = func() { crashPoint("during-table-recovery") }
@@ -277,15 +281,14 @@ func (r *runner) commitTable(ctx context.Context, now time.Time, force bool) {
 	if lt == nil || lt.committing != nil || lt.compacting || len(lt.pending) == 0 && lt.failed == nil {
 		return
 	}
-	if !force && now.Sub(lt.lastCommit) < r.e.cfg.Iceberg.CommitInterval {
+	if !force && !lt.backlog && now.Sub(lt.lastCommit) < r.e.cfg.Iceberg.CommitInterval {
 		return
 	}
-	retry, files := lt.failed, lt.pending
+	retry, files := lt.failed, lt.failedWith
 	if retry != nil {
-		files = lt.failedWith
 		lt.failed, lt.failedWith = nil, nil
 	} else {
-		lt.pending = nil
+		files = lt.takePending()
 	}
 	lt.committing = files
 	r.beside(func() func() {
@@ -317,6 +320,8 @@ func (r *runner) tableCommitted(plan *iceberg.Plan, files []iceberg.File, took t
 	lt.lastCommit = time.Now()
 	m, name, table := r.e.m, r.e.cfg.Name, lt.t.Name()
 	if err != nil {
+		// Tried again after commit_interval, backlog or not.
+		lt.backlog = false
 		m.commits.WithLabelValues(name, table, "failed").Inc()
 		if plan != nil && len(plan.Files) > 0 {
 			// Recorded: its files are claimed for it, and it is tried
@@ -357,17 +362,29 @@ func (r *runner) commitNow(ctx context.Context) {
 		start := time.Now()
 		r.tableCommitted(plan, files, time.Since(start), lt.committer.Recommit(ctx, plan))
 	}
-	if len(lt.pending) == 0 {
-		return
-	}
-	files := lt.pending
-	lt.pending = nil
-	start := time.Now()
-	plan, err := lt.committer.Commit(ctx, files)
-	r.tableCommitted(plan, files, time.Since(start), err)
-	if err == nil {
+	for len(lt.pending) > 0 && lt.failed == nil && ctx.Err() == nil {
+		files := lt.takePending()
+		start := time.Now()
+		plan, err := lt.committer.Commit(ctx, files)
+		r.tableCommitted(plan, files, time.Since(start), err)
+		if err != nil {
+			return
+		}
 		r.snapshotsExpired(r.expireSnapshots(ctx))
 	}
+}
+
+// takePending takes the pending files one plan holds, and notes whether
+// more wait: those are committed next without waiting for commit_interval.
+func (lt *lakeTable) takePending() []iceberg.File {
+	n := lt.committer.Fit(lt.pending)
+	files := lt.pending[:n:n]
+	lt.pending = lt.pending[n:]
+	if len(lt.pending) == 0 {
+		lt.pending = nil
+	}
+	lt.backlog = len(lt.pending) > 0
+	return files
 }
 
 // planStore is the iceberg.PlanStore of the state bucket.

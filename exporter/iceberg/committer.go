@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nuid"
+	"golang.org/x/sync/errgroup"
 )
 
 // PlanStore keeps commit plans and claims: the state bucket in production.
@@ -68,6 +69,12 @@ type Committer struct {
 	// marked done; BeforeRecommit before recovery commits a plan the table
 	// does not hold. Crash tests use them.
 	AfterPlan, AfterCommit, BeforeRecommit func()
+	// MaxPlanBytes bounds the encoded size of a plan, one value in the
+	// PlanStore: the state bucket's values are messages, which the server
+	// limits (max_payload, 1 MiB by default). Zero means
+	// DefaultMaxPlanBytes. Commit refuses more files than fit: Fit tells
+	// how many do.
+	MaxPlanBytes int
 }
 
 // NewCommitter returns a Committer of files to table, keeping plans and
@@ -95,21 +102,20 @@ func (c *Committer) claimKey(intent string) string {
 // Commit returns the plan with the error: Recommit it.
 func (c *Committer) Commit(ctx context.Context, files []File) (*Plan, error) {
 	plan := &Plan{ID: nuid.Next(), Table: c.table.Name(), Created: time.Now().UTC()}
-	// Claims of a plan that is not recorded are released, so that the
-	// next plan can take their files.
-	release := func() {
-		for _, f := range plan.Files {
-			c.plans.Delete(ctx, c.claimKey(f.Intent))
-		}
+	if n := c.Fit(files); n < len(files) {
+		return nil, fmt.Errorf("commit plan of %d files is over %d bytes: commit at most %d of them at once", len(files), c.maxPlanBytes(), n)
 	}
-	for _, f := range files {
+	// Claim every file, a few requests at a time: a commit of 10,000
+	// files is 20,000 round trips to the state bucket.
+	mine := make([]bool, len(files))
+	err := parallel(ctx, len(files), func(ctx context.Context, i int) error {
+		f := files[i]
 		err := c.plans.Create(ctx, c.claimKey(f.Intent), []byte(plan.ID))
 		if errors.Is(err, ErrExists) {
-			continue
+			return nil
 		}
 		if err != nil {
-			release()
-			return nil, fmt.Errorf("claim %s: %w", f.Location, err)
+			return fmt.Errorf("claim %s: %w", f.Location, err)
 		}
 		// The claim is ours, so no plan holds the file now. One may have
 		// committed it and been forgotten since its intent was read: by
@@ -118,13 +124,29 @@ func (c *Committer) Commit(ctx context.Context, files []File) (*Plan, error) {
 		// intents are gone, so the intent tells.
 		if _, err := c.plans.Get(ctx, f.Intent); errors.Is(err, ErrMissing) {
 			c.plans.Delete(ctx, c.claimKey(f.Intent))
-			continue
+			return nil
 		} else if err != nil {
 			c.plans.Delete(ctx, c.claimKey(f.Intent))
-			release()
-			return nil, fmt.Errorf("claim %s: %w", f.Location, err)
+			return fmt.Errorf("claim %s: %w", f.Location, err)
 		}
-		plan.Files = append(plan.Files, f)
+		mine[i] = true
+		return nil
+	})
+	for i, f := range files {
+		if mine[i] {
+			plan.Files = append(plan.Files, f)
+		}
+	}
+	// Claims of a plan that is not recorded are released, so that the
+	// next plan can take their files.
+	release := func() {
+		parallel(context.WithoutCancel(ctx), len(plan.Files), func(ctx context.Context, i int) error {
+			return c.plans.Delete(ctx, c.claimKey(plan.Files[i].Intent))
+		})
+	}
+	if err != nil {
+		release()
+		return nil, err
 	}
 	if len(plan.Files) == 0 {
 		return plan, nil
@@ -142,6 +164,50 @@ func (c *Committer) Commit(ctx context.Context, files []File) (*Plan, error) {
 		c.AfterPlan()
 	}
 	return plan, c.commit(ctx, plan)
+}
+
+// DefaultMaxPlanBytes is the default of Committer.MaxPlanBytes.
+const DefaultMaxPlanBytes = 256 << 10
+
+func (c *Committer) maxPlanBytes() int {
+	if c.MaxPlanBytes > 0 {
+		return c.MaxPlanBytes
+	}
+	return DefaultMaxPlanBytes
+}
+
+// Fit returns how many of files, from the first, one plan holds within
+// MaxPlanBytes; at least one. Commit the rest in the next plans.
+func (c *Committer) Fit(files []File) int {
+	limit := c.maxPlanBytes()
+	size := 256 // the plan's own fields
+	for i, f := range files {
+		// Each file's JSON: its strings (escaped, at most twice as
+		// long for the characters keys may hold), two sequences, names.
+		size += 2*(len(f.Location)+len(f.Intent)) + 80
+		if size > limit && i > 0 {
+			return i
+		}
+	}
+	return len(files)
+}
+
+// parallelism is how many requests to the state bucket or the store a
+// commit has in flight at once.
+const parallelism = 16
+
+// parallel calls fn for 0 to n-1, parallelism at a time, and returns the
+// first error; after one, the calls not started yet are not made.
+func parallel(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(parallelism)
+	for i := range n {
+		if gctx.Err() != nil {
+			break
+		}
+		g.Go(func() error { return fn(gctx, i) })
+	}
+	return g.Wait()
 }
 
 // Recommit commits a recorded plan whose commit failed, under its own id:
@@ -241,10 +307,11 @@ func (c *Committer) Recover(ctx context.Context) ([]*Plan, error) {
 // Forget deletes a committed plan and its claims, once the intents of its
 // files are gone.
 func (c *Committer) Forget(ctx context.Context, plan *Plan) error {
-	for _, f := range plan.Files {
-		if err := c.plans.Delete(ctx, c.claimKey(f.Intent)); err != nil {
-			return err
-		}
+	err := parallel(ctx, len(plan.Files), func(ctx context.Context, i int) error {
+		return c.plans.Delete(ctx, c.claimKey(plan.Files[i].Intent))
+	})
+	if err != nil {
+		return err
 	}
 	if err := c.plans.Delete(ctx, c.planKey(plan.ID)); err != nil {
 		return err

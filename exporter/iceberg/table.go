@@ -257,13 +257,19 @@ func (t *Table) Commit(ctx context.Context, c Commit) error {
 	if err != nil {
 		return err
 	}
-	files := make([]iceberg.DataFile, 0, len(c.Files))
-	for _, path := range c.Files {
-		df, err := table.FileToDataFile(ctx, fs, path, t.tbl.Schema(), t.tbl.Spec(), 0, t.tbl.Properties())
+	// Each file's statistics come from its footer in the store: read
+	// them a few at a time.
+	files := make([]iceberg.DataFile, len(c.Files))
+	err = parallel(ctx, len(c.Files), func(ctx context.Context, i int) error {
+		df, err := table.FileToDataFile(ctx, fs, c.Files[i], t.tbl.Schema(), t.tbl.Spec(), 0, t.tbl.Properties())
 		if err != nil {
-			return fmt.Errorf("data file %s: %w", path, err)
+			return fmt.Errorf("data file %s: %w", c.Files[i], err)
 		}
-		files = append(files, df)
+		files[i] = df
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	props := iceberg.Properties{}
 	for k, v := range c.Summary {
