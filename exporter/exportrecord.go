@@ -116,7 +116,7 @@ func mergeRecords(a, b exportRecord) exportRecord {
 	done.addAll(a.Done.ranges())
 	done.addAll(b.Done.ranges())
 	out := exportRecord{StreamCreated: a.StreamCreated, Floor: done.absorb(max(a.Floor, b.Floor)), Updated: a.Updated}
-	out.Done = rangesToSeqSet(done.rs)
+	out.Done = rangesToSeqSet(done.runs())
 	return out
 }
 

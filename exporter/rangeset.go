@@ -10,9 +10,22 @@ import (
 // non-adjacent ranges, so that what it costs grows with the number of
 // ranges, never with the number of sequences: a purge of 300 million
 // sequences is one range. The zero value is an empty set.
+//
+// A large set takes new ranges into a second, small list first, and merges
+// that into the first in one pass once it holds about the square root of
+// the first's ranges: the batches of 10,000 subjects are stored in an
+// order far from the stream's, and their sequences leave the set with
+// 100,000 ranges, where inserting each into one slice would move half of
+// it every time. Lookups search both lists; the operations that need the
+// ranges as one list merge first.
 type rangeSet struct {
-	rs []Range
+	rs     []Range
+	recent []Range // sorted, disjoint and apart among themselves; empty while rs is small
+	spare  []Range // the memory of an earlier rs, which the next merge reuses
 }
+
+// smallSet is the size of rs below which ranges are added to it directly.
+const smallSet = 256
 
 // next returns q+1, saturating at the largest sequence.
 func next(q uint64) uint64 {
@@ -24,29 +37,58 @@ func next(q uint64) uint64 {
 
 // add adds every sequence of r (First <= Last).
 func (s *rangeSet) add(r Range) {
-	// The ranges that touch or overlap r: from the first whose Last+1 is
-	// at least r.First to the last whose First is at most r.Last+1.
-	i := sort.Search(len(s.rs), func(i int) bool { return next(s.rs[i].Last) >= r.First })
-	j := sort.Search(len(s.rs), func(j int) bool { return s.rs[j].First > next(r.Last) })
-	if i < j {
-		r.First = min(r.First, s.rs[i].First)
-		r.Last = max(r.Last, s.rs[j-1].Last)
+	if len(s.rs) < smallSet {
+		s.flush()
+		s.rs = addTo(s.rs, r)
+		return
 	}
-	s.rs = slices.Replace(s.rs, i, j, r)
+	s.recent = addTo(s.recent, r)
+	if n := len(s.recent); n > 64 && n*n > len(s.rs) {
+		s.flush()
+	}
 }
 
-// addAll adds every sequence of rs, sorted and disjoint ranges, in one
-// merge of the two lists: a batch of one subject among ten is thousands of
-// single-sequence ranges, and adding them one by one would shift the set's
-// tail once for each.
+// addTo adds r to the ranges rs and returns them.
+func addTo(rs []Range, r Range) []Range {
+	// The ranges that touch or overlap r: from the first whose Last+1 is
+	// at least r.First to the last whose First is at most r.Last+1.
+	i := sort.Search(len(rs), func(i int) bool { return next(rs[i].Last) >= r.First })
+	j := sort.Search(len(rs), func(j int) bool { return rs[j].First > next(r.Last) })
+	if i < j {
+		r.First = min(r.First, rs[i].First)
+		r.Last = max(r.Last, rs[j-1].Last)
+	}
+	return slices.Replace(rs, i, j, r)
+}
+
+// addAll adds every sequence of rs, sorted and disjoint ranges: one by one
+// when they are few, in one merge with the set when they are many (a batch
+// of one subject among ten is thousands of single-sequence ranges).
 func (s *rangeSet) addAll(rs []Range) {
-	if len(rs) <= 4 {
+	if len(rs) <= 16 {
 		for _, r := range rs {
 			s.add(r)
 		}
 		return
 	}
-	out := make([]Range, 0, len(s.rs)+len(rs))
+	s.flush()
+	s.rs, s.spare = merge(s.spare[:0], s.rs, rs), s.rs[:0]
+}
+
+// flush merges the recent ranges into rs.
+func (s *rangeSet) flush() {
+	if len(s.recent) == 0 {
+		return
+	}
+	s.rs, s.spare = merge(s.spare[:0], s.rs, s.recent), s.rs[:0]
+	s.recent = s.recent[:0]
+}
+
+// merge appends to out, which must not share memory with a or b, the union
+// of two lists of sorted, disjoint ranges, as sorted, disjoint,
+// non-adjacent ranges.
+func merge(out, a, b []Range) []Range {
+	out = slices.Grow(out, len(a)+len(b))
 	push := func(r Range) {
 		if n := len(out); n > 0 && next(out[n-1].Last) >= r.First {
 			out[n-1].Last = max(out[n-1].Last, r.Last)
@@ -55,21 +97,22 @@ func (s *rangeSet) addAll(rs []Range) {
 		out = append(out, r)
 	}
 	i, j := 0, 0
-	for i < len(s.rs) || j < len(rs) {
-		if j == len(rs) || i < len(s.rs) && s.rs[i].First <= rs[j].First {
-			push(s.rs[i])
+	for i < len(a) || j < len(b) {
+		if j == len(b) || i < len(a) && a[i].First <= b[j].First {
+			push(a[i])
 			i++
 		} else {
-			push(rs[j])
+			push(b[j])
 			j++
 		}
 	}
-	s.rs = out
+	return out
 }
 
 // removeAll removes every sequence of rs, sorted and disjoint ranges, in
 // one pass over both lists.
 func (s *rangeSet) removeAll(rs []Range) {
+	s.flush()
 	if len(s.rs) == 0 || len(rs) == 0 {
 		return
 	}
@@ -105,6 +148,7 @@ func (s *rangeSet) removeAll(rs []Range) {
 
 // remove removes every sequence of r (First <= Last).
 func (s *rangeSet) remove(r Range) {
+	s.flush()
 	i := sort.Search(len(s.rs), func(i int) bool { return s.rs[i].Last >= r.First })
 	j := sort.Search(len(s.rs), func(j int) bool { return s.rs[j].First > r.Last })
 	if i >= j {
@@ -124,19 +168,26 @@ func (s *rangeSet) remove(r Range) {
 }
 
 // has reports whether q is in the set.
-func (s *rangeSet) has(q uint64) bool {
-	i := sort.Search(len(s.rs), func(i int) bool { return s.rs[i].Last >= q })
-	return i < len(s.rs) && s.rs[i].First <= q
+func (s *rangeSet) has(q uint64) bool { return within(s.rs, q) || within(s.recent, q) }
+
+// within reports whether q is in one of the sorted ranges rs.
+func within(rs []Range, q uint64) bool {
+	i := sort.Search(len(rs), func(i int) bool { return rs[i].Last >= q })
+	return i < len(rs) && rs[i].First <= q
 }
 
 // empty reports whether the set holds no sequence.
-func (s *rangeSet) empty() bool { return len(s.rs) == 0 }
+func (s *rangeSet) empty() bool { return len(s.rs) == 0 && len(s.recent) == 0 }
 
 // runs returns the ranges; the caller must not change them.
-func (s *rangeSet) runs() []Range { return s.rs }
+func (s *rangeSet) runs() []Range {
+	s.flush()
+	return s.rs
+}
 
 // count returns the number of sequences, saturating at the largest uint64.
 func (s *rangeSet) count() uint64 {
+	s.flush()
 	var n uint64
 	for _, r := range s.rs {
 		c := r.Last - r.First + 1
@@ -150,6 +201,7 @@ func (s *rangeSet) count() uint64 {
 
 // within returns the parts of the set inside r, as new ranges.
 func (s *rangeSet) within(r Range) []Range {
+	s.flush()
 	i := sort.Search(len(s.rs), func(i int) bool { return s.rs[i].Last >= r.First })
 	var out []Range
 	for ; i < len(s.rs) && s.rs[i].First <= r.Last; i++ {
@@ -160,6 +212,7 @@ func (s *rangeSet) within(r Range) []Range {
 
 // dropThrough removes every sequence up to q.
 func (s *rangeSet) dropThrough(q uint64) {
+	s.flush()
 	if len(s.rs) > 0 && s.rs[0].First <= q {
 		s.remove(Range{s.rs[0].First, q})
 	}
@@ -169,11 +222,17 @@ func (s *rangeSet) dropThrough(q uint64) {
 // floor moved over them: the highest q such that every sequence from the
 // old floor+1 to q was in the set.
 func (s *rangeSet) absorb(floor uint64) uint64 {
-	n := 0
-	for n < len(s.rs) && s.rs[n].First <= next(floor) {
-		floor = max(floor, s.rs[n].Last)
-		n++
+	// Both lists from their fronts, without merging them.
+	for {
+		switch {
+		case len(s.rs) > 0 && s.rs[0].First <= next(floor):
+			floor = max(floor, s.rs[0].Last)
+			s.rs = s.rs[1:]
+		case len(s.recent) > 0 && s.recent[0].First <= next(floor):
+			floor = max(floor, s.recent[0].Last)
+			s.recent = s.recent[1:]
+		default:
+			return floor
+		}
 	}
-	s.rs = s.rs[n:]
-	return floor
 }

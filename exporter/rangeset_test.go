@@ -65,9 +65,15 @@ func TestRangeSetMatchesAModel(t *testing.T) {
 
 func checkRangeSet(t *testing.T, s *rangeSet, model map[uint64]bool, round, step int) {
 	t.Helper()
-	for i, r := range s.rs {
-		if r.First > r.Last || i > 0 && r.First <= s.rs[i-1].Last+1 {
-			t.Fatalf("round %d step %d: ranges %v are not sorted, disjoint and apart", round, step, s.rs)
+	for q := uint64(0); q < 80; q++ {
+		if s.has(q) != model[q] {
+			t.Fatalf("round %d step %d: before a merge, has(%d) = %v, want %v; ranges %v + %v", round, step, q, s.has(q), model[q], s.rs, s.recent)
+		}
+	}
+	rs := s.runs()
+	for i, r := range rs {
+		if r.First > r.Last || i > 0 && r.First <= rs[i-1].Last+1 {
+			t.Fatalf("round %d step %d: ranges %v are not sorted, disjoint and apart", round, step, rs)
 		}
 	}
 	for q := uint64(0); q < 80; q++ {
@@ -169,6 +175,100 @@ func BenchmarkRangeSetAddInterleavedBatches(b *testing.B) {
 		}
 		if got, want := s.count(), uint64(batches*perBatch); got != want {
 			b.Fatalf("count %d, want %d", got, want)
+		}
+	}
+}
+
+// A set large enough to take new ranges into its second list agrees with a
+// model through adds in a random order, removes and floors absorbed, and
+// its lookups agree before the lists are merged.
+func TestALargeRangeSetMatchesAModel(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 3))
+	const span = 20_000
+	var s rangeSet
+	model := map[uint64]bool{}
+	floor := uint64(0)
+	for step := range 30_000 {
+		switch k := rng.IntN(100); {
+		case k < 85:
+			a := floor + 1 + rng.Uint64N(span)
+			r := Range{a, a + rng.Uint64N(3)}
+			s.add(r)
+			for q := r.First; q <= r.Last; q++ {
+				model[q] = true
+			}
+		case k < 90:
+			a := floor + 1 + rng.Uint64N(span)
+			r := Range{a, a + rng.Uint64N(50)}
+			s.remove(r)
+			for q := r.First; q <= r.Last; q++ {
+				delete(model, q)
+			}
+		case k < 95:
+			// The floor moves over what starts right above it, as a
+			// ledger's does; the model drops what it passes.
+			for model[floor+1] {
+				floor++
+			}
+			if got := s.absorb(floor); got != floor {
+				t.Fatalf("step %d: absorb = %d, want %d", step, got, floor)
+			}
+			for q := range model {
+				if q <= floor {
+					delete(model, q)
+				}
+			}
+		default:
+			q := floor + 1 + rng.Uint64N(span)
+			if s.has(q) != model[q] {
+				t.Fatalf("step %d: has(%d) = %v, want %v", step, q, s.has(q), model[q])
+			}
+		}
+		if step%3000 == 2999 {
+			got := map[uint64]bool{}
+			for _, r := range s.runs() {
+				for q := r.First; q <= r.Last; q++ {
+					got[q] = true
+				}
+			}
+			if len(got) != len(model) {
+				t.Fatalf("step %d: %d sequences, want %d", step, len(got), len(model))
+			}
+			for q := range model {
+				if !got[q] {
+					t.Fatalf("step %d: %d missing", step, q)
+				}
+			}
+			if len(s.runs()) < smallSet {
+				t.Fatalf("step %d: only %d ranges: the second list is not exercised", step, len(s.runs()))
+			}
+		}
+	}
+}
+
+// BenchmarkRangeSetAddScattered adds the sequences of 10,000 batches of ten,
+// each of one subject among 10,000, as the high-cardinality workload stores
+// them: every batch's sequences lie 10,000 apart across the whole stream.
+func BenchmarkRangeSetAddScattered(b *testing.B) {
+	const subjects, per = 10_000, 10
+	order := rand.New(rand.NewPCG(1, 2)).Perm(subjects)
+	b.ReportAllocs()
+	for b.Loop() {
+		var s rangeSet
+		floor := uint64(0)
+		rs := make([]Range, per)
+		for _, subj := range order {
+			for i := range rs {
+				q := uint64(i*subjects + subj + 1)
+				rs[i] = Range{q, q}
+			}
+			s.addAll(rs)
+			floor = s.absorb(floor)
+		}
+		if floor != subjects*per {
+			b.Fatalf("floor %d", floor)
 		}
 	}
 }
