@@ -43,6 +43,7 @@ type job struct {
 	confirmed atomic.Int64
 
 	uploading bool // handed to an uploader
+	large     bool // handed to an uploader as a large upload
 
 	marker *lossmarker.Marker // instead of a batch
 	term   []ackRef           // poison messages to terminate once the marker is stored
@@ -76,13 +77,25 @@ type result struct {
 // of one key are stored in the order they were sealed. It returns -1 when
 // there is none.
 func (r *runner) nextJob() int {
+	full := r.large >= r.e.cfg.S3.UploadConcurrency
 	for i, j := range r.queue {
-		if j.batch == nil || r.uploading[j.key()] == 0 {
+		if j.batch == nil || r.uploading[j.key()] == 0 && !(full && j.size > smallUpload) {
 			return i
 		}
 	}
 	return -1
 }
+
+// Uploads: upload_concurrency large ones at once, and small ones (a request
+// each, whose cost is the store's per request rather than per byte) up to
+// smallUploads times as many in all, within the memory budget.
+const (
+	smallUpload  = 1 << 20
+	smallUploads = 4
+)
+
+// uploaders is how many uploads may be in flight at once.
+func uploaders(uploadConcurrency int) int { return smallUploads * uploadConcurrency }
 
 // keepQueuedInProgress sends InProgress for the messages of sealed batches
 // waiting in the queue, behind an upload of their key that retries or for
@@ -180,6 +193,10 @@ func (r *runner) dispatched(i int) {
 	if j := r.queue[i]; j.batch != nil {
 		r.uploading[j.key()]++
 		j.uploading = true
+		if j.size > smallUpload {
+			j.large = true
+			r.large++
+		}
 	}
 	if i == 0 {
 		r.queue[0] = nil // the array must not keep the job alive
@@ -264,6 +281,9 @@ func (r *runner) finish(res *result) error {
 	s := j.stream
 	r.inflight--
 	r.inflightBytes -= j.size
+	if j.large {
+		r.large--
+	}
 	var ce *CollisionError
 	if IsPermanent(res.err) || errors.As(res.err, &ce) {
 		return res.err

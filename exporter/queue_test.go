@@ -121,3 +121,45 @@ func TestAnUploadStopsWhenInProgressGoesUnanswered(t *testing.T) {
 		t.Fatalf("gave up after %s, past the time the messages were surely held (%s)", took, ackWait-ackWait/10)
 	}
 }
+
+// upload_concurrency bounds the large uploads in flight; small ones go
+// ahead of waiting large ones, up to smallUploads times as many in all.
+func TestLargeUploadsAreBoundedAndSmallOnesGoAhead(t *testing.T) {
+	e := testExporter(t, &MemStore{})
+	e.cfg.S3.UploadConcurrency = 1
+	r := &runner{e: e, uploading: map[bufferKey]int{}, jobs: make(chan *job), back: make(chan func(), 1), stopping: make(chan struct{}), log: e.log}
+	add := func(n int, size int64) *job {
+		j, _ := sealedJob(t, e, n, time.Now(), time.Minute)
+		j.size = size
+		r.enqueue(j)
+		return j
+	}
+	large1, large2 := add(1, 8<<20), add(2, 8<<20)
+	small := add(3, 4<<10)
+	take := func() *job {
+		t.Helper()
+		_, next, idx := r.offer()
+		if next != nil {
+			r.dispatched(idx)
+		}
+		return next
+	}
+	if got := take(); got != large1 {
+		t.Fatal("the first large upload is not offered first")
+	}
+	if got := take(); got != small {
+		t.Fatal("with upload_concurrency large uploads in flight, the small one is not offered ahead of the next large one")
+	}
+	if got := take(); got != nil {
+		t.Fatal("a second large upload is offered while upload_concurrency are in flight")
+	}
+	if err := r.finish(&result{job: large1, err: errors.New("failed")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := take(); got != large2 {
+		t.Fatal("the next large upload is not offered once one ended")
+	}
+	if uploaders(e.cfg.S3.UploadConcurrency) != smallUploads {
+		t.Fatalf("%d uploaders", uploaders(e.cfg.S3.UploadConcurrency))
+	}
+}

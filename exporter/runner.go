@@ -53,6 +53,7 @@ type runner struct {
 	inflightBytes int64 // bytes of sealed batches not yet done
 	heldMem       int64 // memory of the delivered messages kept for their acks
 	inflight      int   // jobs not yet done
+	large         int   // uploads of more than smallUpload bytes with an uploader
 	lastMsg       time.Time
 	lastGauge     time.Time
 	bg            sync.WaitGroup // work beside the loop: intent deletions, walks, record writes, lookups
@@ -92,7 +93,7 @@ func newRunner(e *Exporter, streams []*streamState) *runner {
 		in:       make(chan delivery, 64),
 		fatal:    make(chan error, len(streams)+1),
 		jobs:     make(chan *job),
-		results:  make(chan *result, e.cfg.S3.UploadConcurrency),
+		results:  make(chan *result, uploaders(e.cfg.S3.UploadConcurrency)),
 		back:     make(chan func(), 16),
 		stopping: make(chan struct{}),
 		mPeak:    e.m.bufferedPeak.WithLabelValues(e.cfg.Name),
@@ -134,7 +135,7 @@ func (r *runner) run(ctx context.Context) error {
 	uctx, cancelUploads := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelUploads()
 	var workers sync.WaitGroup
-	for range r.e.cfg.S3.UploadConcurrency {
+	for range uploaders(r.e.cfg.S3.UploadConcurrency) {
 		workers.Go(func() {
 			for j := range r.jobs {
 				r.results <- r.e.process(uctx, j)

@@ -88,6 +88,7 @@ type Limit struct {
 	Bytes             int64     `json:"bytes,omitempty"`
 	MBPerSecond       float64   `json:"mb_per_second,omitempty"`
 	ObjectsPerSecond  float64   `json:"objects_per_second,omitempty"`   // upload limits
+	InFlight          int       `json:"in_flight,omitempty"`            // upload limits: PutObject calls at once
 	Redeliveries      int       `json:"redeliveries,omitempty"`         // consume limit, over all rounds: messages delivered again
 	SlowConsumer      int       `json:"slow_consumer_errors,omitempty"` // consume limit, over all rounds: "slow consumer, messages dropped" errors
 }
@@ -237,7 +238,7 @@ func (w *WorkloadResult) limitLines(b *strings.Builder, s Settings) {
 	}
 	if l := w.UploadLimit; l != nil {
 		fmt.Fprintf(b, "- upload limit: PutObject ×%d, %s of %s, %s: %s%s, %.1f MB/s\n",
-			s.UploadConcurrency, count(l.Objects, "object", "objects"), fmtBytes(l.ObjectBytes), fmtMB(l.Bytes),
+			inFlight(l, s), count(l.Objects, "object", "objects"), fmtBytes(l.ObjectBytes), fmtMB(l.Bytes),
 			fmtSeconds(l.Seconds), spread(l.RoundSeconds), l.MBPerSecond)
 	}
 	if w.LimitSeconds > 0 {
@@ -250,7 +251,7 @@ func (w *WorkloadResult) limitLines(b *strings.Builder, s Settings) {
 			from = "json_lines' objects"
 		}
 		fmt.Fprintf(b, "- small-PUT rate, upload limit with jetlake's objects: PutObject ×%d, %s objects of %s (%s): %s%s, **%s objects/s**, %.1f MB/s\n",
-			s.UploadConcurrency, fmtInt(int64(l.Objects)), fmtBytes(l.ObjectBytes), from, fmtSeconds(l.Seconds), spread(l.RoundSeconds),
+			inFlight(l, s), fmtInt(int64(l.Objects)), fmtBytes(l.ObjectBytes), from, fmtSeconds(l.Seconds), spread(l.RoundSeconds),
 			fmtInt(int64(limitObjectsPerSecond(l))), l.MBPerSecond)
 		fmt.Fprintf(b, "- same-objects limit time = consume + that upload: %s, %s msg/s\n",
 			fmtSeconds(w.SameObjectsLimitSeconds), fmtInt(int64(float64(w.Messages)/w.SameObjectsLimitSeconds)))
@@ -381,6 +382,15 @@ func cpuPerMillion(r *RunResult, messages int) float64 {
 }
 
 // spread formats the range of several rounds' times: " (5.1–6.0)".
+// inFlight is the PutObject calls a limit had in flight; reports from
+// before the field was written had upload_concurrency.
+func inFlight(l *Limit, s Settings) int {
+	if l.InFlight > 0 {
+		return l.InFlight
+	}
+	return s.UploadConcurrency
+}
+
 func spread(xs []float64) string {
 	if len(xs) < 2 {
 		return ""
