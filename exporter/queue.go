@@ -70,6 +70,7 @@ type result struct {
 	confirmed bool   // the acks were sent and the last one confirmed
 	intentKey string // the batch's intent
 	seqs      []byte // the batch's sequences, as seqSet.MarshalJSON encodes them
+	set       seqSet // and as runs, when the uploader built them
 }
 
 // nextJob returns the index in the queue of the job to upload next: the
@@ -330,7 +331,10 @@ func (r *runner) finish(res *result) error {
 	}
 	var seqs seqSet
 	if res.stored {
-		seqs = batchSeqs(b)
+		seqs = res.set
+		if len(seqs.runs) == 0 {
+			seqs = batchSeqs(b)
+		}
 	}
 	if s.ledger != nil {
 		if res.stored {

@@ -135,17 +135,13 @@ func (e *Exporter) upload(ctx context.Context, j *job) *result {
 		return res
 	}
 	st := j.stream
-	seqs := make([]uint64, len(b.Items))
-	for i, it := range b.Items {
-		seqs[i] = it.Seq
-	}
 	in := intent{
 		ID:            j.intentID,
 		Key:           res.key,
 		Stream:        st.cfg.Stream,
 		StreamCreated: st.created,
 		Consumer:      st.cfg.Consumer,
-		Seqs:          newSeqSet(seqs),
+		Seqs:          batchSeqs(b),
 		Created:       time.Now().UTC(),
 	}
 	opts := PutOptions{
@@ -162,6 +158,7 @@ func (e *Exporter) upload(ctx context.Context, j *job) *result {
 		},
 		IfNoneMatch: e.conditional,
 	}
+	res.set = in.Seqs
 	if enc, err := in.Seqs.MarshalJSON(); err == nil {
 		res.seqs = enc
 		if len(enc) <= maxMetaSeqs+2 {
