@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -61,8 +62,9 @@ type Exporter struct {
 	// wrapState, when set, wraps the state bucket: tests use it to stall
 	// it.
 	wrapState   func(intentStore) intentStore
-	conditional bool  // the store honours If-None-Match: *
-	acks        acker // the connection messages arrive on; set by Run
+	conditional bool       // the store honours If-None-Match: *
+	encoding    sync.Mutex // held while a parquet batch is encoded
+	acks        acker      // the connection messages arrive on; set by Run
 
 	m *Metrics
 

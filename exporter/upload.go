@@ -119,7 +119,7 @@ func (e *Exporter) writeMarker(ctx context.Context, j *job) *result {
 func (e *Exporter) upload(ctx context.Context, j *job) *result {
 	b := j.batch
 	res := &result{job: j}
-	body, err := b.Body.Finish()
+	body, err := e.finish(b.Body, j.format == string(formats.Parquet))
 	if err != nil {
 		res.err = fmt.Errorf("encode batch %d-%d: %w", b.First, b.Last, err)
 		return res
@@ -229,6 +229,19 @@ func (e *Exporter) upload(ctx context.Context, j *job) *result {
 	res.confirmed = true
 	crashPoint("after-confirm")
 	return res
+}
+
+// finish encodes a batch's object. Parquet batches are encoded one at a
+// time: the writer holds about as much again as the batch's column values
+// while it encodes them, outside the budget, and uploaders encoding four
+// files at once took the process 30 MiB past its memory bound; the two
+// cores are the bound of encoding anyway.
+func (e *Exporter) finish(b formats.Batch, parquet bool) (formats.Body, error) {
+	if parquet {
+		e.encoding.Lock()
+		defer e.encoding.Unlock()
+	}
+	return b.Finish()
 }
 
 // existingMarker decides about an object found at the key of a loss marker:
