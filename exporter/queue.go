@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/jetlake/jetlake/buffer"
+	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/lossmarker"
 )
@@ -66,11 +67,12 @@ type result struct {
 	bytes     int
 	duration  time.Duration
 	err       error
-	stored    bool   // the object is in the store
-	confirmed bool   // the acks were sent and the last one confirmed
-	intentKey string // the batch's intent
-	seqs      []byte // the batch's sequences, as seqSet.MarshalJSON encodes them
-	set       seqSet // and as runs, when the uploader built them
+	stored    bool          // the object is in the store
+	confirmed bool          // the acks were sent and the last one confirmed
+	intentKey string        // the batch's intent
+	seqs      []byte        // the batch's sequences, as seqSet.MarshalJSON encodes them
+	set       seqSet        // and as runs, when the uploader built them
+	tail      *iceberg.Tail // an Iceberg data file's end, for its commit
 }
 
 // nextJob returns the index in the queue of the job to upload next: the
@@ -327,7 +329,7 @@ func (r *runner) finish(res *result) error {
 		r.heldMem -= refMem(it.Handle)
 	}
 	if res.stored && j.set == r.set && r.e.table != nil && res.intentKey != "" {
-		r.e.table.stored(res.intentKey, res.key, b.First, b.Last)
+		r.e.table.storedWith(res.intentKey, res.key, b.First, b.Last, res.tail)
 	}
 	var seqs seqSet
 	if res.stored {

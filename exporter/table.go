@@ -43,6 +43,7 @@ type lakeTable struct {
 	deferred    map[string]bool          // intents the floor passed before their file's plan was committed
 	lastCommit  time.Time
 	backlog     bool      // more files wait than the last plan held
+	tails       int       // bytes of the tails of pending files
 	lastCompact time.Time // when the last compaction pass started
 	compacting  bool      // a compaction pass is under way, beside the loop
 }
@@ -209,8 +210,33 @@ func (lt *lakeTable) found(ikey string, in *intent) {
 // stored records a data file stored under its intent: it goes into the
 // next commit.
 func (lt *lakeTable) stored(ikey, key string, first, last uint64) {
+	lt.storedWith(ikey, key, first, last, nil)
+}
+
+// storedWith is stored with the file's tail, kept for its commit while the
+// tails kept stay within maxTails bytes.
+func (lt *lakeTable) storedWith(ikey, key string, first, last uint64, tail *iceberg.Tail) {
 	lt.claimed[ikey] = true
-	lt.pending = append(lt.pending, iceberg.File{Location: lt.location(key), Intent: ikey, First: first, Last: last})
+	if tail != nil && lt.tails+len(tail.Bytes) <= maxTails {
+		lt.tails += len(tail.Bytes)
+	} else {
+		tail = nil
+	}
+	lt.pending = append(lt.pending, iceberg.File{Location: lt.location(key), Intent: ikey, First: first, Last: last, Tail: tail})
+}
+
+// maxTails bounds the bytes of data file tails kept for the next commits:
+// with them a commit reads no file back from the store.
+const maxTails = 16 << 20
+
+// dropTails lets go of the tails of files committed.
+func (lt *lakeTable) dropTails(files []iceberg.File) {
+	for i := range files {
+		if t := files[i].Tail; t != nil {
+			lt.tails -= len(t.Bytes)
+			files[i].Tail = nil
+		}
+	}
 }
 
 // forgettable splits intents the export record's floor has passed into
@@ -336,6 +362,10 @@ func (r *runner) tableCommitted(plan *iceberg.Plan, files []iceberg.File, took t
 			r.fail(err)
 		}
 		return
+	}
+	lt.dropTails(files)
+	for i := range plan.Files {
+		plan.Files[i].Tail = nil
 	}
 	defer r.forget(lt.committed(plan, files))
 	if len(plan.Files) == 0 {

@@ -1,7 +1,9 @@
 package exporter
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -275,5 +277,35 @@ func TestUploadInProgressPostponesTheAckWait(t *testing.T) {
 	acks, doubles, inProgress := msgs[0].snapshot()
 	if acks != 1 || doubles != 0 || inProgress == 0 {
 		t.Fatalf("first message: %d acks, %d double acks, %d InProgress", acks, doubles, inProgress)
+	}
+}
+
+// parquetTail keeps a parquet body's footer and trailer, and nothing of a
+// body that is no parquet file.
+func TestParquetTailIsTheFooter(t *testing.T) {
+	enc, err := formats.New(formats.Options{Format: formats.Parquet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := enc.NewBatch()
+	for q := uint64(1); q <= 100; q++ {
+		if err := b.Append(&formats.Record{Stream: "S", Subject: "s.a", Sequence: q, Data: []byte(`{"a":1}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	body, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := body.Bytes()
+	tail := parquetTail(body)
+	if tail == nil || tail.Size != int64(len(whole)) || !bytes.HasSuffix(whole, tail.Bytes) || len(tail.Bytes) >= len(whole) {
+		t.Fatalf("tail %+v of a %d-byte file", tail, len(whole))
+	}
+	if n := int(binary.LittleEndian.Uint32(tail.Bytes[len(tail.Bytes)-8:])); len(tail.Bytes) != n+8 || string(tail.Bytes[len(tail.Bytes)-4:]) != "PAR1" {
+		t.Fatalf("the tail is not the %d-byte footer and its trailer", n)
+	}
+	if parquetTail(formats.NewBody([]byte("{\"a\":1}\n"))) != nil {
+		t.Fatal("a JSON body has a parquet tail")
 	}
 }

@@ -41,6 +41,17 @@ type File struct {
 	Location    string `json:"location"` // s3://...
 	Intent      string `json:"intent"`   // key of the intent in the state bucket
 	First, Last uint64 // its lowest and highest stream sequence
+	// Tail is the file's end as this process wrote it, when it kept it:
+	// the commit reads the file's statistics from it instead of from the
+	// store. It is not part of a recorded plan.
+	Tail *Tail `json:"-"`
+}
+
+// Tail is the end of a parquet data file: its size, and its last bytes,
+// which hold at least the footer and the 8 bytes after it.
+type Tail struct {
+	Size  int64
+	Bytes []byte
 }
 
 // Plan is a commit decided before it is tried: recovery commits it, under
@@ -247,7 +258,16 @@ func (c *Committer) commitFiles(ctx context.Context, plan *Plan) error {
 	if r := strings.Join(ranges, ","); len(r) <= 4096 {
 		summary["jetlake.sequence-ranges"] = r
 	}
-	return c.table.Commit(ctx, Commit{ID: plan.ID, Files: locs, Summary: summary})
+	var tails map[string]*Tail
+	for _, f := range plan.Files {
+		if f.Tail != nil {
+			if tails == nil {
+				tails = make(map[string]*Tail, len(plan.Files))
+			}
+			tails[f.Location] = f.Tail
+		}
+	}
+	return c.table.Commit(ctx, Commit{ID: plan.ID, Files: locs, Summary: summary, Tails: tails})
 }
 
 // Recover commits every plan of the store that the table does not hold

@@ -237,6 +237,9 @@ type Commit struct {
 	ID      string
 	Files   []string          // locations of the data files, under the table's location
 	Summary map[string]string // more snapshot summary properties
+	// Tails holds the ends of some of the files, by location: their
+	// statistics are read from there rather than from the store.
+	Tails map[string]*Tail
 }
 
 // maxCommitAttempts bounds how often a commit is tried when another writer
@@ -261,6 +264,14 @@ func (t *Table) Commit(ctx context.Context, c Commit) error {
 	// them a few at a time.
 	files := make([]iceberg.DataFile, len(c.Files))
 	err = parallel(ctx, len(c.Files), func(ctx context.Context, i int) error {
+		if tail := c.Tails[c.Files[i]]; tail != nil {
+			df, err := table.FileToDataFile(ctx, tailIO{c.Files[i], tail}, c.Files[i], t.tbl.Schema(), t.tbl.Spec(), 0, t.tbl.Properties())
+			if err == nil {
+				files[i] = df
+				return nil
+			}
+			// A tail that does not hold the whole footer: read the store.
+		}
 		df, err := table.FileToDataFile(ctx, fs, c.Files[i], t.tbl.Schema(), t.tbl.Spec(), 0, t.tbl.Properties())
 		if err != nil {
 			return fmt.Errorf("data file %s: %w", c.Files[i], err)
