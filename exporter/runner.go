@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime"
 	"sync"
 	"time"
@@ -228,15 +229,7 @@ func (r *runner) run(ctx context.Context) error {
 			return err
 		}
 	}
-	for {
-		select {
-		case d := <-r.in:
-			r.add(d)
-			continue
-		default:
-		}
-		break
-	}
+	r.takeQueued(math.MaxInt, func() bool { return false })
 	r.flushPoison()
 	r.set.SealAll(buffer.ReasonShutdown)
 	r.rej.SealAll(buffer.ReasonShutdown)
@@ -331,15 +324,7 @@ func (r *runner) loop(ctx context.Context) error {
 			// Take what else is queued, up to a bound, before going
 			// round the whole select again: at 200,000 messages a
 			// second that select was a tenth of the CPU.
-			for n := 1; n < intakeRun && r.fatalErr == nil && r.underBudget(); n++ {
-				select {
-				case d := <-r.in:
-					r.add(d)
-					continue
-				default:
-				}
-				break
-			}
+			r.takeQueued(intakeRun-1, func() bool { return r.fatalErr != nil || !r.underBudget() })
 			if r.fatalErr != nil {
 				return r.fatalErr
 			}
@@ -390,6 +375,22 @@ func (r *runner) loop(ctx context.Context) error {
 // intakeRun bounds the messages the loop takes in a row before it looks at
 // uploads, results and timers again.
 const intakeRun = 64
+
+// takeQueued adds the deliveries queued already, up to max of them, until
+// stop says to look at something else.
+func (r *runner) takeQueued(max int, stop func() bool) {
+	for range max {
+		if stop() {
+			return
+		}
+		select {
+		case d := <-r.in:
+			r.add(d)
+		default:
+			return
+		}
+	}
+}
 
 // underBudget reports whether memory allows taking another message.
 func (r *runner) underBudget() bool {
