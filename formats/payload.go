@@ -1,9 +1,6 @@
 package formats
 
-import (
-	"encoding/binary"
-	"unicode/utf8"
-)
+import "unicode/utf8"
 
 // maxDepth is the deepest nesting of arrays and objects a payload may have
 // and still be written as JSON; encoding/json has the same limit.
@@ -152,13 +149,6 @@ var plainStringByte = func() (t [256]bool) {
 func compactString(dst, src []byte, i int) ([]byte, int, bool) {
 	start := i
 	for i++; i < len(src); {
-		// Eight plain bytes at a time: most of a payload is string text.
-		for len(src)-i >= 8 && plainWord(binary.LittleEndian.Uint64(src[i:])) {
-			i += 8
-		}
-		if i == len(src) {
-			break
-		}
 		c := src[i]
 		if plainStringByte[c] {
 			i++
@@ -193,18 +183,6 @@ func compactString(dst, src []byte, i int) ([]byte, int, bool) {
 		}
 	}
 	return dst, i, false // no closing quote
-}
-
-// plainWord reports whether each of the eight bytes of w is a plain string
-// byte: printable ASCII other than '"' and '\\'. (Each test below is exact
-// for "some byte is": a borrow can only spread above a byte that is.)
-func plainWord(w uint64) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	quote, slash := w^(ones*'"'), w^(ones*'\\')
-	control := (w - ones*0x20) &^ w // a byte below 0x20
-	quotes := (quote - ones) &^ quote
-	slashes := (slash - ones) &^ slash
-	return (control|quotes|slashes|w)&highs == 0
 }
 
 func isHex(c byte) bool {

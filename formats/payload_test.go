@@ -2,9 +2,7 @@ package formats
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
-	"math/rand/v2"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -155,45 +153,4 @@ func FuzzPayload(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		checkAgainstEncodingJSON(t, in)
 	})
-}
-
-// plainWord agrees with plainStringByte on every byte value at every
-// position of a word, and on random words.
-func TestPlainWordMatchesPlainStringByte(t *testing.T) {
-	ref := func(w [8]byte) bool {
-		for _, c := range w {
-			if !plainStringByte[c] {
-				return false
-			}
-		}
-		return true
-	}
-	check := func(w [8]byte) {
-		t.Helper()
-		if got, want := plainWord(binary.LittleEndian.Uint64(w[:])), ref(w); got != want {
-			t.Fatalf("plainWord(%q) = %v, want %v", w[:], got, want)
-		}
-	}
-	for pos := range 8 {
-		for c := range 256 {
-			w := [8]byte{'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'}
-			w[pos] = byte(c)
-			check(w)
-			// Next to a byte that borrows.
-			w[(pos+1)%8] = 0
-			check(w)
-		}
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	for range 1_000_000 {
-		var w [8]byte
-		binary.LittleEndian.PutUint64(w[:], rng.Uint64())
-		check(w)
-		for i := range w {
-			if rng.IntN(2) == 0 {
-				w[i] = ' ' + byte(rng.IntN(95))
-			}
-		}
-		check(w)
-	}
 }
