@@ -71,9 +71,10 @@ vet:
 
 ## bench: build jetlake, run the Go micro-benchmarks, then cmd/jetlake-bench:
 ## jetlake against the consume and upload limits of this machine, measured in
-## the same run (table on stdout, JSON in bin/bench.json; about 8 minutes on
-## 2 cores, never more than 15). Pass flags with BENCH_FLAGS, e.g.
-## make bench BENCH_FLAGS=-quick
+## the same run (one table on stdout, JSON in bin/bench.json; about 9 minutes
+## on 2 cores, never more than 15). Pass flags with BENCH_FLAGS, e.g.
+## make bench BENCH_FLAGS=-quick, or BENCH_FLAGS="-compare old.json" for the
+## change against an earlier bin/bench.json
 bench: export JETLAKE_NATS_SERVER := $(NATS_SERVER)
 bench: export JETLAKE_MINIO := $(MINIO)
 bench: build servers
