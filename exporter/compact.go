@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/iceberg"
@@ -215,15 +216,25 @@ func compactGroup(ctx context.Context, cfg *config.Connector, t *iceberg.Table, 
 	bucket := "s3://" + cfg.S3.Bucket + "/"
 	// The files must be of one stream, as every data object is: a
 	// partitioning without the subject can put two streams in one folder.
-	var stream, created string
+	// The metadata of each, 16 requests at a time.
+	mds := make([]map[string]string, len(g.Files))
+	heads, hctx := errgroup.WithContext(ctx)
+	heads.SetLimit(16)
 	for i, loc := range g.Files {
-		md, err := store.Head(ctx, strings.TrimPrefix(loc, bucket))
-		if err != nil {
-			return fmt.Errorf("compact %s: %w", loc, err)
-		}
-		if i == 0 {
-			stream, created = md[MetaStream], md[MetaStreamCreated]
-		}
+		heads.Go(func() error {
+			md, err := store.Head(hctx, strings.TrimPrefix(loc, bucket))
+			if err != nil {
+				return fmt.Errorf("compact %s: %w", loc, err)
+			}
+			mds[i] = md
+			return nil
+		})
+	}
+	if err := heads.Wait(); err != nil {
+		return err
+	}
+	stream, created := mds[0][MetaStream], mds[0][MetaStreamCreated]
+	for _, md := range mds {
 		if md[MetaStream] != stream || md[MetaStreamCreated] != created || stream == "" {
 			res.Skipped = "its files are of more than one stream"
 			return nil
