@@ -100,12 +100,7 @@ func (l *ledger) delivered(q uint64) {
 }
 
 // stored records sequences in a stored object or marker.
-func (l *ledger) stored(r Range) {
-	l.holes.remove(r)
-	l.head.remove(r)
-	l.done.add(r)
-	l.settle()
-}
+func (l *ledger) stored(r Range) { l.storedAll([]Range{r}) }
 
 // storedAll records the sequences of a stored object, sorted and disjoint
 // ranges.

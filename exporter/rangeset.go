@@ -168,10 +168,10 @@ func (s *rangeSet) remove(r Range) {
 }
 
 // has reports whether q is in the set.
-func (s *rangeSet) has(q uint64) bool { return within(s.rs, q) || within(s.recent, q) }
+func (s *rangeSet) has(q uint64) bool { return contains(s.rs, q) || contains(s.recent, q) }
 
-// within reports whether q is in one of the sorted ranges rs.
-func within(rs []Range, q uint64) bool {
+// contains reports whether q is in one of the sorted ranges rs.
+func contains(rs []Range, q uint64) bool {
 	i := sort.Search(len(rs), func(i int) bool { return rs[i].Last >= q })
 	return i < len(rs) && rs[i].First <= q
 }
