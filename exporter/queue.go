@@ -116,7 +116,6 @@ func (r *runner) keepQueuedInProgress(now time.Time) {
 		return
 	}
 	var due []*job
-	var last ackRef
 	for _, j := range r.queue {
 		if j.batch == nil || now.Sub(j.progress) < j.stream.cfg.AckWait/3 {
 			continue
@@ -127,21 +126,32 @@ func (r *runner) keepQueuedInProgress(now time.Time) {
 			// up.
 			continue
 		}
+		due = append(due, j)
+	}
+	if len(due) == 0 {
+		return
+	}
+	// The round's last message gets its InProgress from the request that
+	// asks for the answer.
+	items := due[len(due)-1].batch.Items
+	last := items[len(items)-1].Handle
+	sent := due[:0]
+	for _, j := range due {
 		ok := true
 		for _, it := range j.batch.Items {
+			if it.Handle == last {
+				continue
+			}
 			if err := it.Handle.inProgress(r.e.acks); err != nil {
 				ok = false
 			}
 		}
 		if ok {
 			j.progress = now
-			due = append(due, j)
-			last = j.batch.Items[len(j.batch.Items)-1].Handle
+			sent = append(sent, j)
 		}
 	}
-	if len(due) == 0 {
-		return
-	}
+	due = sent
 	r.confirming = true
 	r.beside(func() func() {
 		ctx, cancel := context.WithTimeout(context.Background(), inProgressTimeout)

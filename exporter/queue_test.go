@@ -32,16 +32,18 @@ func TestQueuedBatchesAreKeptInProgressWhileTheyWait(t *testing.T) {
 
 	now := time.Now()
 	r.keepQueuedInProgress(now)
+	if !queued.progress.Equal(now) {
+		t.Fatalf("progress %v after InProgress at %v", queued.progress, now)
+	}
+	// The server answered: the batch counts as confirmed from then. Each
+	// message got one InProgress, the last one with the request for the
+	// answer.
+	(<-r.back)()
 	for _, m := range msgs {
 		if _, _, inProgress := m.snapshot(); inProgress != 1 {
 			t.Fatalf("queued message %d: %d InProgress, want 1", m.seq, inProgress)
 		}
 	}
-	if !queued.progress.Equal(now) {
-		t.Fatalf("progress %v after InProgress at %v", queued.progress, now)
-	}
-	// The server answered: the batch counts as confirmed from then.
-	(<-r.back)()
 	if got := queued.confirmed.Load(); got != now.UnixNano() {
 		t.Fatalf("confirmed %v after an answered InProgress at %v", time.Unix(0, got), now)
 	}
