@@ -28,6 +28,7 @@ const (
 	ReasonMemory   Reason = "memory"   // the caller is over its memory budget
 	ReasonPending  Reason = "pending"  // the caller nears the consumer's MaxAckPending
 	ReasonShutdown Reason = "shutdown" // the caller is stopping or idle
+	ReasonHandover Reason = "handover" // the caller hands the group's source over to another
 )
 
 // Limits bound one batch. A zero field means no limit.
@@ -338,6 +339,19 @@ func (s *Set[H, R, B]) SealAll(r Reason) {
 	for _, b := range s.open {
 		s.seal(b, r)
 	}
+}
+
+// SealWhere seals every open batch whose group match accepts and returns
+// how many it sealed.
+func (s *Set[H, R, B]) SealWhere(r Reason, match func(group string) bool) int {
+	n := 0
+	for _, b := range s.open {
+		if match(b.Group) {
+			s.seal(b, r)
+			n++
+		}
+	}
+	return n
 }
 
 // TakeSealed returns the batches sealed since the last call, in the order

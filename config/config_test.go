@@ -187,12 +187,16 @@ func TestLoadResolvesEveryKey(t *testing.T) {
 			MaxAckPending: 50000,
 			Line:          14,
 		}, {
-			Stream:        "ORDERS",
-			Consumer:      "events",
-			DeliverPolicy: DeliverAll,
-			AckWait:       2 * time.Minute,
-			MaxAckPending: 1000000, // 1GB / 256, at the ceiling
-			Line:          22,
+			Stream:          "ORDERS",
+			Consumer:        "events",
+			DeliverPolicy:   DeliverAll,
+			AckWait:         2 * time.Minute,
+			MaxAckPending:   1000000, // 1GB / 256, at the ceiling
+			Line:            22,
+			Partitions:      8,
+			LeaseTTL:        20 * time.Second,
+			Failover:        FailoverPinned,
+			PriorityTimeout: 30 * time.Second,
 		}},
 		S3: S3{
 			Bucket:             "lake",

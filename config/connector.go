@@ -15,6 +15,8 @@ const (
 	defaultShutdownTimeout    = 30 * time.Second
 	defaultReadyUploadFailure = time.Minute
 	defaultPriorityTimeout    = 30 * time.Second
+	defaultLeaseTTL           = 30 * time.Second
+	minLeaseTTL               = 2 * time.Second
 	defaultRegion             = "us-east-1"
 	defaultUploadConcurrency  = 4
 	defaultPathTemplate       = "{stream}/{subject}/{date}/{hour}"

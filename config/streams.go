@@ -186,6 +186,27 @@ func (c *checker) stream(t map[string]any, p keyPath, connector string, rot rota
 			c.report(p.key("failover"), "%q is not a failover mode; allowed: \"pinned\" (active/standby through a priority group with the pinned_client policy), or leave it out", f)
 		}
 	}
+	if n, ok := c.integer(t, p, "partitions", 1); ok {
+		switch {
+		case n < 1 || n > MaxPartitions:
+			c.report(p.key("partitions"), "%d is out of range; allowed: 1 (not partitioned) to %d", n, MaxPartitions)
+		case n > 1 && has(t, "failover") && s.Failover != FailoverPinned:
+			c.report(p.key("failover"), "must be \"pinned\" with partitions = %d: each partition has one puller at a time; leave failover out or set it to \"pinned\"", n)
+		case n > 1:
+			s.Partitions = int(n)
+			s.Failover = FailoverPinned
+		}
+	}
+	if d, ok := c.duration(t, p, "lease_ttl", defaultLeaseTTL); ok {
+		switch {
+		case has(t, "lease_ttl") && s.Partitions < 2:
+			c.report(p.key("lease_ttl"), "is set but partitions is not more than 1; set partitions or leave lease_ttl out")
+		case d < minLeaseTTL:
+			c.report(p.key("lease_ttl"), "%s is less than the minimum of %s", FormatDuration(d), FormatDuration(minLeaseTTL))
+		case s.Partitions > 1:
+			s.LeaseTTL = d
+		}
+	}
 	if d, ok := c.duration(t, p, "priority_timeout", defaultPriorityTimeout); ok {
 		switch {
 		case has(t, "priority_timeout") && s.Failover != FailoverPinned:

@@ -84,7 +84,19 @@ type Stream struct {
 	// PriorityTimeout is how long a pinned instance may send no pull
 	// requests before another is pinned; default 30s.
 	PriorityTimeout time.Duration
+
+	// Partitions splits the stream into this many partitions with a
+	// subject transform, each read by its own pinned consumer
+	// (Consumer-<k>) that instances share through leases; 0 or 1 means
+	// one consumer, not partitioned. More than 1 implies FailoverPinned.
+	Partitions int
+	// LeaseTTL is how long a partition's lease lasts unless renewed; an
+	// instance that dies loses its partitions after it. Default 30s.
+	LeaseTTL time.Duration
 }
+
+// Partitioned reports whether the entry splits its stream into partitions.
+func (s Stream) Partitioned() bool { return s.Partitions > 1 }
 
 // S3 holds the object store settings of [s3].
 type S3 struct {

@@ -34,15 +34,33 @@ func (r *runner) consumerGauges(ctx context.Context) {
 	}
 	r.gauging = true
 	r.beside(func() func() {
+		// Summed by stream: the partitions of one stream share its labels.
+		type counts struct {
+			pending, ackPending uint64
+			ok                  bool
+		}
+		by := map[string]*counts{}
 		for _, s := range r.streams {
+			c := by[s.cfg.Stream]
+			if c == nil {
+				c = &counts{ok: true}
+				by[s.cfg.Stream] = c
+			}
 			ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			info, err := s.cons.Info(ictx)
 			cancel()
 			if err != nil {
+				c.ok = false
 				continue
 			}
-			r.e.m.pending.WithLabelValues(r.e.cfg.Name, s.cfg.Stream).Set(float64(info.NumPending))
-			r.e.m.ackPending.WithLabelValues(r.e.cfg.Name, s.cfg.Stream).Set(float64(info.NumAckPending))
+			c.pending += info.NumPending
+			c.ackPending += uint64(info.NumAckPending)
+		}
+		for stream, c := range by {
+			if c.ok {
+				r.e.m.pending.WithLabelValues(r.e.cfg.Name, stream).Set(float64(c.pending))
+				r.e.m.ackPending.WithLabelValues(r.e.cfg.Name, stream).Set(float64(c.ackPending))
+			}
 		}
 		return func() { r.gauging = false }
 	})

@@ -84,7 +84,7 @@ func (r *runner) add(d delivery) {
 	out := &r.e.cfg.Output
 	r.rec = formats.Record{
 		Stream:   s.cfg.Stream,
-		Subject:  msg.Subject(),
+		Subject:  s.subject(msg),
 		Sequence: seq,
 		Time:     ts,
 		Data:     msg.Data(),
@@ -96,7 +96,7 @@ func (r *runner) add(d delivery) {
 		r.poison(s, msg, fmt.Errorf("message of %d bytes can not fit in an object of at most %d bytes", len(r.rec.Data), r.e.opts.MaxObjectSize))
 		return
 	}
-	r.tplVals = pathtemplate.Values{Stream: s.cfg.Stream, Subject: r.rec.Subject, Consumer: s.cfg.Consumer, Time: ts}
+	r.tplVals = pathtemplate.Values{Stream: s.cfg.Stream, Subject: r.rec.Subject, Consumer: s.consumerName(), Time: ts}
 	if lt := r.e.table; lt != nil {
 		r.dirBuf = lt.part.AppendDir(r.dirBuf[:0], s.cfg.Stream, r.rec.Subject, seq, ts)
 	} else {
@@ -199,7 +199,8 @@ func (r *runner) poison(s *streamState, msg jetstream.Msg, why error) {
 	seq := md.Sequence.Stream
 	// Consecutive poison messages share a marker: it waits until the next
 	// message that does not continue it, or the next tick.
-	if j := s.poisoned; j != nil && j.marker.Subject == msg.Subject() && j.marker.LastSeq+1 == seq {
+	subject := s.subject(msg)
+	if j := s.poisoned; j != nil && j.marker.Subject == subject && j.marker.LastSeq+1 == seq {
 		j.marker.LastSeq = seq
 		j.marker.Count++
 		j.term = append(j.term, ackRef(msg.Reply()))
@@ -207,7 +208,7 @@ func (r *runner) poison(s *streamState, msg jetstream.Msg, why error) {
 	}
 	r.flushPoison()
 	s.poisoned = &job{stream: s, term: []ackRef{ackRef(msg.Reply())}, marker: &lossmarker.Marker{
-		Stream: s.cfg.Stream, Consumer: s.cfg.Consumer, Subject: msg.Subject(),
+		Stream: s.cfg.Stream, Consumer: s.cfg.Consumer, Subject: subject,
 		FirstSeq: seq, LastSeq: seq, Count: 1,
 		Reason: lossmarker.Poison,
 		Error:  why.Error(),

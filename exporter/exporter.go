@@ -21,6 +21,7 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/iceberg"
+	"github.com/jetlake/jetlake/exporter/lease"
 	"github.com/jetlake/jetlake/formats"
 )
 
@@ -68,10 +69,17 @@ type Exporter struct {
 
 	m *Metrics
 
+	// Partitioned entries and the leases of their partitions; nil when
+	// the connector has none.
+	groups []*partGroup
+	leases *leaser
+
 	// Readiness, read by Ready from other goroutines.
 	nc          atomic.Pointer[nats.Conn]
 	bound       atomic.Bool  // every consumer is set up and pulling
 	failingFrom atomic.Int64 // unix nanos of the first upload failure in a row; 0 when uploads succeed
+	partitions  atomic.Int64 // of the partitioned entries
+	held        atomic.Int64 // partitions whose lease this instance holds
 }
 
 // Ready reports whether the exporter is doing its job: connected to NATS,
@@ -244,8 +252,23 @@ func (e *Exporter) setUp(ctx context.Context) (*nats.Conn, []*streamState, error
 			return nc, nil, err
 		}
 	}
-	streams := make([]*streamState, len(e.cfg.Streams))
-	for i, sc := range e.cfg.Streams {
+	var streams []*streamState
+	e.groups = nil
+	for _, sc := range e.cfg.Streams {
+		if sc.Partitioned() {
+			var g *partGroup
+			err := retry(ctx, e.log, "jetstream", func(ctx context.Context) (err error) {
+				g, err = e.setUpPartitions(ctx, js, sc)
+				return err
+			})
+			if err != nil {
+				return nc, nil, err
+			}
+			e.groups = append(e.groups, g)
+			e.partitions.Add(int64(len(g.parts)))
+			streams = append(streams, g.parts...)
+			continue
+		}
 		s := &streamState{cfg: sc,
 			mReceived:    e.m.received.WithLabelValues(e.cfg.Name, sc.Stream),
 			mRedelivered: e.m.redelivered.WithLabelValues(e.cfg.Name, sc.Stream),
@@ -257,9 +280,25 @@ func (e *Exporter) setUp(ctx context.Context) (*nats.Conn, []*streamState, error
 		if err != nil {
 			return nc, nil, err
 		}
-		streams[i] = s
+		streams = append(streams, s)
 		e.log.Info("consumer ready", "stream", sc.Stream, "consumer", sc.Consumer,
 			"ack_wait", sc.AckWait, "max_ack_pending", sc.MaxAckPending, "recovered_batches", s.recovered)
+	}
+	if len(e.groups) > 0 {
+		ttl := e.groups[0].cfg.LeaseTTL
+		for _, g := range e.groups {
+			ttl = min(ttl, g.cfg.LeaseTTL)
+		}
+		err := retry(ctx, e.log, "state bucket", func(ctx context.Context) error {
+			store, err := lease.Open(ctx, js, e.cfg.State.Bucket)
+			if err == nil {
+				e.leases = newLeaser(store, e.cfg.Name, ttl)
+			}
+			return err
+		})
+		if err != nil {
+			return nc, nil, err
+		}
 	}
 	if e.table != nil {
 		// Plans whose intents are all gone: their files are in the table.

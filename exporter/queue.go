@@ -223,6 +223,9 @@ func (r *runner) dispatched(i int) {
 
 // enqueue hands a job to the uploaders.
 func (r *runner) enqueue(j *job) {
+	if j.stream != nil {
+		j.stream.jobs++
+	}
 	r.inflight++
 	r.inflightBytes += j.size
 	r.queue = append(r.queue, j)
@@ -292,6 +295,9 @@ func (r *runner) streamOf(b *msgBatch) *streamState {
 func (r *runner) finish(res *result) error {
 	j := res.job
 	s := j.stream
+	if s != nil {
+		s.jobs--
+	}
 	r.inflight--
 	r.inflightBytes -= j.size
 	if j.large {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,6 +25,7 @@ type runner struct {
 	e        *Exporter
 	log      *slog.Logger
 	streams  []*streamState
+	groups   []*partGroup // the partitioned entries, whose partitions are among streams
 	chunks   formats.ChunkSource // the data encoder, when it defers compression
 	chunkBuf []*formats.Chunk
 	compress chan *formats.Chunk // to the compressors
@@ -37,6 +39,10 @@ type runner struct {
 	results  chan *result
 	back     chan func()   // from work beside the loop: what to apply on it
 	stopping chan struct{} // closed when the loop ends: work beside it stops reporting
+	quit     chan struct{} // closed when run returns: pulls stop handing messages over
+	// stoppingNow: the runner is on its way out; partitions it releases
+	// are left, not handed over.
+	stoppingNow bool
 	besideN  int           // work beside the loop not yet applied
 	gauging  bool          // consumer gauges are being refreshed
 	// confirming: the server is asked to answer the InProgress sent for
@@ -85,6 +91,8 @@ func newRunner(e *Exporter, streams []*streamState) *runner {
 		e:         e,
 		log:       e.log,
 		streams:   streams,
+		groups:    e.groups,
+		quit:      make(chan struct{}),
 		uploading: map[bufferKey]int{},
 		set:       buffer.New[ackRef, formats.Record](e.enc.NewBatch, limits),
 		// Rejected messages wait in their own buffers, one object per stream
@@ -157,10 +165,8 @@ func (r *runner) run(ctx context.Context) error {
 		defer compressors.Wait()
 		defer close(r.compress)
 	}
-	quit := make(chan struct{})
-	pullersDone := make(chan struct{})
 	defer func() {
-		close(quit)
+		close(r.quit)
 		for _, s := range r.streams {
 			if s.cc != nil {
 				s.cc.Stop()
@@ -179,46 +185,42 @@ func (r *runner) run(ctx context.Context) error {
 		r.bg.Wait()
 	}()
 
-	// A callback, not an iterator: Consume's subscription queues what the
-	// server sends while the runner applies backpressure, where the
-	// iterator's fixed channel would drop messages (slow consumer) that
-	// then come back only after AckWait.
-	var closed []<-chan struct{}
-	for i, s := range r.streams {
-		opts := []jetstream.PullConsumeOpt{
-			jetstream.PullMaxMessagesWithBytesLimit(min(max(s.cfg.MaxAckPending, 1), 1000), r.pullBytes()),
-			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { r.pullError(s, err) }),
-		}
-		if s.cfg.Failover == config.FailoverPinned {
-			opts = append(opts, jetstream.PullPriorityGroup(PriorityGroup))
-		}
-		cc, err := s.cons.Consume(func(msg jetstream.Msg) {
-			select {
-			case r.in <- delivery{stream: i, msg: msg}:
-			case <-quit:
+	for _, s := range r.streams {
+		if s.part == nil {
+			if err := r.pull(s); err != nil {
+				return err
 			}
-		}, opts...)
-		if err != nil {
-			return fmt.Errorf("stream %s: consume: %w", s.cfg.Stream, err)
 		}
-		s.cc = cc
-		closed = append(closed, cc.Closed())
 	}
-	go func() {
-		for _, c := range closed {
-			<-c
+	if l := r.e.leases; l != nil {
+		// The first round before the loop: the partitions this instance
+		// may take are pulled from the start.
+		l.last = time.Now()
+		r.applyRound(l.round(ctx, 0, nil, r.groupSnaps()), l.last)
+		if r.fatalErr != nil {
+			return r.fatalErr
 		}
-		close(pullersDone)
-	}()
+	}
 	err := r.loop(ctx)
 	if err != nil {
 		return err
 	}
 	// Stopping: hand over what the client already buffered, then seal
 	// everything and upload it within the shutdown timeout.
+	var closed []<-chan struct{}
 	for _, s := range r.streams {
-		s.cc.Drain()
+		if s.cc != nil {
+			s.cc.Drain()
+			closed = append(closed, s.cc.Closed())
+		}
 	}
+	pullersDone := make(chan struct{})
+	go func() {
+		for _, c := range closed {
+			<-c
+		}
+		close(pullersDone)
+	}()
 	for drained := false; !drained; {
 		select {
 		case d := <-r.in:
@@ -254,6 +256,7 @@ func (r *runner) run(ctx context.Context) error {
 			r.log.Warn("shutdown timeout: leaving unuploaded messages unacked; JetStream redelivers them",
 				"batches", r.inflight, "bytes", r.inflightBytes, "shutdown_timeout", r.e.cfg.ShutdownTimeout)
 			r.saveNow(context.WithoutCancel(ctx))
+			r.leave(ctx, false)
 			return nil
 		}
 	}
@@ -266,6 +269,7 @@ func (r *runner) run(ctx context.Context) error {
 			apply()
 		case <-deadline.C:
 			r.log.Warn("shutdown timeout while waiting for the state bucket and the catalog; the next start finishes their work")
+			r.leave(ctx, false)
 			return nil
 		}
 	}
@@ -276,7 +280,38 @@ func (r *runner) run(ctx context.Context) error {
 	r.commitNow(cctx)
 	cancel()
 	r.saveNow(context.WithoutCancel(ctx))
+	r.leave(ctx, true)
 	r.log.Info("stopped cleanly")
+	return nil
+}
+
+// pull starts pulling s's consumer.
+//
+// A callback, not an iterator: Consume's subscription queues what the
+// server sends while the runner applies backpressure, where the iterator's
+// fixed channel would drop messages (slow consumer) that then come back
+// only after AckWait.
+func (r *runner) pull(s *streamState) error {
+	i := slices.Index(r.streams, s)
+	opts := []jetstream.PullConsumeOpt{
+		jetstream.PullMaxMessagesWithBytesLimit(min(max(s.cfg.MaxAckPending, 1), 1000), r.pullBytes()),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { r.pullError(s, err) }),
+	}
+	if s.cfg.Failover == config.FailoverPinned {
+		opts = append(opts, jetstream.PullPriorityGroup(PriorityGroup))
+	}
+	cc, err := s.cons.Consume(func(msg jetstream.Msg) {
+		select {
+		case r.in <- delivery{stream: i, msg: msg}:
+		case <-r.quit:
+		}
+	}, opts...)
+	if err != nil {
+		err = fmt.Errorf("stream %s, consumer %s: consume: %w", s.cfg.Stream, s.cfg.Consumer, err)
+		r.fail(err)
+		return err
+	}
+	s.cc = cc
 	return nil
 }
 
@@ -354,6 +389,8 @@ func (r *runner) loop(ctx context.Context) error {
 			}
 			r.resolve(ctx, now)
 			r.tend(ctx, now)
+			r.leaseRound(ctx, now)
+			r.checkHandovers(ctx)
 			r.commitTable(ctx, now, false)
 			r.compactTable(ctx, now)
 			r.flushPoison()
@@ -405,7 +442,7 @@ const fastIdle = 25 * time.Millisecond
 // consumer had nothing more to deliver.
 func (r *runner) drained() bool {
 	for _, s := range r.streams {
-		if !s.drained {
+		if !s.drained && s.cc != nil {
 			return false
 		}
 	}
@@ -454,11 +491,20 @@ func (r *runner) gauges(now time.Time) {
 		age = max(now.Sub(exp.Add(-r.e.cfg.Rotation.MaxFileAge)).Seconds(), 0)
 	}
 	m.oldestBuffered.WithLabelValues(name).Set(age)
+	// Summed by stream: the partitions of one stream share its labels.
+	held := map[string]int{}
+	newest := map[string]time.Time{}
 	for _, s := range r.streams {
-		held, _ := s.book.counts()
-		m.bufferedMessages.WithLabelValues(name, s.cfg.Stream).Set(float64(held))
-		if !s.newest.IsZero() {
-			m.freshness.WithLabelValues(name, s.cfg.Stream).Set(now.Sub(s.newest).Seconds())
+		n, _ := s.book.counts()
+		held[s.cfg.Stream] += n
+		if s.newest.After(newest[s.cfg.Stream]) {
+			newest[s.cfg.Stream] = s.newest
+		}
+	}
+	for stream, n := range held {
+		m.bufferedMessages.WithLabelValues(name, stream).Set(float64(n))
+		if t := newest[stream]; !t.IsZero() {
+			m.freshness.WithLabelValues(name, stream).Set(now.Sub(t).Seconds())
 		}
 	}
 }

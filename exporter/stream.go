@@ -27,6 +27,13 @@ type streamState struct {
 	pin       string  // Nats-Pin-Id of the last message on a pinned consumer
 	recovered int     // intents recovered at start
 
+	// A partition of a partitioned entry: its lease and handover, and the
+	// consumer name of the entry, which object keys show instead of the
+	// partition's. nil and "" when the entry is not partitioned.
+	part *partition
+	base string
+	jobs int // batches and markers of the stream queued or uploading
+
 	mReceived, mRedelivered, mAcked prometheus.Counter
 	newest                          time.Time // timestamp of the newest exported message
 
@@ -52,6 +59,24 @@ type streamState struct {
 	saving    bool          // the export record is being written
 	savedRev  uint64        // the ledger revision last written
 	lastSave  time.Time
+}
+
+// consumerName is the consumer of the [[streams]] entry: for a partition,
+// the entry's, not the partition's own.
+func (s *streamState) consumerName() string {
+	if s.base != "" {
+		return s.base
+	}
+	return s.cfg.Consumer
+}
+
+// subject is the subject msg was published on: for a partition, without
+// the partition token the stream's transform put in front.
+func (s *streamState) subject(msg jetstream.Msg) string {
+	if s.part != nil {
+		return config.StripPartition(msg.Subject())
+	}
+	return msg.Subject()
 }
 
 // delivery is a message handed from a puller to the runner.

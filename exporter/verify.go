@@ -199,7 +199,7 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 				rep.Problems = append(rep.Problems, fmt.Sprintf("%s: %v", key, err))
 				return nil
 			}
-			if m.Consumer == sc.Consumer || m.Consumer == "" {
+			if m.Consumer == "" || slices.Contains(entryConsumers(sc), m.Consumer) {
 				rep.Markers = append(rep.Markers, m)
 			}
 			return nil
@@ -242,9 +242,15 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 			to = si.State.LastSeq
 		}
 		if to == 0 {
-			to = si.State.LastSeq
-			if cons, err := stream.Consumer(ctx, sc.Consumer); err == nil {
-				to = cons.CachedInfo().Delivered.Stream
+			// As far as the consumers got.
+			found := false
+			for _, name := range entryConsumers(sc) {
+				if cons, err := stream.Consumer(ctx, name); err == nil {
+					to, found = max(to, cons.CachedInfo().Delivered.Stream), true
+				}
+			}
+			if !found {
+				to = si.State.LastSeq
 			}
 		}
 		if from == 0 {
@@ -292,7 +298,7 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 		// for a filtered one.
 		if rep.Filtered {
 			progress("stream %s: reading the sequences of the filtered subjects", sc.Stream)
-			if in.stream, err = streamSequences(ctx, js, sc, from, to); err != nil {
+			if in.stream, err = streamSequences(ctx, js, sc.Stream, entryFilters(sc, si.Config.Subjects), from, to); err != nil {
 				return nil, err
 			}
 		}
@@ -306,9 +312,10 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 // streamSequences returns the sequences in [from, to] of the messages in the
 // stream that match the consumer's filter, in stream order, reading headers
 // only.
-func streamSequences(ctx context.Context, js jetstream.JetStream, sc config.Stream, from, to uint64) ([]uint64, error) {
+func streamSequences(ctx context.Context, js jetstream.JetStream, stream string, filters []string, from, to uint64) ([]uint64, error) {
+	sc := config.Stream{Stream: stream}
 	cons, err := js.OrderedConsumer(ctx, sc.Stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: sc.Subjects,
+		FilterSubjects: filters,
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:    from,
 		HeadersOnly:    true,
@@ -476,6 +483,32 @@ func toRanges(seqs []uint64) []Range {
 			continue
 		}
 		out = append(out, Range{q, q})
+	}
+	return out
+}
+
+// entryConsumers are the consumers that export stream entry sc: its own,
+// or its partitions' when it is partitioned.
+func entryConsumers(sc config.Stream) []string {
+	if !sc.Partitioned() {
+		return []string{sc.Consumer}
+	}
+	out := make([]string, sc.Partitions)
+	for k := range out {
+		out[k] = config.PartitionConsumer(sc.Consumer, k)
+	}
+	return out
+}
+
+// entryFilters are the stored subjects of what stream entry sc exports: its
+// filter subjects, or for a partitioned entry those of every partition.
+func entryFilters(sc config.Stream, streamSubjects []string) []string {
+	if !sc.Partitioned() {
+		return sc.Subjects
+	}
+	var out []string
+	for k := range sc.Partitions {
+		out = append(out, config.PartitionFilters(k, sc.Subjects, streamSubjects)...)
 	}
 	return out
 }

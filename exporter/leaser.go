@@ -1,0 +1,329 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nuid"
+
+	"github.com/jetlake/jetlake/exporter/lease"
+)
+
+// leaser holds this instance's membership and partition leases in the
+// state bucket. A round, every third of the lease TTL, renews what the
+// instance holds, lists the live instances and the leases, and claims free
+// partitions up to the instance's share; the runner hands over what is
+// beyond it. Rounds run beside the loop, one at a time; the loop applies
+// their results and owns every field but store, holder and value.
+type leaser struct {
+	store     *lease.Store
+	holder    LeaseHolder
+	value     []byte
+	memberKey string
+	ttl       time.Duration // the shortest lease_ttl of the partitioned entries
+	memberRev uint64        // revision of the membership key; 0 when not written
+	busy      bool          // a round is under way
+	last      time.Time     // when the last round started
+}
+
+// newLeaser returns a leaser for a new instance of connector.
+func newLeaser(store *lease.Store, connector string, ttl time.Duration) *leaser {
+	h := newHolder(nuid.Next())
+	return &leaser{store: store, holder: h, value: leaseValue(h), memberKey: memberKeyPrefix(connector) + h.Instance, ttl: ttl}
+}
+
+// release ends a lease this instance holds; one that is not its own any
+// more is not an error.
+func (l *leaser) release(ctx context.Context, key string, rev uint64) error {
+	err := l.store.Release(ctx, key, rev)
+	if errors.Is(err, lease.ErrLost) {
+		return nil
+	}
+	return err
+}
+
+// groupSnap is what a round needs of a partitioned entry.
+type groupSnap struct {
+	prefix     string
+	partitions int
+	ttl        time.Duration
+	held       map[int]bool // held by this instance, renewed or not
+	busy       map[int]bool // being handed over: never claimed back meanwhile
+}
+
+// roundResult is what a lease round found and did.
+type roundResult struct {
+	memberRev uint64
+	renewed   map[string]uint64 // lease key → new revision
+	lost      map[string]bool
+	failed    map[string]error
+	claimed   map[string]uint64
+	shares    []int // per group; -1 when the listing failed
+	members   int
+}
+
+// leaseOpTimeout bounds one lease operation.
+const leaseOpTimeout = 5 * time.Second
+
+// round renews, lists and claims; see leaser. It only reads the leaser's
+// fields that never change.
+func (l *leaser) round(ctx context.Context, memberRev uint64, held []heldLease, groups []groupSnap) *roundResult {
+	res := &roundResult{renewed: map[string]uint64{}, lost: map[string]bool{}, failed: map[string]error{}, claimed: map[string]uint64{}}
+	op := func(f func(ctx context.Context) error) error {
+		octx, cancel := context.WithTimeout(ctx, leaseOpTimeout)
+		defer cancel()
+		return f(octx)
+	}
+	// Membership: the instances that share the partitions.
+	res.memberRev = memberRev
+	if memberRev != 0 {
+		err := op(func(ctx context.Context) (err error) {
+			res.memberRev, err = l.store.Renew(ctx, l.memberKey, memberRev, l.value, l.ttl)
+			return err
+		})
+		if errors.Is(err, lease.ErrLost) {
+			res.memberRev = 0
+		} else if err != nil {
+			res.memberRev = memberRev
+		}
+	}
+	if res.memberRev == 0 {
+		_ = op(func(ctx context.Context) (err error) {
+			res.memberRev, err = l.store.Claim(ctx, l.memberKey, l.value, l.ttl)
+			return err
+		})
+	}
+	ttlOf := map[string]time.Duration{}
+	for _, g := range groups {
+		ttlOf[g.prefix] = g.ttl
+	}
+	for _, h := range held {
+		ttl := ttlOf[h.key[:strings.LastIndexByte(h.key, '.')+1]]
+		err := op(func(ctx context.Context) error {
+			rev, err := l.store.Renew(ctx, h.key, h.rev, l.value, ttl)
+			res.renewed[h.key] = rev
+			return err
+		})
+		switch {
+		case errors.Is(err, lease.ErrLost):
+			delete(res.renewed, h.key)
+			res.lost[h.key] = true
+		case err != nil:
+			delete(res.renewed, h.key)
+			res.failed[h.key] = err
+		}
+	}
+	var members []lease.Entry
+	err := op(func(ctx context.Context) (err error) {
+		members, err = l.store.List(ctx, strings.TrimSuffix(l.memberKey, l.holder.Instance)+">")
+		return err
+	})
+	res.shares = make([]int, len(groups))
+	if err != nil {
+		for i := range res.shares {
+			res.shares[i] = -1
+		}
+		return res
+	}
+	ids := make([]string, 0, len(members))
+	for _, m := range members {
+		ids = append(ids, m.Key[strings.LastIndexByte(m.Key, '.')+1:])
+	}
+	ids = sortedIDs(ids, l.holder.Instance)
+	res.members = len(ids)
+	for i, g := range groups {
+		share := Share(g.partitions, ids, l.holder.Instance)
+		res.shares[i] = share
+		var leases []lease.Entry
+		err := op(func(ctx context.Context) (err error) {
+			leases, err = l.store.List(ctx, g.prefix+">")
+			return err
+		})
+		if err != nil {
+			res.shares[i] = -1
+			continue
+		}
+		taken := map[int]bool{}
+		for _, e := range leases {
+			if k, err := strconv.Atoi(e.Key[len(g.prefix):]); err == nil {
+				taken[k] = true
+			}
+		}
+		mine := 0
+		for k := range g.held {
+			if !res.lost[g.prefix+strconv.Itoa(k)] {
+				mine++
+			}
+		}
+		var free []int
+		for k := range g.partitions {
+			if !taken[k] && !g.held[k] && !g.busy[k] {
+				free = append(free, k)
+			}
+		}
+		rand.Shuffle(len(free), func(a, b int) { free[a], free[b] = free[b], free[a] })
+		for _, k := range free {
+			if mine >= share {
+				break
+			}
+			key := g.prefix + strconv.Itoa(k)
+			var rev uint64
+			err := op(func(ctx context.Context) (err error) {
+				rev, err = l.store.Claim(ctx, key, l.value, g.ttl)
+				return err
+			})
+			if err == nil {
+				res.claimed[key] = rev
+				mine++
+			}
+		}
+	}
+	return res
+}
+
+// Share is how many of n partitions the instance self holds when the
+// instances ids (sorted, self among them) share them: n/len(ids), and one
+// more for the first n%len(ids) of them, so that shares differ by at most
+// one and add up to n.
+func Share(n int, ids []string, self string) int {
+	rank := 0
+	for i, id := range ids {
+		if id == self {
+			rank = i
+		}
+	}
+	share := n / len(ids)
+	if rank < n%len(ids) {
+		share++
+	}
+	return share
+}
+
+// leaseRound starts a round when one is due.
+func (r *runner) leaseRound(ctx context.Context, now time.Time) {
+	l := r.e.leases
+	if l == nil || l.busy || now.Sub(l.last) < l.ttl/3 {
+		return
+	}
+	l.busy, l.last = true, now
+	held, groups := r.partitionsHeld(), r.groupSnaps()
+	memberRev := l.memberRev
+	r.beside(func() func() {
+		res := l.round(ctx, memberRev, held, groups)
+		return func() {
+			l.busy = false
+			r.applyRound(res, now)
+		}
+	})
+}
+
+// groupSnaps describes the partitioned entries for a round.
+func (r *runner) groupSnaps() []groupSnap {
+	out := make([]groupSnap, len(r.groups))
+	for i, g := range r.groups {
+		out[i] = groupSnap{prefix: g.prefix, partitions: len(g.parts), ttl: g.cfg.LeaseTTL, held: map[int]bool{}, busy: map[int]bool{}}
+		for _, s := range g.parts {
+			switch p := s.part; {
+			case p.handing:
+				out[i].busy[p.k] = true
+			case p.rev != 0:
+				out[i].held[p.k] = true
+			}
+		}
+	}
+	return out
+}
+
+// applyRound applies a round that started at started: renewed leases
+// last from then, lost ones are handed over without release, claimed ones
+// are pulled, and partitions beyond the instance's share are handed over.
+func (r *runner) applyRound(res *roundResult, started time.Time) {
+	l := r.e.leases
+	l.memberRev = res.memberRev
+	name := r.e.cfg.Name
+	for gi, g := range r.groups {
+		for _, s := range g.parts {
+			p := s.part
+			if p.rev == 0 || p.lost {
+				if rev, ok := res.claimed[p.key]; ok && p.rev == 0 && !p.handing {
+					p.rev, p.renewed = rev, started
+					r.log.Info("partition claimed", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "partition", p.k)
+					r.pull(s)
+				}
+				continue
+			}
+			switch rev, ok := res.renewed[p.key]; {
+			case ok:
+				p.rev, p.renewed = rev, started
+				r.e.m.leaseRenewals.WithLabelValues(name, s.cfg.Stream, "renewed").Inc()
+			case res.lost[p.key]:
+				r.e.m.leaseRenewals.WithLabelValues(name, s.cfg.Stream, "lost").Inc()
+				r.handOver(s, true, "the lease expired and another instance holds it")
+			case res.failed[p.key] != nil:
+				r.e.m.leaseRenewals.WithLabelValues(name, s.cfg.Stream, "failed").Inc()
+				if ttl := g.cfg.LeaseTTL; started.Sub(p.renewed) >= ttl-ttl/10 {
+					r.handOver(s, true, "the lease could not be renewed within lease_ttl: "+res.failed[p.key].Error())
+				} else {
+					r.log.Warn("lease renewal failed; trying again", "stream", s.cfg.Stream, "partition", p.k, "error", res.failed[p.key])
+				}
+			}
+		}
+		share := res.shares[gi]
+		if share < 0 {
+			continue
+		}
+		var mine []*streamState
+		for _, s := range g.parts {
+			if s.part.rev != 0 && !s.part.handing {
+				mine = append(mine, s)
+			}
+		}
+		// Beyond the share: hand over the highest partitions.
+		for i := len(mine) - 1; i >= share; i-- {
+			r.handOver(mine[i], false, "rebalancing: "+strconv.Itoa(res.members)+" instances share "+strconv.Itoa(len(g.parts))+" partitions")
+		}
+	}
+	r.holdings()
+}
+
+// leave releases, on the way out, the membership and every lease this
+// instance holds, so that the others take its partitions at once instead of
+// after lease_ttl. Partitions whose messages are all acked are unpinned
+// first; any other is left to the pin's own timeout.
+func (r *runner) leave(ctx context.Context, clean bool) {
+	l := r.e.leases
+	if l == nil {
+		return
+	}
+	r.stoppingNow = true
+	for _, s := range r.streams {
+		p := s.part
+		if p == nil || p.rev == 0 || p.lost {
+			continue
+		}
+		if !clean {
+			// Messages are held still: the next holder gets them after
+			// AckWait, once the pin moved.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaseOpTimeout)
+			err := l.release(rctx, p.key, p.rev)
+			cancel()
+			if err != nil {
+				r.log.Warn("lease release failed; it expires by itself", "stream", s.cfg.Stream, "partition", p.k, "error", err)
+			}
+			continue
+		}
+		if !p.handing {
+			p.since = time.Now()
+		}
+		r.released(s, r.e.release(ctx, s))
+	}
+	if l.memberRev != 0 {
+		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaseOpTimeout)
+		_ = l.release(mctx, l.memberKey, l.memberRev)
+		cancel()
+	}
+}

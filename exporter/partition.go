@@ -1,0 +1,353 @@
+package exporter
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jetlake/jetlake/buffer"
+	"github.com/jetlake/jetlake/config"
+)
+
+// A partitioned [[streams]] entry (partitions = P) is P streamStates, one per
+// partition, each with its own pinned consumer (<consumer>-<k>) whose
+// filter selects the partition's token. Instances share the partitions
+// through leases in the state bucket; see leaser.go. An instance pulls a
+// partition only while it holds its lease, and gives a partition up by
+// draining it: its pulls stop, what it holds is uploaded and acked, the
+// consumer is unpinned and only then is the lease released.
+
+// partGroup is one partitioned [[streams]] entry.
+type partGroup struct {
+	cfg    config.Stream  // the entry as configured: the consumer's base name
+	prefix string         // of its lease keys
+	parts  []*streamState // by partition number
+	mHeld  prometheus.Gauge
+	held   int // partitions whose lease this instance holds
+}
+
+// partition is what a streamState of a partitioned entry keeps about its
+// partition and its lease. Only the runner goroutine touches it.
+type partition struct {
+	group   *partGroup
+	k       int
+	key     string    // the lease key
+	rev     uint64    // revision of this instance's lease; 0 when not held
+	renewed time.Time // when this instance last wrote the lease
+
+	// A handover: pulls stop, what the partition holds is uploaded and
+	// acked, then the lease is released.
+	handing   bool
+	stopped   bool      // the pulls have ended
+	lost      bool      // the lease is not ours any more: neither unpin nor release
+	since     time.Time // when the handover started
+	releasing bool      // the release is under way beside the loop
+}
+
+// leaseKeyPrefix is the prefix of the lease keys of a partitioned entry.
+func leaseKeyPrefix(connector string, s config.Stream) string {
+	enc := base64.RawURLEncoding
+	return "lease." + enc.EncodeToString([]byte(connector)) + "." + enc.EncodeToString([]byte(s.Stream)) + "." + enc.EncodeToString([]byte(s.Consumer)) + "."
+}
+
+// LeaseKeyPrefix is the prefix of the keys of the partition leases of
+// stream entry s of connector, in the state bucket: the key of partition k
+// is the prefix followed by k.
+func LeaseKeyPrefix(connector string, s config.Stream) string { return leaseKeyPrefix(connector, s) }
+
+// memberKeyPrefix is the prefix of the membership keys of a connector's
+// instances.
+func memberKeyPrefix(connector string) string {
+	return "member." + base64.RawURLEncoding.EncodeToString([]byte(connector)) + "."
+}
+
+// LeaseHolder is the value of a lease or membership key: who holds it.
+type LeaseHolder struct {
+	Instance string    `json:"instance"`
+	Host     string    `json:"host"`
+	PID      int       `json:"pid"`
+	Started  time.Time `json:"started"`
+}
+
+// newHolder describes this process.
+func newHolder(id string) LeaseHolder {
+	host, _ := os.Hostname()
+	return LeaseHolder{Instance: id, Host: host, PID: os.Getpid(), Started: time.Now().UTC().Truncate(time.Second)}
+}
+
+// setUpPartitions makes sure the stream of a partitioned entry carries the
+// partition transform, and returns its partitions' streamStates, set up as
+// pinned consumers that pull nothing until their lease is held.
+func (e *Exporter) setUpPartitions(ctx context.Context, js jetstream.JetStream, sc config.Stream) (*partGroup, error) {
+	stream, err := js.Stream(ctx, sc.Stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, &ConfigError{Stream: sc.Stream, Msg: "stream not found: create it, or fix " + streamKey(e.cfg, sc) + ".stream"}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", sc.Stream, err)
+	}
+	si := stream.CachedInfo()
+	if err := ensurePartitionTransform(ctx, js, e.cfg, sc, si.Config); err != nil {
+		return nil, err
+	}
+	if _, err := stream.Consumer(ctx, sc.Consumer); err == nil {
+		return nil, &ConfigError{Stream: sc.Stream, Consumer: sc.Consumer, Msg: fmt.Sprintf(
+			"exists without partitions: the partition consumers (%s to %s) would export again what it exported; "+
+				"give %s.consumer another name for the partitioned export, or delete this consumer if nothing it read is wanted",
+			config.PartitionConsumer(sc.Consumer, 0), config.PartitionConsumer(sc.Consumer, sc.Partitions-1), streamKey(e.cfg, sc))}
+	} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("stream %s: consumer %s: %w", sc.Stream, sc.Consumer, err)
+	}
+	g := &partGroup{cfg: sc, prefix: leaseKeyPrefix(e.cfg.Name, sc),
+		mHeld: e.m.partitionsHeld.WithLabelValues(e.cfg.Name, sc.Stream)}
+	g.mHeld.Set(0)
+	for k := range sc.Partitions {
+		pc := sc
+		pc.Consumer = config.PartitionConsumer(sc.Consumer, k)
+		pc.Subjects = config.PartitionFilters(k, sc.Subjects, si.Config.Subjects)
+		s := &streamState{cfg: pc, base: sc.Consumer,
+			part:         &partition{group: g, k: k, key: g.prefix + fmt.Sprint(k)},
+			mReceived:    e.m.received.WithLabelValues(e.cfg.Name, sc.Stream),
+			mRedelivered: e.m.redelivered.WithLabelValues(e.cfg.Name, sc.Stream),
+			mAcked:       e.m.acked.WithLabelValues(e.cfg.Name, sc.Stream),
+		}
+		err := retry(ctx, e.log, "jetstream", func(ctx context.Context) error { return e.setupStream(ctx, js, s) })
+		if err != nil {
+			return nil, err
+		}
+		g.parts = append(g.parts, s)
+	}
+	e.log.Info("partitions ready", "stream", sc.Stream, "consumer", sc.Consumer, "partitions", sc.Partitions,
+		"lease_ttl", sc.LeaseTTL, "ack_wait", sc.AckWait, "max_ack_pending", sc.MaxAckPending)
+	return g, nil
+}
+
+// ensurePartitionTransform gives the stream the partition transform of
+// entry sc, or checks the one it has. A stream whose subjects a partition
+// token could be mistaken for, or with another transform, is refused.
+func ensurePartitionTransform(ctx context.Context, js jetstream.JetStream, c *config.Connector, sc config.Stream, have jetstream.StreamConfig) error {
+	src, dst := config.PartitionTransform(sc.Partitions)
+	if t := have.SubjectTransform; t != nil {
+		if t.Source == src && t.Destination == dst {
+			return nil
+		}
+		return &ConfigError{Stream: sc.Stream, Msg: fmt.Sprintf("has the subject transform %q → %q; partitions = %d needs %q → %q: "+
+			"the partition count of a stream can not change (its messages are stored under their partition), so match %s.partitions to the stream's, or export another stream",
+			t.Source, t.Destination, sc.Partitions, src, dst, streamKey(c, sc))}
+	}
+	if why := config.CheckPartitionSubjects(have.Subjects); why != "" {
+		return &ConfigError{Stream: sc.Stream, Msg: "can not be partitioned: " + why}
+	}
+	upd := have
+	upd.SubjectTransform = &jetstream.SubjectTransformConfig{Source: src, Destination: dst}
+	if _, err := js.UpdateStream(ctx, upd); err != nil {
+		return fmt.Errorf("stream %s: set the partition transform: %w", sc.Stream, err)
+	}
+	return nil
+}
+
+// Idle says why a connector that is ready does no work: it has partitioned
+// streams and holds none of their partitions. It returns "" otherwise. Safe
+// for concurrent use.
+func (e *Exporter) Idle() string {
+	parts := e.partitions.Load()
+	if parts == 0 || e.held.Load() > 0 {
+		return ""
+	}
+	return fmt.Sprintf("connector %s: idle: holds none of its %d partitions (other instances hold them)", e.cfg.Name, parts)
+}
+
+// holdings refreshes what Idle and the partitions_held gauge say.
+func (r *runner) holdings() {
+	total := 0
+	for _, g := range r.groups {
+		g.held = 0
+		for _, s := range g.parts {
+			if s.part.rev != 0 && !s.part.handing {
+				g.held++
+			}
+		}
+		g.mHeld.Set(float64(g.held))
+		total += g.held
+	}
+	r.e.held.Store(int64(total))
+}
+
+// handOver stops pulling partition s and drains it; checkHandovers
+// releases its lease once what it held is uploaded and acked. lost: the
+// lease is another's already, and is neither unpinned nor released.
+func (r *runner) handOver(s *streamState, lost bool, why string) {
+	p := s.part
+	if p.handing {
+		p.lost = p.lost || lost
+		return
+	}
+	p.handing, p.lost, p.since = true, lost, time.Now()
+	r.holdings()
+	r.log.Info("handing a partition over", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "partition", p.k, "why", why)
+	cc := s.cc
+	if cc == nil {
+		p.stopped = true
+		return
+	}
+	// Drain: the client delivers what it buffered, then the pulls end.
+	cc.Drain()
+	r.beside(func() func() {
+		t := time.NewTimer(pullEndTimeout)
+		defer t.Stop()
+		select {
+		case <-cc.Closed():
+		case <-t.C:
+			cc.Stop()
+		}
+		return func() {
+			if s.cc == cc {
+				s.cc = nil
+			}
+			p.stopped = true
+			// The deliveries the pulls handed over before they ended
+			// are queued already: take them in before sealing.
+			r.takeQueued(cap(r.in), func() bool { return false })
+		}
+	})
+}
+
+// pullEndTimeout bounds how long a drained pull may take to end.
+const pullEndTimeout = 10 * time.Second
+
+// checkHandovers seals what partitions being handed over still have open
+// and releases the lease of each one that holds nothing more.
+func (r *runner) checkHandovers(ctx context.Context) {
+	for i, s := range r.streams {
+		p := s.part
+		if p == nil || !p.handing || !p.stopped || p.releasing {
+			continue
+		}
+		prefix := fmt.Sprintf("%d\x00", i)
+		match := func(g string) bool { return len(g) >= len(prefix) && g[:len(prefix)] == prefix }
+		if r.set.SealWhere(buffer.ReasonHandover, match)+r.rej.SealWhere(buffer.ReasonHandover, match) > 0 {
+			r.takeSealed()
+		}
+		if s.poisoned != nil {
+			r.enqueue(s.poisoned)
+			s.poisoned = nil
+		}
+		if held, _ := s.book.counts(); held > 0 || s.jobs > 0 || s.takingOver || len(s.parked) > 0 || s.walking || s.saving {
+			continue
+		}
+		p.releasing = true
+		r.beside(func() func() {
+			floor, saveErr, l, rev := r.e.saveForHandover(ctx, s)
+			err := r.e.release(ctx, s)
+			return func() {
+				if l != nil {
+					r.saved(&saveResult{stream: s, l: l, rev: rev, floor: floor, err: saveErr})
+				}
+				r.released(s, err)
+			}
+		})
+	}
+}
+
+// saveForHandover writes the export record of partition s as it is, so that
+// the next holder starts from it. It runs beside the loop, which does not
+// change the ledger of a drained partition meanwhile.
+func (e *Exporter) saveForHandover(ctx context.Context, s *streamState) (floor uint64, err error, l *ledger, rev uint64) {
+	l = s.ledger
+	if l == nil || e.intents == nil || l.rev == s.savedRev {
+		return 0, nil, nil, 0
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	floor, err = saveRecord(sctx, e.intents, s.recordKey, l.record(s.created, time.Now()))
+	return floor, err, l, l.rev
+}
+
+// release unpins partition s's consumer and releases its lease, unless the
+// lease was lost: then another instance holds both.
+func (e *Exporter) release(ctx context.Context, s *streamState) error {
+	p := s.part
+	if p.lost || p.rev == 0 {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	// Unpinned first, so that the next holder is pinned at its first pull
+	// rather than after priority_timeout.
+	if err := s.stream.UnpinConsumer(rctx, s.cfg.Consumer, PriorityGroup); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		e.log.Warn("unpin failed; the next holder is pinned after priority_timeout", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "error", err)
+	}
+	return e.leases.release(rctx, p.key, p.rev)
+}
+
+// released applies a finished handover: the partition's state is dropped,
+// to be recovered afresh if this instance holds it again.
+func (r *runner) released(s *streamState, err error) {
+	p := s.part
+	p.releasing = false
+	kind := "handed_over"
+	switch {
+	case p.lost:
+		kind = "lost"
+	case err != nil:
+		// Not released: it expires within lease_ttl.
+		r.log.Warn("lease release failed; it expires by itself", "stream", s.cfg.Stream, "partition", p.k, "error", err)
+	}
+	if r.stoppingNow {
+		kind = "shutdown"
+	}
+	took := time.Since(p.since)
+	r.e.m.handovers.WithLabelValues(r.e.cfg.Name, s.cfg.Stream, kind).Inc()
+	r.e.m.handoverSeconds.WithLabelValues(r.e.cfg.Name, s.cfg.Stream).Observe(took.Seconds())
+	r.log.Info("partition released", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "partition", p.k, "kind", kind, "took", took.Round(time.Millisecond))
+	*p = partition{group: p.group, k: p.k, key: p.key}
+	s.pin = ""
+	s.ledger = nil
+	s.book.reset()
+	s.drained = false
+	r.holdings()
+}
+
+// partitionsHeld lists the partitions whose lease this instance holds, for
+// a lease round.
+func (r *runner) partitionsHeld() []heldLease {
+	var out []heldLease
+	for _, g := range r.groups {
+		for _, s := range g.parts {
+			if p := s.part; p.rev != 0 && !p.lost {
+				out = append(out, heldLease{key: p.key, rev: p.rev})
+			}
+		}
+	}
+	return out
+}
+
+// heldLease is a lease this instance holds, as a round renews it.
+type heldLease struct {
+	key string
+	rev uint64
+}
+
+// leaseValue encodes a holder.
+func leaseValue(h LeaseHolder) []byte {
+	b, _ := json.Marshal(h)
+	return b
+}
+
+// sortedIDs returns the instance ids of membership entries, sorted, with
+// self among them.
+func sortedIDs(ids []string, self string) []string {
+	if !slices.Contains(ids, self) {
+		ids = append(ids, self)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
