@@ -298,7 +298,11 @@ func (r *runner) pull(s *streamState) error {
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { r.pullError(s, err) }),
 	}
 	if s.cfg.Failover == config.FailoverPinned {
-		opts = append(opts, jetstream.PullPriorityGroup(PriorityGroup))
+		// A pull request well within the pinned TTL: the server unpins a
+		// client that sent none for that long, even an idle one, and the
+		// next pull then takes the pin over again with a recovery.
+		opts = append(opts, jetstream.PullPriorityGroup(PriorityGroup),
+			jetstream.PullExpiry(max(s.cfg.PriorityTimeout/3, time.Second)))
 	}
 	cc, err := s.cons.Consume(func(msg jetstream.Msg) {
 		select {

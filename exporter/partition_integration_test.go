@@ -1,0 +1,200 @@
+package exporter_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter"
+)
+
+// partitioned rewrites the env's connector file with partitions = p, the
+// given lease TTL and a 5 s priority timeout, and loads it.
+func (e *env) partitioned(p int, leaseTTL string) *config.Connector {
+	e.t.Helper()
+	body, err := os.ReadFile(e.file)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	s := strings.Replace(string(body), "ack_wait =", fmt.Sprintf("partitions = %d\nlease_ttl = %q\npriority_timeout = \"5s\"\nack_wait =", p, leaseTTL), 1)
+	if err := os.WriteFile(e.file, []byte(s), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+	return e.connector()
+}
+
+// leaseHolders returns how many partition leases each instance holds, by
+// instance id, reading the state bucket.
+func (e *env) leaseHolders(c *config.Connector) map[string]int {
+	e.t.Helper()
+	ctx := context.Background()
+	kv, err := e.js.KeyValue(ctx, c.State.Bucket)
+	if err != nil {
+		return nil
+	}
+	w, err := kv.WatchFiltered(ctx, []string{exporter.LeaseKeyPrefix(c.Name, c.Streams[0]) + ">"}, jetstream.IgnoreDeletes())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer w.Stop()
+	out := map[string]int{}
+	for entry := range w.Updates() {
+		if entry == nil {
+			break
+		}
+		var h exporter.LeaseHolder
+		if err := json.Unmarshal(entry.Value(), &h); err != nil {
+			e.t.Fatalf("lease %s: %v", entry.Key(), err)
+		}
+		out[h.Instance]++
+	}
+	return out
+}
+
+// partitionsDone reports whether every partition consumer of c's first
+// entry has nothing pending and nothing unacked.
+func (e *env) partitionsDone(c *config.Connector) bool {
+	e.t.Helper()
+	sc := c.Streams[0]
+	for k := range sc.Partitions {
+		cons, err := e.js.Consumer(context.Background(), e.stream, config.PartitionConsumer(sc.Consumer, k))
+		if err != nil {
+			return false
+		}
+		info, err := cons.Info(context.Background())
+		if err != nil || info.NumPending != 0 || info.NumAckPending != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// shares reports whether the leases are held by want instances, each with
+// a count in [lo, hi], all of them held.
+func shares(h map[string]int, want, lo, hi, total int) bool {
+	n := 0
+	for _, c := range h {
+		if c < lo || c > hi {
+			return false
+		}
+		n += c
+	}
+	return len(h) == want && n == total
+}
+
+// Two instances on four partitions hold two each; a third joins and gets
+// its share; as they leave, the one left takes every partition over. What
+// the stream held before it was partitioned is exported by partition 0,
+// subjects show no partition token, and every sequence lands once.
+func TestPartitionsAreSharedAndTakenOverAsInstancesComeAndGo(t *testing.T) {
+	e := newEnvAckWait(t, shared.NATS(t), shared.MinIO(t), "max_messages_per_file = 100\nmax_file_age = \"1s\"", "15s")
+	last := e.publish(500, 20) // stored before the stream is partitioned
+	c := e.partitioned(4, "3s")
+	ctx := context.Background()
+	ctxA, stopA := context.WithCancel(ctx)
+	defer stopA()
+	doneA, exA := e.run(ctxA, c, false)
+	waitFor(t, 30*time.Second, "the first instance holding every partition", func() bool {
+		return shares(e.leaseHolders(c), 1, 4, 4, 4)
+	})
+	st, err := e.js.Stream(ctx, e.stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr := st.CachedInfo().Config.SubjectTransform; tr == nil || tr.Destination != "{{partition(4)}}.>" {
+		t.Fatalf("stream transform %+v, want the partition transform", tr)
+	}
+	ctxB, stopB := context.WithCancel(ctx)
+	defer stopB()
+	doneB, exB := e.run(ctxB, c, false)
+	last = e.publish(1500, 20)
+	waitFor(t, 30*time.Second, "two instances holding two partitions each", func() bool {
+		return shares(e.leaseHolders(c), 2, 2, 2, 4)
+	})
+	ctxC, stopC := context.WithCancel(ctx)
+	defer stopC()
+	doneC, exC := e.run(ctxC, c, false)
+	waitFor(t, 30*time.Second, "three instances holding 1-2 partitions each", func() bool {
+		return shares(e.leaseHolders(c), 3, 1, 2, 4)
+	})
+	for _, ex := range []*exporter.Exporter{exA, exB, exC} {
+		if err := ex.Ready(); err != nil || ex.Idle() != "" {
+			t.Fatalf("an instance holding partitions: ready %v, idle %q", err, ex.Idle())
+		}
+	}
+	last = e.publish(1000, 20)
+	stopB()
+	if err := <-doneB; err != nil {
+		t.Fatal(err)
+	}
+	stopC()
+	if err := <-doneC; err != nil {
+		t.Fatal(err)
+	}
+	// Released on the way out: taken at once, not after the lease TTL.
+	waitFor(t, 10*time.Second, "the first instance holding every partition again", func() bool {
+		return shares(e.leaseHolders(c), 1, 4, 4, 4)
+	})
+	last = e.publish(1000, 20)
+	waitFor(t, time.Minute, "every partition exported", func() bool { return e.partitionsDone(c) })
+	stopA()
+	if err := <-doneA; err != nil {
+		t.Fatal(err)
+	}
+	got := e.read()
+	e.wantExactlyOnce(got, last)
+	for _, key := range got.bySeq {
+		if !strings.HasPrefix(key, "raw/"+e.stream+"/"+e.stream+".s") {
+			t.Fatalf("object %s: the key shows more than the published subject", key)
+		}
+	}
+	reports := e.verify(c)
+	if r := reports[0]; r.Messages != int(last) || len(r.Markers) != 0 || r.Filtered {
+		t.Fatalf("verify: %d messages, %d loss markers, filtered %v; want %d, none, the whole stream", r.Messages, len(r.Markers), r.Filtered, last)
+	}
+}
+
+// An instance that holds no partition is ready, and says it is idle.
+func TestAnInstanceWithoutPartitionsIsReadyButIdle(t *testing.T) {
+	e := newEnvAckWait(t, shared.NATS(t), shared.MinIO(t), "max_messages_per_file = 100\nmax_file_age = \"1s\"", "15s")
+	c := e.partitioned(2, "3s")
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var exs []*exporter.Exporter
+	var dones []<-chan error
+	for range 3 {
+		done, ex := e.run(ctx, c, false)
+		exs, dones = append(exs, ex), append(dones, done)
+	}
+	waitFor(t, 30*time.Second, "two instances holding a partition each", func() bool {
+		return shares(e.leaseHolders(c), 2, 1, 1, 2)
+	})
+	idle := 0
+	for _, ex := range exs {
+		if err := ex.Ready(); err != nil {
+			t.Fatalf("not ready: %v", err)
+		}
+		if why := ex.Idle(); why != "" {
+			idle++
+			if !strings.Contains(why, "holds none of its 2 partitions") {
+				t.Fatalf("idle: %q", why)
+			}
+		}
+	}
+	if idle != 1 {
+		t.Fatalf("%d instances idle, want 1", idle)
+	}
+	stop()
+	for _, d := range dones {
+		if err := <-d; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
