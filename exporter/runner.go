@@ -25,7 +25,7 @@ type runner struct {
 	e        *Exporter
 	log      *slog.Logger
 	streams  []*streamState
-	groups   []*partGroup // the partitioned entries, whose partitions are among streams
+	groups   []*partGroup        // the partitioned entries, whose partitions are among streams
 	chunks   formats.ChunkSource // the data encoder, when it defers compression
 	chunkBuf []*formats.Chunk
 	compress chan *formats.Chunk // to the compressors
@@ -43,8 +43,8 @@ type runner struct {
 	// stoppingNow: the runner is on its way out; partitions it releases
 	// are left, not handed over.
 	stoppingNow bool
-	besideN  int           // work beside the loop not yet applied
-	gauging  bool          // consumer gauges are being refreshed
+	besideN     int  // work beside the loop not yet applied
+	gauging     bool // consumer gauges are being refreshed
 	// confirming: the server is asked to answer the InProgress sent for
 	// queued batches.
 	confirming bool
