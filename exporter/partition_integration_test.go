@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/exportertest"
 )
 
 // partitioned rewrites the env's connector file with partitions = p, the
@@ -196,5 +199,105 @@ func TestAnInstanceWithoutPartitionsIsReadyButIdle(t *testing.T) {
 		if err := <-d; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// On a three-node cluster, the leaders of the stream, the state bucket and
+// the partition consumers step down while partitions are handed over to a
+// second instance: the handover completes and every sequence lands once.
+func TestPartitionHandoverSurvivesLeaderChanges(t *testing.T) {
+	servers := exportertest.NATSCluster(t, 3)
+	url := exportertest.ClusterURL(servers)
+	nc, err := nats.Connect(url, nats.MaxReconnects(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	const stream = "PCLUSTER"
+	waitFor(t, time.Minute, "the stream on three peers", func() bool {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		_, err := js.CreateStream(cctx, jetstream.StreamConfig{Name: stream, Subjects: []string{"pcluster.>"}, Replicas: 3})
+		return err == nil
+	})
+	e := &env{t: t, nats: &exportertest.NATSServer{URL: url}, minio: shared.MinIO(t), nc: nc, js: js, stream: stream,
+		bucket: fmt.Sprintf("pcluster-%d-%d", os.Getpid(), seq.Add(1))}
+	if err := e.minio.CreateBucket(ctx, e.bucket); err != nil {
+		t.Fatal(err)
+	}
+	if e.mc, err = e.minio.Client(); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("JETLAKE_TEST_ACCESS_KEY", e.minio.AccessKey)
+	t.Setenv("JETLAKE_TEST_SECRET_KEY", e.minio.SecretKey)
+	e.file = filepath.Join(t.TempDir(), "connector.toml")
+	body := fmt.Sprintf(connectorTOML, "pcluster", url, stream, e.bucket, e.minio.Endpoint, "max_messages_per_file = 200\nmax_file_age = \"1s\"", "20s")
+	body = strings.Replace(body, `subjects = ["PCLUSTER.>"]`, `subjects = ["pcluster.>"]`, 1) + "\n[state]\nreplicas = 3\n"
+	if err := os.WriteFile(e.file, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := e.partitioned(4, "3s")
+	publish := func(from, to int) error {
+		for i := from; i < to; i++ {
+			for attempt := 0; ; attempt++ {
+				pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				_, err := js.Publish(pctx, fmt.Sprintf("pcluster.s%d", i%12), []byte(fmt.Sprintf(`{"i":%d}`, i)),
+					jetstream.WithMsgID(fmt.Sprintf("m-%d", i)))
+				cancel()
+				if err == nil {
+					break
+				}
+				if attempt == 100 {
+					return fmt.Errorf("publish %d: %w", i, err)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		return nil
+	}
+	const n = 4000
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	doneA, _ := e.run(runCtx, c, false)
+	waitFor(t, time.Minute, "the first instance holding every partition", func() bool {
+		return shares(e.leaseHolders(c), 1, 4, 4, 4)
+	})
+	if err := publish(0, n/2); err != nil {
+		t.Fatal(err)
+	}
+	doneB, _ := e.run(runCtx, c, false)
+	published := make(chan error, 1)
+	go func() { published <- publish(n/2, n) }()
+	// Step the leaders down, while messages arrive, until the first
+	// instance has handed two partitions over: its drain, unpin and
+	// release meet elections.
+	stepdowns := []string{"$JS.API.STREAM.LEADER.STEPDOWN." + stream, "$JS.API.STREAM.LEADER.STEPDOWN.KV_" + config.DefaultStateBucket}
+	for k := range 4 {
+		stepdowns = append(stepdowns, "$JS.API.CONSUMER.LEADER.STEPDOWN."+stream+"."+config.PartitionConsumer(c.Streams[0].Consumer, k))
+	}
+	i := 0
+	waitFor(t, 2*time.Minute, "two instances holding two partitions each, leaders stepping down", func() bool {
+		// An election may still be under way: a refused stepdown is fine.
+		_, _ = nc.Request(stepdowns[i%len(stepdowns)], nil, 2*time.Second)
+		i++
+		return shares(e.leaseHolders(c), 2, 2, 2, 4)
+	})
+	t.Logf("%d stepdowns asked for until the handover ended", i)
+	if err := <-published; err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Minute, "every partition exported", func() bool { return e.partitionsDone(c) })
+	stop()
+	for _, d := range []<-chan error{doneA, doneB} {
+		if err := <-d; err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.wantExactlyOnce(e.read(), n)
+	if r := e.verify(c)[0]; r.Messages != n || len(r.Markers) != 0 {
+		t.Fatalf("verify: %d messages, %d loss markers; want %d and none", r.Messages, len(r.Markers), n)
 	}
 }
