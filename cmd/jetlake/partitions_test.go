@@ -115,6 +115,11 @@ func TestPartitionsMoveWhenInstancesJoinDieOrFreeze(t *testing.T) {
 	logs = append(logs, dLog)
 	took = c.waitShares(8, []*exec.Cmd{a, b, f, d}, 20*time.Second, logs...)
 	t.Logf("a fourth instance joined: two partitions each after %s", took)
+	code, out, errOut := jetlakeEnv(t, c.minio.ClientEnv(), "plan", "-config", c.file)
+	if code != 0 || !strings.Contains(out, "8 of 8 partitions held by 4 instances, 0 free") ||
+		!strings.Contains(out, `has the partition transform "" → "{{partition(8)}}.>"`) {
+		t.Fatalf("plan: exit %d\n%s%s", code, out, errOut)
+	}
 
 	if err := a.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

@@ -22,6 +22,12 @@ type readiness interface {
 	Ready() error
 }
 
+// idler is what /readyz asks of a ready connector that may have nothing to
+// do: it says why, or "".
+type idler interface {
+	Idle() string
+}
+
 // serveMetrics serves /metrics, /healthz and /readyz on addr until ctx ends.
 // It returns once the listener is bound, so a bad address fails the start.
 func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, exps []readiness, log *slog.Logger) error {
@@ -47,6 +53,15 @@ func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, ex
 			return
 		}
 		fmt.Fprintln(w, "ready")
+		// Ready, but with nothing to do: every partition is another
+		// instance's.
+		for _, e := range exps {
+			if i, ok := e.(idler); ok {
+				if why := i.Idle(); why != "" {
+					fmt.Fprintln(w, why)
+				}
+			}
+		}
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {

@@ -208,6 +208,10 @@ func (p *planner) checkStream(ctx context.Context, nc *nats.Conn, js jetstream.J
 		}
 	}
 	p.streamSamples(ctx, nc, s)
+	if s.Partitioned() {
+		p.checkPartitions(ctx, js, st, key, s)
+		return
+	}
 	p.checkConsumer(ctx, st, key, s)
 	p.checkCoverage(ctx, nc, st, s)
 }
