@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -178,6 +179,24 @@ func TestSealLargestUntilAndSealMost(t *testing.T) {
 	}
 	if s.Open() != 0 || s.Bytes() != 0 || s.Messages() != 0 {
 		t.Fatalf("after SealAll: %d open, %d bytes, %d messages", s.Open(), s.Bytes(), s.Messages())
+	}
+}
+
+func TestSealWhereSealsEveryMatchingGroup(t *testing.T) {
+	s := newSet(t, buffer.Limits{})
+	add(t, s, "1\x00a", "d", 1, "x", t0)
+	add(t, s, "1\x00b", "d", 2, "x", t0)
+	add(t, s, "2\x00a", "d", 3, "x", t0)
+	if n := s.SealWhere(buffer.ReasonHandover, func(g string) bool { return strings.HasPrefix(g, "1\x00") }); n != 2 {
+		t.Fatalf("SealWhere sealed %d batches, want 2", n)
+	}
+	got := sealed(s)
+	slices.Sort(got)
+	if want := []string{"1\x00a/d 1-1 1 handover", "1\x00b/d 2-2 1 handover"}; !slices.Equal(got, want) {
+		t.Fatalf("sealed = %q, want %q", got, want)
+	}
+	if s.Open() != 1 || s.Messages() != 1 {
+		t.Fatalf("after SealWhere: %d open, %d messages; want the other group's", s.Open(), s.Messages())
 	}
 }
 

@@ -265,7 +265,6 @@ func (e *Exporter) setUp(ctx context.Context) (*nats.Conn, []*streamState, error
 				return nc, nil, err
 			}
 			e.groups = append(e.groups, g)
-			e.partitions.Add(int64(len(g.parts)))
 			streams = append(streams, g.parts...)
 			continue
 		}
@@ -284,6 +283,11 @@ func (e *Exporter) setUp(ctx context.Context) (*nats.Conn, []*streamState, error
 		e.log.Info("consumer ready", "stream", sc.Stream, "consumer", sc.Consumer,
 			"ack_wait", sc.AckWait, "max_ack_pending", sc.MaxAckPending, "recovered_batches", s.recovered)
 	}
+	parts := 0
+	for _, g := range e.groups {
+		parts += len(g.parts)
+	}
+	e.partitions.Store(int64(parts))
 	if len(e.groups) > 0 {
 		ttl := e.groups[0].cfg.LeaseTTL
 		for _, g := range e.groups {
