@@ -35,7 +35,9 @@ type saveResult struct {
 func (r *runner) tend(ctx context.Context, now time.Time) {
 	for _, s := range r.streams {
 		l := s.ledger
-		if l == nil {
+		if l == nil || s.part != nil && s.part.handing {
+			// A partition being handed over writes its record once,
+			// when it is drained, and leaves its walks to the next holder.
 			continue
 		}
 		if !s.walking && (!l.holes.empty() && now.Sub(s.lastWalk) >= s.walkEvery || now.Sub(s.lastWalk) >= walkIdle) {

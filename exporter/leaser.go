@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"strconv"
@@ -63,7 +64,12 @@ type roundResult struct {
 	failed    map[string]error
 	claimed   map[string]uint64
 	shares    []int // per group; -1 when the listing failed
-	members   int
+	// uneven, per group: the live instances' holdings differ by more than
+	// one, so those beyond their share hand partitions over. Within one,
+	// nobody moves: a share that shifts when an instance joins or leaves
+	// does not cost a handover by itself.
+	uneven  []bool
+	members int
 }
 
 // leaseOpTimeout bounds one lease operation.
@@ -123,6 +129,7 @@ func (l *leaser) round(ctx context.Context, memberRev uint64, held []heldLease, 
 		return err
 	})
 	res.shares = make([]int, len(groups))
+	res.uneven = make([]bool, len(groups))
 	if err != nil {
 		for i := range res.shares {
 			res.shares[i] = -1
@@ -148,11 +155,26 @@ func (l *leaser) round(ctx context.Context, memberRev uint64, held []heldLease, 
 			continue
 		}
 		taken := map[int]bool{}
+		holding := make(map[string]int, len(ids))
+		for _, id := range ids {
+			holding[id] = 0
+		}
 		for _, e := range leases {
 			if k, err := strconv.Atoi(e.Key[len(g.prefix):]); err == nil {
 				taken[k] = true
 			}
+			var h LeaseHolder
+			if json.Unmarshal(e.Value, &h) == nil {
+				if _, live := holding[h.Instance]; live {
+					holding[h.Instance]++
+				}
+			}
 		}
+		lo, hi := g.partitions, 0
+		for _, n := range holding {
+			lo, hi = min(lo, n), max(hi, n)
+		}
+		res.uneven[i] = hi-lo > 1
 		mine := 0
 		for k := range g.held {
 			if !res.lost[g.prefix+strconv.Itoa(k)] {
@@ -273,7 +295,7 @@ func (r *runner) applyRound(res *roundResult, started time.Time) {
 			}
 		}
 		share := res.shares[gi]
-		if share < 0 {
+		if share < 0 || !res.uneven[gi] {
 			continue
 		}
 		var mine []*streamState

@@ -375,6 +375,7 @@ func (r *runner) finish(res *result) error {
 		s.mAcked.Add(float64(b.Len()))
 	}
 	if res.stored {
+		r.written += int64(b.Len())
 		m, name, reason := r.e.m, r.e.cfg.Name, string(b.Reason)
 		m.objects.WithLabelValues(name, s.cfg.Stream, reason).Inc()
 		m.bytes.WithLabelValues(name, s.cfg.Stream, reason).Add(float64(res.bytes))

@@ -57,6 +57,7 @@ type runner struct {
 	queue       []*job            // sealed batches waiting for an uploader
 	uploading   map[bufferKey]int // batches with an uploader, by buffer key
 
+	written       int64 // messages in data objects this run stored
 	inflightBytes int64 // bytes of sealed batches not yet done
 	heldMem       int64 // memory of the delivered messages kept for their acks
 	inflight      int   // jobs not yet done
@@ -281,7 +282,7 @@ func (r *runner) run(ctx context.Context) error {
 	cancel()
 	r.saveNow(context.WithoutCancel(ctx))
 	r.leave(ctx, true)
-	r.log.Info("stopped cleanly")
+	r.log.Info("stopped cleanly", "messages_written", r.written)
 	return nil
 }
 

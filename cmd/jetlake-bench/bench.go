@@ -27,6 +27,7 @@ type Config struct {
 	Jetlake           string // path of the jetlake binary
 	Workloads         []workloadSpec
 	Compaction        compactionSpec // zero: not measured
+	ScaleOut          scaleOutSpec   // zero: not measured
 	Runs              []runSpec
 	PayloadBytes      int
 	MaxFileSize       int64
@@ -51,6 +52,9 @@ type workloadSpec struct {
 	// MinIO's PutObject rate for objects of that size, and each run's
 	// objects/s against it.
 	SmallObjects bool
+	// Partitions, when more than 1, gives the stream jetlake's partition
+	// transform before it is filled.
+	Partitions int
 }
 
 // bucket holds every object of a benchmark; runs are told apart by prefix.
@@ -231,6 +235,9 @@ func (b *bench) measure(ctx context.Context, rep *Report) {
 			// when they fit.
 			if b.cfg.Compaction.Messages > 0 && ctx.Err() == nil {
 				rep.Compaction = b.compaction(ctx, b.cfg.Compaction)
+			}
+			if b.cfg.ScaleOut.Messages > 0 && ctx.Err() == nil {
+				rep.ScaleOut = b.scaleOut(ctx, b.cfg.ScaleOut)
 			}
 		}
 	}

@@ -216,3 +216,19 @@ func wantNoChildren(t *testing.T) {
 		}
 	}
 }
+
+func TestMessagesWrittenComesFromTheStopLine(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.log")
+	os.WriteFile(good, []byte(`{"msg":"partition claimed"}
+{"time":"x","level":"INFO","msg":"stopped cleanly","connector":"c","messages_written":12345}
+`), 0o644)
+	if n, err := messagesWritten(good); err != nil || n != 12345 {
+		t.Fatalf("messagesWritten = %d, %v; want 12345", n, err)
+	}
+	bad := filepath.Join(dir, "bad.log")
+	os.WriteFile(bad, []byte(`{"msg":"idle: every consumer is caught up"}`+"\n"), 0o644)
+	if _, err := messagesWritten(bad); err == nil {
+		t.Fatal("a log without a clean stop gave a count")
+	}
+}

@@ -83,6 +83,9 @@ var (
 	// 2,000 data files over 20 partitions; -quick: 200 over 10.
 	fullCompaction  = compactionSpec{Messages: 100_000, Subjects: 20, PerFile: 50}
 	quickCompaction = compactionSpec{Messages: 2_000, Subjects: 10, PerFile: 10}
+	// Two instances on four partitions; -quick: a tenth of the messages.
+	fullScaleOut  = scaleOutSpec{Messages: 200_000, Subjects: 40, Partitions: 4, Instances: 2}
+	quickScaleOut = scaleOutSpec{Messages: 20_000, Subjects: 40, Partitions: 4, Instances: 2}
 )
 
 // Main runs the benchmark with the command-line args and returns the exit
@@ -114,6 +117,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	maxBuffered := fs.String("max-buffered-bytes", "256MiB", "rotation.max_buffered_bytes")
 	concurrency := fs.Int("upload-concurrency", 4, "s3.upload_concurrency, and the concurrency of the upload limit")
 	compaction := fs.Bool("compaction", true, "measure jetlake compact over an Iceberg table of small files (2,000 over 20 partitions; -quick: 200 over 10)")
+	scaleOut := fs.Bool("partitions", true, "measure instances sharing a stream of 4 partitions: one instance, then 2 at once, each one's CPU per million messages (200,000 messages; -quick: 20,000)")
 	profile := fs.Bool("cpuprofile", false, "write a CPU profile of each jetlake run next to its log (use with -logs)")
 	logDir := fs.String("logs", "", "keep jetlake's logs and connector files in this directory (default: a temporary directory, removed)")
 	compare := fs.String("compare", "", "after the results, compare them with those of an earlier bench: a JSON file written by -out")
@@ -231,6 +235,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
+	if *scaleOut {
+		cfg.ScaleOut = fullScaleOut
+		if *quick {
+			cfg.ScaleOut = quickScaleOut
+		}
+	}
 	if *compaction {
 		cfg.Compaction = fullCompaction
 		if *quick {
@@ -280,7 +290,7 @@ func readReport(path string) (*Report, error) {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return nil, fmt.Errorf("%s holds no jetlake-bench results: %w", path, err)
 	}
-	if len(rep.Workloads) == 0 && rep.Compaction == nil {
+	if len(rep.Workloads) == 0 && rep.Compaction == nil && rep.ScaleOut == nil {
 		return nil, fmt.Errorf("%s holds no jetlake-bench results: no workloads", path)
 	}
 	return &rep, nil

@@ -20,6 +20,9 @@ type Report struct {
 	// Compaction measures jetlake compact over an Iceberg table of small
 	// files; nil when not measured.
 	Compaction *CompactionResult `json:"compaction,omitempty"`
+	// ScaleOut measures instances sharing a partitioned stream; nil when
+	// not measured.
+	ScaleOut *ScaleOutResult `json:"scale_out,omitempty"`
 }
 
 // Machine names what ran.
@@ -165,6 +168,9 @@ func (r *Report) Failures() int {
 	if r.Compaction != nil && r.Compaction.Error != "" {
 		n++
 	}
+	if r.ScaleOut != nil && r.ScaleOut.Error != "" {
+		n++
+	}
 	for _, w := range r.Workloads {
 		if w.Error != "" {
 			n++
@@ -218,6 +224,9 @@ func (r *Report) Markdown() string {
 			fmt.Fprintf(&b, "- jetlake compact: %s files after: %s, %.1f MB/s, CPU (user+sys) %s; limit / jetlake **%s**\n",
 				fmtInt(int64(c.FilesAfter)), fmtSeconds(c.Seconds), c.MBPerSecond, fmtSeconds(c.CPUSeconds), fmtRatio(c.Ratio))
 		}
+	}
+	if r.ScaleOut != nil {
+		r.ScaleOut.lines(&b)
 	}
 	return b.String()
 }

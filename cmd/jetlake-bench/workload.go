@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/formats"
 )
 
@@ -24,11 +25,16 @@ func (b *bench) prefill(ctx context.Context, spec workloadSpec, w *WorkloadResul
 	if err := b.js.DeleteStream(ctx, w.Stream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return fmt.Errorf("delete old stream %s: %w", w.Stream, err)
 	}
-	if _, err := b.js.CreateStream(ctx, jetstream.StreamConfig{
+	sc := jetstream.StreamConfig{
 		Name:     w.Stream,
 		Subjects: []string{"bench." + spec.Name + ".>"},
 		Storage:  jetstream.FileStorage,
-	}); err != nil {
+	}
+	if spec.Partitions > 1 {
+		src, dst := config.PartitionTransform(spec.Partitions)
+		sc.SubjectTransform = &jetstream.SubjectTransformConfig{Source: src, Destination: dst}
+	}
+	if _, err := b.js.CreateStream(ctx, sc); err != nil {
 		return fmt.Errorf("create stream %s: %w", w.Stream, err)
 	}
 	subjects := make([]string, spec.Subjects)
