@@ -19,21 +19,9 @@ import (
 func TestThreeNodeClusterSurvivesLeaderChangeAndANodeLoss(t *testing.T) {
 	servers := exportertest.NATSCluster(t, 3)
 	url := exportertest.ClusterURL(servers)
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	// Right after start the cluster may not know all its peers yet.
-	waitFor(t, time.Minute, "the stream on three peers", func() bool {
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		_, err := js.CreateStream(cctx, jetstream.StreamConfig{Name: "CLUSTER", Subjects: []string{"cluster.>"}, Replicas: 3})
-		return err == nil
-	})
+	nc, js := clusterStream(t, ctx, url, "CLUSTER", "cluster.>")
 	bucket := fmt.Sprintf("cluster-%d-%d", os.Getpid(), seq.Add(1))
 	if err := shared.MinIO(t).CreateBucket(ctx, bucket); err != nil {
 		t.Fatal(err)
@@ -74,24 +62,11 @@ replicas = 3
 	done := make(chan error, 1)
 	go func() { done <- ex.Run(runCtx) }()
 
-	// Publish with message ids, retrying through the disruptions: the
-	// stream's duplicate window keeps retries from adding messages.
 	const n = 6000
 	publish := func(from, to int) {
-		for i := from; i < to; i++ {
-			for attempt := 0; ; attempt++ {
-				pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				_, err := js.Publish(pctx, fmt.Sprintf("cluster.s%d", i%6), []byte(fmt.Sprintf(`{"i":%d}`, i)),
-					jetstream.WithMsgID(fmt.Sprintf("m-%d", i)))
-				cancel()
-				if err == nil {
-					break
-				}
-				if attempt == 100 {
-					t.Fatalf("publish %d: %v", i, err)
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+		t.Helper()
+		if err := publishThrough(ctx, js, from, to, func(i int) string { return fmt.Sprintf("cluster.s%d", i%6) }); err != nil {
+			t.Fatal(err)
 		}
 	}
 	// healthy waits until the stream and the state bucket have a leader and
@@ -198,4 +173,45 @@ replicas = 3
 	if err != nil || st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.Replicas != 3 {
 		t.Fatalf("state bucket: %v, want 3 replicas", err)
 	}
+}
+
+// clusterStream connects to a cluster and creates an R3 stream on it,
+// retrying while the cluster's peers find each other.
+func clusterStream(t *testing.T, ctx context.Context, url, name, subjects string) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.MaxReconnects(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	// Right after start the cluster may not know all its peers yet.
+	waitFor(t, time.Minute, "the stream on three peers", func() bool {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		_, err := js.CreateStream(cctx, jetstream.StreamConfig{Name: name, Subjects: []string{subjects}, Replicas: 3})
+		return err == nil
+	})
+	return nc, js
+}
+
+// publishThrough publishes messages from to to (message i on subject(i)),
+// with message ids, retrying through elections: the stream's duplicate
+// window keeps retries from adding messages.
+func publishThrough(ctx context.Context, js jetstream.JetStream, from, to int, subject func(i int) string) error {
+	for i := from; i < to; i++ {
+		for attempt := 0; ; attempt++ {
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err := js.Publish(pctx, subject(i), []byte(fmt.Sprintf(`{"i":%d}`, i)), jetstream.WithMsgID(fmt.Sprintf("m-%d", i)))
+			cancel()
+			if err == nil {
+				break
+			}
+			if attempt == 100 {
+				return fmt.Errorf("publish %d: %w", i, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -57,11 +59,6 @@ func leaseKeyPrefix(connector string, s config.Stream) string {
 	enc := base64.RawURLEncoding
 	return "lease." + enc.EncodeToString([]byte(connector)) + "." + enc.EncodeToString([]byte(s.Stream)) + "." + enc.EncodeToString([]byte(s.Consumer)) + "."
 }
-
-// LeaseKeyPrefix is the prefix of the keys of the partition leases of
-// stream entry s of connector, in the state bucket: the key of partition k
-// is the prefix followed by k.
-func LeaseKeyPrefix(connector string, s config.Stream) string { return leaseKeyPrefix(connector, s) }
 
 // memberKeyPrefix is the prefix of the membership keys of a connector's
 // instances.
@@ -350,4 +347,36 @@ func sortedIDs(ids []string, self string) []string {
 	}
 	slices.Sort(ids)
 	return slices.Compact(ids)
+}
+
+// PartitionHolders reads, from the state bucket kv, who holds each
+// partition of stream entry s of connector: partition number → holder.
+// Free partitions are not in the map.
+func PartitionHolders(ctx context.Context, kv jetstream.KeyValue, connector string, s config.Stream) (map[int]LeaseHolder, error) {
+	prefix := leaseKeyPrefix(connector, s)
+	w, err := kv.WatchFiltered(ctx, []string{prefix + ">"}, jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, fmt.Errorf("partition leases: %w", err)
+	}
+	defer w.Stop()
+	out := map[int]LeaseHolder{}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("partition leases: %w", ctx.Err())
+		case e := <-w.Updates():
+			if e == nil {
+				return out, nil
+			}
+			k, err := strconv.Atoi(strings.TrimPrefix(e.Key(), prefix))
+			if err != nil {
+				continue
+			}
+			var h LeaseHolder
+			if err := json.Unmarshal(e.Value(), &h); err != nil {
+				return nil, fmt.Errorf("partition lease %s: %w", e.Key(), err)
+			}
+			out[k] = h
+		}
+	}
 }

@@ -2,16 +2,12 @@ package exporter_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
@@ -42,20 +38,12 @@ func (e *env) leaseHolders(c *config.Connector) map[string]int {
 	if err != nil {
 		return nil
 	}
-	w, err := kv.WatchFiltered(ctx, []string{exporter.LeaseKeyPrefix(c.Name, c.Streams[0]) + ">"}, jetstream.IgnoreDeletes())
+	leases, err := exporter.PartitionHolders(ctx, kv, c.Name, c.Streams[0])
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	defer w.Stop()
 	out := map[string]int{}
-	for entry := range w.Updates() {
-		if entry == nil {
-			break
-		}
-		var h exporter.LeaseHolder
-		if err := json.Unmarshal(entry.Value(), &h); err != nil {
-			e.t.Fatalf("lease %s: %v", entry.Key(), err)
-		}
+	for _, h := range leases {
 		out[h.Instance]++
 	}
 	return out
@@ -208,21 +196,11 @@ func TestAnInstanceWithoutPartitionsIsReadyButIdle(t *testing.T) {
 func TestPartitionHandoverSurvivesLeaderChanges(t *testing.T) {
 	servers := exportertest.NATSCluster(t, 3)
 	url := exportertest.ClusterURL(servers)
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	const stream = "PCLUSTER"
-	waitFor(t, time.Minute, "the stream on three peers", func() bool {
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		_, err := js.CreateStream(cctx, jetstream.StreamConfig{Name: stream, Subjects: []string{"pcluster.>"}, Replicas: 3})
-		return err == nil
-	})
+	nc, js := clusterStream(t, ctx, url, stream, "pcluster.>")
+	var err error
 	e := &env{t: t, nats: &exportertest.NATSServer{URL: url}, minio: shared.MinIO(t), nc: nc, js: js, stream: stream,
 		bucket: fmt.Sprintf("pcluster-%d-%d", os.Getpid(), seq.Add(1))}
 	if err := e.minio.CreateBucket(ctx, e.bucket); err != nil {
@@ -241,22 +219,7 @@ func TestPartitionHandoverSurvivesLeaderChanges(t *testing.T) {
 	}
 	c := e.partitioned(4, "3s")
 	publish := func(from, to int) error {
-		for i := from; i < to; i++ {
-			for attempt := 0; ; attempt++ {
-				pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				_, err := js.Publish(pctx, fmt.Sprintf("pcluster.s%d", i%12), []byte(fmt.Sprintf(`{"i":%d}`, i)),
-					jetstream.WithMsgID(fmt.Sprintf("m-%d", i)))
-				cancel()
-				if err == nil {
-					break
-				}
-				if attempt == 100 {
-					return fmt.Errorf("publish %d: %w", i, err)
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-		}
-		return nil
+		return publishThrough(ctx, js, from, to, func(i int) string { return fmt.Sprintf("pcluster.s%d", i%12) })
 	}
 	const n = 4000
 	runCtx, stop := context.WithCancel(ctx)

@@ -38,7 +38,7 @@ func buildJetlake(t *testing.T) string {
 func TestQuickBenchMeasuresEveryRunAndStopsItsProcesses(t *testing.T) {
 	bin := buildJetlake(t)
 	out := filepath.Join(t.TempDir(), "bench.json")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	code := Main(ctx, []string{"-quick", "-messages", "5000", "-small-messages", "1000", "-small-subjects", "100",
@@ -115,7 +115,20 @@ func TestQuickBenchMeasuresEveryRunAndStopsItsProcesses(t *testing.T) {
 		c.Seconds <= 0 || c.LimitSeconds <= 0 || c.Ratio <= 0 {
 		t.Errorf("compaction %+v", c)
 	}
+	// -quick shares 20,000 messages in 4 partitions between 2 instances,
+	// after one instance alone.
+	if so := rep.ScaleOut; so == nil || so.Error != "" || so.Single == nil || so.Single.Messages != 20000 || len(so.Instances) != 2 ||
+		so.Instances[0].Messages+so.Instances[1].Messages != 20000 || so.CPUPerMillion <= 0 || so.Overhead <= 0 {
+		t.Errorf("scale-out %+v", so)
+	} else {
+		for _, in := range so.Instances {
+			if in.Messages > 0 && (in.CPUSeconds <= 0 || in.CPUPerMillion != in.CPUSeconds/float64(in.Messages)*1e6) {
+				t.Errorf("instance %+v", in)
+			}
+		}
+	}
 	for _, want := range []string{"### w1: 5,000 messages over 10 subjects", "**limit time**", "small-PUT rate",
+		"### Partitions: 20,000 messages over 40 subjects in 4 partitions", "- instance 2 of 2: wrote",
 		"| CPU s / 1M msg |", "| PUT-rate ratio | iceberg / parquet |",
 		"| w1 | json_lines | ", "| w1 | parquet_typed | ", "| w1 | iceberg | ", "| w2 | iceberg | ",
 		"### Iceberg compaction: 200 small data files", "- jetlake compact: 10 files after:"} {

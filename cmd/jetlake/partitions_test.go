@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -42,21 +41,12 @@ func (c *crashEnv) leasesByPID() map[int]int {
 	if err != nil {
 		return nil
 	}
-	prefix := exporter.LeaseKeyPrefix(c.name, config.Stream{Stream: strings.ToUpper(c.name), Consumer: c.name})
-	w, err := kv.WatchFiltered(ctx, []string{prefix + ">"}, jetstream.IgnoreDeletes())
+	leases, err := exporter.PartitionHolders(ctx, kv, c.name, config.Stream{Stream: strings.ToUpper(c.name), Consumer: c.name})
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	defer w.Stop()
 	out := map[int]int{}
-	for e := range w.Updates() {
-		if e == nil {
-			break
-		}
-		var h exporter.LeaseHolder
-		if err := json.Unmarshal(e.Value(), &h); err != nil {
-			c.t.Fatalf("lease %s: %v", e.Key(), err)
-		}
+	for _, h := range leases {
 		out[h.PID]++
 	}
 	return out
@@ -94,9 +84,9 @@ func (c *crashEnv) waitShares(p int, procs []*exec.Cmd, timeout time.Duration, l
 }
 
 // Three instances share eight partitions, a fourth joins and gets its
-// share, one is killed with SIGKILL and another's link to NATS freezes:
-// their partitions move to the others, and when the link thaws the frozen
-// one rejoins. Every sequence lands in exactly one object, as jetlake
+// share, one is killed with SIGKILL, another's link to NATS freezes and a
+// third is paused: their partitions move to the others, and the frozen and
+// the paused one rejoin when they can talk again. Every sequence lands in exactly one object, as jetlake
 // verify -deep and an independent reading of the bucket find.
 func TestPartitionsMoveWhenInstancesJoinDieOrFreeze(t *testing.T) {
 	c := newCrashEnv(t, "parts", shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
@@ -138,6 +128,19 @@ func TestPartitionsMoveWhenInstancesJoinDieOrFreeze(t *testing.T) {
 		!strings.Contains(fLog.String(), "the lease could not be renewed within lease_ttl") {
 		t.Fatalf("the frozen instance never gave its partitions up\n%s", fLog.String())
 	}
+
+	// A paused instance (a zombie) loses its partitions; when it wakes up
+	// it learns that from the revisions, writes nothing twice, and rejoins.
+	if err := b.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	took = c.waitShares(8, []*exec.Cmd{f, d}, 30*time.Second, logs...)
+	t.Logf("an instance paused: its partitions moved within %s", took)
+	if err := b.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	took = c.waitShares(8, []*exec.Cmd{b, f, d}, 30*time.Second, logs...)
+	t.Logf("the paused instance woke up and rejoined within %s", took)
 
 	if err := <-published; err != nil {
 		t.Fatal(err)

@@ -2,10 +2,8 @@ package plan
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -65,25 +63,14 @@ func (p *planner) checkLeases(ctx context.Context, js jetstream.JetStream, s con
 		p.add(Warn, "stream %s: could not read the partition leases: %v", s.Stream, err)
 		return
 	}
-	prefix := exporter.LeaseKeyPrefix(p.c.Name, s)
-	w, err := kv.WatchFiltered(octx, []string{prefix + ">"}, jetstream.IgnoreDeletes())
+	leases, err := exporter.PartitionHolders(octx, kv, p.c.Name, s)
 	if err != nil {
 		p.add(Warn, "stream %s: could not read the partition leases: %v", s.Stream, err)
 		return
 	}
-	defer w.Stop()
 	holders := map[int]string{}
 	instances := map[string]int{}
-	for e := range w.Updates() {
-		if e == nil {
-			break
-		}
-		k, err := strconv.Atoi(strings.TrimPrefix(e.Key(), prefix))
-		if err != nil {
-			continue
-		}
-		var h exporter.LeaseHolder
-		_ = json.Unmarshal(e.Value(), &h)
+	for k, h := range leases {
 		holders[k] = fmt.Sprintf("%s (pid %d on %s, up since %s)", h.Instance, h.PID, h.Host, h.Started.Format(time.RFC3339))
 		instances[h.Instance]++
 	}
