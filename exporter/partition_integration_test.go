@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/exportertest"
@@ -86,6 +88,8 @@ func shares(h map[string]int, want, lo, hi, total int) bool {
 // subjects show no partition token, and every sequence lands once.
 func TestPartitionsAreSharedAndTakenOverAsInstancesComeAndGo(t *testing.T) {
 	e := newEnvAckWait(t, shared.NATS(t), shared.MinIO(t), "max_messages_per_file = 100\nmax_file_age = \"1s\"", "15s")
+	reg := prometheus.NewRegistry()
+	e.metrics = exporter.NewMetrics(reg)
 	last := e.publish(500, 20) // stored before the stream is partitioned
 	c := e.partitioned(4, "3s")
 	ctx := context.Background()
@@ -135,9 +139,28 @@ func TestPartitionsAreSharedAndTakenOverAsInstancesComeAndGo(t *testing.T) {
 	})
 	last = e.publish(1000, 20)
 	waitFor(t, time.Minute, "every partition exported", func() bool { return e.partitionsDone(c) })
+	waitFor(t, 10*time.Second, "the partitions_held gauge at 4", func() bool {
+		return metricSum(reg, "jetlake_partitions_held", nil) == 4
+	})
 	stopA()
 	if err := <-doneA; err != nil {
 		t.Fatal(err)
+	}
+	// Two partitions handed to the second instance, one to the third; each
+	// that stopped left what it held.
+	for _, m := range []struct {
+		name   string
+		labels map[string]string
+		least  float64
+	}{
+		{"jetlake_handovers_total", map[string]string{"kind": "handed_over"}, 3},
+		{"jetlake_handovers_total", map[string]string{"kind": "shutdown"}, 4 + 2},
+		{"jetlake_handover_duration_seconds", nil, 3 + 4 + 2},
+		{"jetlake_lease_renewals_total", map[string]string{"outcome": "renewed"}, 1},
+	} {
+		if got := metricSum(reg, m.name, m.labels); got < m.least {
+			t.Errorf("%s%v = %v, want at least %v", m.name, m.labels, got, m.least)
+		}
 	}
 	got := e.read()
 	e.wantExactlyOnce(got, last)
@@ -263,4 +286,40 @@ func TestPartitionHandoverSurvivesLeaderChanges(t *testing.T) {
 	if r := e.verify(c)[0]; r.Messages != n || len(r.Markers) != 0 {
 		t.Fatalf("verify: %d messages, %d loss markers; want %d and none", r.Messages, len(r.Markers), n)
 	}
+}
+
+// metricSum adds up the series of a metric whose labels include labels:
+// counter and gauge values, histogram sample counts.
+func metricSum(reg prometheus.Gatherer, name string, labels map[string]string) float64 {
+	families, err := reg.Gather()
+	if err != nil {
+		return 0
+	}
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for k, v := range labels {
+				if have[k] != v {
+					continue series
+				}
+			}
+			switch {
+			case m.GetCounter() != nil:
+				sum += m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				sum += m.GetGauge().GetValue()
+			case m.GetHistogram() != nil:
+				sum += float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return sum
 }
