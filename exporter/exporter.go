@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/iceberg"
@@ -63,9 +64,10 @@ type Exporter struct {
 	// wrapState, when set, wraps the state bucket: tests use it to stall
 	// it.
 	wrapState   func(intentStore) intentStore
-	conditional bool       // the store honours If-None-Match: *
-	encoding    sync.Mutex // held while a parquet batch is encoded
-	acks        acker      // the connection messages arrive on; set by Run
+	conditional bool                // the store honours If-None-Match: *
+	encoding    sync.Mutex          // held while a parquet batch is encoded
+	acks        acker               // the connection messages arrive on; set by Run
+	js          jetstream.JetStream // on that connection; set by Run
 
 	m *Metrics
 
@@ -225,6 +227,7 @@ func (e *Exporter) setUp(ctx context.Context) (*nats.Conn, []*streamState, error
 	if err != nil {
 		return nc, nil, err
 	}
+	e.js = js
 	var kv *kvIntents
 	err = retry(ctx, e.log, "state bucket", func(ctx context.Context) error {
 		var err error

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jetlake/jetlake/config"
@@ -322,4 +323,37 @@ func metricSum(reg prometheus.Gatherer, name string, labels map[string]string) f
 		}
 	}
 	return sum
+}
+
+// A partition's consumer sees every other partition's sequences as holes
+// between its messages. run -until-idle still ends soon after the last
+// message is exported: the holes are read, not looked up one at a time.
+func TestRunUntilIdleEndsOnAPartitionedStream(t *testing.T) {
+	e := newEnvAckWait(t, shared.NATS(t), shared.MinIO(t), "max_messages_per_file = 1000\nmax_file_age = \"2s\"", "15s")
+	c := e.partitioned(4, "3s")
+	ctx := context.Background()
+	st, err := e.js.Stream(ctx, e.stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.CachedInfo().Config
+	src, dst := config.PartitionTransform(4)
+	cfg.SubjectTransform = &jetstream.SubjectTransformConfig{Source: src, Destination: dst}
+	if _, err := e.js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	last := e.publish(20000, 40)
+	start := time.Now()
+	e.runUntilIdle(c, time.Minute)
+	took := time.Since(start)
+	t.Logf("exported %d messages in 4 partitions and found it idle in %s", last, took.Round(time.Millisecond))
+	if took > 20*time.Second {
+		// Before: the holes were looked up one request each, and partition
+		// 0 took the others' sequences for its own; it never went idle.
+		t.Fatalf("idle only after %s", took)
+	}
+	e.wantExactlyOnce(e.read(), last)
+	if !e.partitionsDone(c) {
+		t.Fatal("run -until-idle ended with messages pending")
+	}
 }

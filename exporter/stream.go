@@ -104,7 +104,10 @@ func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *s
 	s.intentPrefix = intentPrefix(e.cfg.Name, s.cfg.Stream, s.cfg.Consumer)
 	s.book.reset()
 	s.ledger = nil
-	s.filtered = !config.FiltersCover(s.cfg.Subjects, si.Config.Subjects)
+	// A partition sees a part of the stream, even partition 0 whose
+	// filters include the stream's own subjects: the messages stored
+	// before the stream was partitioned.
+	s.filtered = s.part != nil || !config.FiltersCover(s.cfg.Subjects, si.Config.Subjects)
 	s.recordKey = recordKey(e.cfg.Name, s.cfg.Stream, s.cfg.Consumer)
 	s.recovered = 0
 	info, err := cons.Info(ctx)

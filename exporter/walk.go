@@ -47,6 +47,17 @@ func (e *Exporter) walk(ctx context.Context, s *streamState, holes []Range) *wal
 	if len(filters) == 0 || !s.filtered {
 		filters = []string{">"}
 	}
+	if s.filtered && len(holes) > walkReadRanges && e.js != nil {
+		// Many holes: those of a filtered consumer between the messages
+		// it reads, such as a partition's. Reading the matching
+		// sequences costs a message's headers each, where looking each
+		// hole up costs a request.
+		var err error
+		if holes, err = e.readHoles(ctx, s, holes, filters, res); err != nil {
+			res.err = err
+			return res
+		}
+	}
 	calls := 0
 	for _, h := range holes {
 		at := max(h.First, res.firstSeq)
@@ -78,6 +89,97 @@ func (e *Exporter) walk(ctx context.Context, s *streamState, holes []Range) *wal
 		}
 	}
 	return res
+}
+
+// walkReadRanges is how many hole ranges a walk of a filtered consumer
+// looks up one at a time; with more it reads the matching sequences.
+const walkReadRanges = 16
+
+// walkMaxRead bounds the sequences one walk reads.
+const walkMaxRead = 200_000
+
+// readHoles reads, with a headers-only ordered consumer from the first
+// hole on, the sequences of the messages that match filters, and adds to
+// res the holes it covered and the sequences in them. It returns the holes
+// past the last message it read, for lookups: a replica the consumer reads
+// from may lag the leader, so only what it delivered counts as read.
+func (e *Exporter) readHoles(ctx context.Context, s *streamState, holes []Range, filters []string, res *walkResult) ([]Range, error) {
+	start := max(holes[0].First, res.firstSeq)
+	end := holes[len(holes)-1].Last
+	if start > end {
+		return holes, nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cons, err := e.js.OrderedConsumer(rctx, s.cfg.Stream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: filters,
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    start,
+		HeadersOnly:    true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the stream from %d: %w", start, err)
+	}
+	defer func() {
+		// Gone at once rather than after its inactivity threshold: walks
+		// come every second.
+		if info := cons.CachedInfo(); info != nil {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			_ = e.js.DeleteConsumer(dctx, s.cfg.Stream, info.Name)
+			cancel()
+		}
+	}()
+	read := start - 1 // every matching message up to read was delivered
+	var seqs []uint64
+reading:
+	for len(seqs) < walkMaxRead {
+		batch, err := cons.FetchNoWait(1000)
+		if err != nil {
+			return nil, fmt.Errorf("read the stream from %d: %w", start, err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			md, err := m.Metadata()
+			if err != nil {
+				return nil, err
+			}
+			q := md.Sequence.Stream
+			if q > end {
+				read = end
+				break reading
+			}
+			seqs, read = append(seqs, q), q
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			return nil, fmt.Errorf("read the stream from %d: %w", start, err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	// Holes up to read are scanned; what was read inside them exists.
+	var rest []Range
+	i := 0
+	for _, h := range holes {
+		switch {
+		case h.Last <= read:
+			res.scanned = append(res.scanned, h)
+		case h.First <= read:
+			res.scanned = append(res.scanned, Range{h.First, read})
+			rest = append(rest, Range{read + 1, h.Last})
+		default:
+			rest = append(rest, h)
+			continue
+		}
+		for i < len(seqs) && seqs[i] < h.First {
+			i++
+		}
+		for ; i < len(seqs) && seqs[i] <= min(h.Last, read); i++ {
+			res.existing = append(res.existing, seqs[i])
+		}
+	}
+	return rest, nil
 }
 
 // nextMessage returns the sequence of the first message at or after seq
