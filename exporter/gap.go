@@ -17,6 +17,21 @@ const (
 	saveInterval = time.Second
 )
 
+// saveEvery is how often a record with done ranges beyond the floor is
+// written: every saveInterval, and less often the more ranges it holds,
+// since each write reads, merges and writes them all. A filtered
+// consumer's, a partition's above all, holds a range per run of its own
+// sequences until walks close the gaps between them. Saving later costs a
+// restart more checking, never an export.
+func saveEvery(ranges int) time.Duration {
+	return min(saveInterval*time.Duration(1+ranges/saveRangesPerSecond), saveIntervalMax)
+}
+
+const (
+	saveRangesPerSecond = 1024
+	saveIntervalMax     = 15 * time.Second
+)
+
 // maxMarkerRanges bounds the ranges one loss marker names; more take
 // several markers.
 const maxMarkerRanges = 10_000
@@ -48,7 +63,7 @@ func (r *runner) tend(ctx context.Context, now time.Time) {
 				return func() { r.walked(res) }
 			})
 		}
-		if r.e.intents != nil && !s.saving && l.rev != s.savedRev && now.Sub(s.lastSave) >= saveInterval {
+		if r.e.intents != nil && !s.saving && l.rev != s.savedRev && now.Sub(s.lastSave) >= saveEvery(len(l.done.runs())) {
 			s.saving = true
 			rec, rev := l.record(s.created, now), l.rev
 			r.beside(func() func() {

@@ -84,7 +84,7 @@ var (
 	fullCompaction  = compactionSpec{Messages: 100_000, Subjects: 20, PerFile: 50}
 	quickCompaction = compactionSpec{Messages: 2_000, Subjects: 10, PerFile: 10}
 	// Two instances on four partitions; -quick: a tenth of the messages.
-	fullScaleOut  = scaleOutSpec{Messages: 200_000, Subjects: 40, Partitions: 4, Instances: 2}
+	fullScaleOut  = scaleOutSpec{Messages: 500_000, Subjects: 40, Partitions: 4, Instances: 2}
 	quickScaleOut = scaleOutSpec{Messages: 20_000, Subjects: 40, Partitions: 4, Instances: 2}
 )
 
@@ -117,7 +117,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	maxBuffered := fs.String("max-buffered-bytes", "256MiB", "rotation.max_buffered_bytes")
 	concurrency := fs.Int("upload-concurrency", 4, "s3.upload_concurrency, and the concurrency of the upload limit")
 	compaction := fs.Bool("compaction", true, "measure jetlake compact over an Iceberg table of small files (2,000 over 20 partitions; -quick: 200 over 10)")
-	scaleOut := fs.Bool("partitions", true, "measure instances sharing a stream of 4 partitions: one instance, then 2 at once, each one's CPU per million messages (200,000 messages; -quick: 20,000)")
+	scaleOut := fs.Bool("partitions", true, "measure instances sharing a stream of 4 partitions: one instance, then 2 at once, each one's CPU per million messages (500,000 messages; -quick: 20,000)")
 	profile := fs.Bool("cpuprofile", false, "write a CPU profile of each jetlake run next to its log (use with -logs)")
 	logDir := fs.String("logs", "", "keep jetlake's logs and connector files in this directory (default: a temporary directory, removed)")
 	compare := fs.String("compare", "", "after the results, compare them with those of an earlier bench: a JSON file written by -out")
