@@ -341,7 +341,7 @@ func (r *runner) leave(ctx context.Context, clean bool) {
 		if !p.handing {
 			p.since = time.Now()
 		}
-		r.released(s, r.e.release(ctx, s))
+		r.released(s, r.e.release(ctx, s.leaseRef()))
 	}
 	if l.memberRev != 0 {
 		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaseOpTimeout)

@@ -241,11 +241,26 @@ func (r *runner) checkHandovers(ctx context.Context) {
 			continue
 		}
 		p.releasing = true
+		// What the work beside the loop needs, taken on the loop: the
+		// record as it is now, and the lease as it is now.
+		l, rev := s.ledger, uint64(0)
+		var rec exportRecord
+		save := l != nil && r.e.intents != nil && l.rev != s.savedRev
+		if save {
+			rec, rev = l.record(s.created, time.Now()), l.rev
+		}
+		lease := s.leaseRef()
 		r.beside(func() func() {
-			floor, saveErr, l, rev := r.e.saveForHandover(ctx, s)
-			err := r.e.release(ctx, s)
+			var floor uint64
+			var saveErr error
+			if save {
+				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+				floor, saveErr = saveRecord(sctx, r.e.intents, s.recordKey, rec)
+				cancel()
+			}
+			err := r.e.release(ctx, lease)
 			return func() {
-				if l != nil {
+				if save {
 					r.saved(&saveResult{stream: s, l: l, rev: rev, floor: floor, err: saveErr})
 				}
 				r.released(s, err)
@@ -254,35 +269,40 @@ func (r *runner) checkHandovers(ctx context.Context) {
 	}
 }
 
-// saveForHandover writes the export record of partition s as it is, so that
-// the next holder starts from it. It runs beside the loop, which does not
-// change the ledger of a drained partition meanwhile.
-func (e *Exporter) saveForHandover(ctx context.Context, s *streamState) (floor uint64, err error, l *ledger, rev uint64) {
-	l = s.ledger
-	if l == nil || e.intents == nil || l.rev == s.savedRev {
-		return 0, nil, nil, 0
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	floor, err = saveRecord(sctx, e.intents, s.recordKey, l.record(s.created, time.Now()))
-	return floor, err, l, l.rev
+// leaseRef is what releasing a partition's lease needs, taken on the loop.
+type leaseRef struct {
+	stream   jetstream.Stream
+	name     string // the stream's
+	consumer string
+	key      string
+	rev      uint64 // 0: not this instance's to release
 }
 
-// release unpins partition s's consumer and releases its lease, unless the
-// lease was lost: then another instance holds both.
-func (e *Exporter) release(ctx context.Context, s *streamState) error {
+// leaseRef returns partition s's lease as it stands: rev 0 when the lease
+// was lost, and another instance holds both it and the pin.
+func (s *streamState) leaseRef() leaseRef {
 	p := s.part
-	if p.lost || p.rev == 0 {
+	ref := leaseRef{stream: s.stream, name: s.cfg.Stream, consumer: s.cfg.Consumer, key: p.key}
+	if !p.lost {
+		ref.rev = p.rev
+	}
+	return ref
+}
+
+// release unpins a partition's consumer and releases its lease; a lease
+// that was lost is left alone.
+func (e *Exporter) release(ctx context.Context, l leaseRef) error {
+	if l.rev == 0 {
 		return nil
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	// Unpinned first, so that the next holder is pinned at its first pull
 	// rather than after priority_timeout.
-	if err := s.stream.UnpinConsumer(rctx, s.cfg.Consumer, PriorityGroup); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		e.log.Warn("unpin failed; the next holder is pinned after priority_timeout", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "error", err)
+	if err := l.stream.UnpinConsumer(rctx, l.consumer, PriorityGroup); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		e.log.Warn("unpin failed; the next holder is pinned after priority_timeout", "stream", l.name, "consumer", l.consumer, "error", err)
 	}
-	return e.leases.release(rctx, p.key, p.rev)
+	return e.leases.release(rctx, l.key, l.rev)
 }
 
 // released applies a finished handover: the partition's state is dropped,
