@@ -228,8 +228,9 @@ func (r *runner) checkHandovers(ctx context.Context) {
 		if p == nil || !p.handing || !p.stopped || p.releasing {
 			continue
 		}
-		prefix := fmt.Sprintf("%d\x00", i)
-		match := func(g string) bool { return len(g) >= len(prefix) && g[:len(prefix)] == prefix }
+		// The stream's groups start with its index; see runner.add.
+		prefix := strconv.Itoa(i) + "\x00"
+		match := func(g string) bool { return strings.HasPrefix(g, prefix) }
 		if r.set.SealWhere(buffer.ReasonHandover, match)+r.rej.SealWhere(buffer.ReasonHandover, match) > 0 {
 			r.takeSealed()
 		}

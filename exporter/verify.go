@@ -313,41 +313,8 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 // stream that match the consumer's filter, in stream order, reading headers
 // only.
 func streamSequences(ctx context.Context, js jetstream.JetStream, stream string, filters []string, from, to uint64) ([]uint64, error) {
-	sc := config.Stream{Stream: stream}
-	cons, err := js.OrderedConsumer(ctx, sc.Stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: filters,
-		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:    from,
-		HeadersOnly:    true,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("stream %s: read: %w", sc.Stream, err)
-	}
-	var out []uint64
-	for {
-		batch, err := cons.Fetch(1000, jetstream.FetchMaxWait(time.Second))
-		if err != nil {
-			return nil, fmt.Errorf("stream %s: read: %w", sc.Stream, err)
-		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			md, err := m.Metadata()
-			if err != nil {
-				return nil, err
-			}
-			if md.Sequence.Stream > to {
-				return out, nil
-			}
-			out = append(out, md.Sequence.Stream)
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("stream %s: read: %w", sc.Stream, err)
-		}
-		if n == 0 {
-			return out, nil
-		}
-	}
+	seqs, _, err := readSequences(ctx, js, stream, filters, from, to, 0, time.Second)
+	return seqs, err
 }
 
 // parseObjectName parses "<first:020>-<last:020>.<ext>".

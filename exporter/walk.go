@@ -111,53 +111,18 @@ func (e *Exporter) readHoles(ctx context.Context, s *streamState, holes []Range,
 	}
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	cons, err := e.js.OrderedConsumer(rctx, s.cfg.Stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: filters,
-		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:    start,
-		HeadersOnly:    true,
-	})
+	seqs, past, err := readSequences(rctx, e.js, s.cfg.Stream, filters, start, end, walkMaxRead, 0)
 	if err != nil {
-		return nil, fmt.Errorf("read the stream from %d: %w", start, err)
+		return nil, err
 	}
-	defer func() {
-		// Gone at once rather than after its inactivity threshold: walks
-		// come every second.
-		if info := cons.CachedInfo(); info != nil {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			_ = e.js.DeleteConsumer(dctx, s.cfg.Stream, info.Name)
-			cancel()
-		}
-	}()
 	read := start - 1 // every matching message up to read was delivered
-	var seqs []uint64
-reading:
-	for len(seqs) < walkMaxRead {
-		batch, err := cons.FetchNoWait(1000)
-		if err != nil {
-			return nil, fmt.Errorf("read the stream from %d: %w", start, err)
-		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			md, err := m.Metadata()
-			if err != nil {
-				return nil, err
-			}
-			q := md.Sequence.Stream
-			if q > end {
-				read = end
-				break reading
-			}
-			seqs, read = append(seqs, q), q
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			return nil, fmt.Errorf("read the stream from %d: %w", start, err)
-		}
-		if n == 0 {
-			break
-		}
+	switch {
+	case past:
+		read = end
+	case len(seqs) > 0:
+		read = seqs[len(seqs)-1]
 	}
+	full := len(seqs) >= walkMaxRead // the rest is for the next walk
 	// Holes up to read are scanned; what was read inside them exists.
 	var rest []Range
 	i := 0
@@ -167,9 +132,13 @@ reading:
 			res.scanned = append(res.scanned, h)
 		case h.First <= read:
 			res.scanned = append(res.scanned, Range{h.First, read})
-			rest = append(rest, Range{read + 1, h.Last})
+			if !full {
+				rest = append(rest, Range{read + 1, h.Last})
+			}
 		default:
-			rest = append(rest, h)
+			if !full {
+				rest = append(rest, h)
+			}
 			continue
 		}
 		for i < len(seqs) && seqs[i] < h.First {
@@ -180,6 +149,62 @@ reading:
 		}
 	}
 	return rest, nil
+}
+
+// readSequences returns, in stream order, the sequences in [from, to] of
+// the stream's messages that match filters, reading their headers with an
+// ordered consumer, up to limit of them (0: no limit). past reports that a
+// message after to was seen: every match up to to is in seqs. Each fetch
+// waits up to wait for messages; 0 takes only those there are.
+func readSequences(ctx context.Context, js jetstream.JetStream, stream string, filters []string, from, to uint64, limit int, wait time.Duration) (seqs []uint64, past bool, err error) {
+	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: filters,
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    from,
+		HeadersOnly:    true,
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("stream %s: read from %d: %w", stream, from, err)
+	}
+	defer func() {
+		// Gone at once rather than after its inactivity threshold: walks
+		// read every second.
+		if info := cons.CachedInfo(); info != nil {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			_ = js.DeleteConsumer(dctx, stream, info.Name)
+			cancel()
+		}
+	}()
+	for limit == 0 || len(seqs) < limit {
+		var batch jetstream.MessageBatch
+		if wait > 0 {
+			batch, err = cons.Fetch(1000, jetstream.FetchMaxWait(wait))
+		} else {
+			batch, err = cons.FetchNoWait(1000)
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("stream %s: read from %d: %w", stream, from, err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			md, err := m.Metadata()
+			if err != nil {
+				return nil, false, err
+			}
+			if md.Sequence.Stream > to {
+				return seqs, true, nil
+			}
+			seqs = append(seqs, md.Sequence.Stream)
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, context.DeadlineExceeded) {
+			return nil, false, fmt.Errorf("stream %s: read from %d: %w", stream, from, err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return seqs, false, nil
 }
 
 // nextMessage returns the sequence of the first message at or after seq
