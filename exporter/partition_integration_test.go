@@ -56,18 +56,36 @@ func (e *env) leaseHolders(c *config.Connector) map[string]int {
 // entry has nothing pending and nothing unacked.
 func (e *env) partitionsDone(c *config.Connector) bool {
 	e.t.Helper()
+	return e.partitionsState(c) == ""
+}
+
+// partitionsState describes the partition consumers that have messages
+// pending or unacked, or returns "".
+func (e *env) partitionsState(c *config.Connector) string {
+	e.t.Helper()
 	sc := c.Streams[0]
+	var out []string
 	for k := range sc.Partitions {
-		cons, err := e.js.Consumer(context.Background(), e.stream, config.PartitionConsumer(sc.Consumer, k))
+		name := config.PartitionConsumer(sc.Consumer, k)
+		cons, err := e.js.Consumer(context.Background(), e.stream, name)
 		if err != nil {
-			return false
+			out = append(out, fmt.Sprintf("%s: %v", name, err))
+			continue
 		}
 		info, err := cons.Info(context.Background())
-		if err != nil || info.NumPending != 0 || info.NumAckPending != 0 {
-			return false
+		switch {
+		case err != nil:
+			out = append(out, fmt.Sprintf("%s: %v", name, err))
+		case info.NumPending != 0 || info.NumAckPending != 0:
+			var pins []string
+			for _, g := range info.PriorityGroups {
+				pins = append(pins, g.Group+" pinned "+g.PinnedClientID)
+			}
+			out = append(out, fmt.Sprintf("%s: %d pending, %d unacked, %d redelivered, %d waiting, ack floor %d, delivered %d, %v",
+				name, info.NumPending, info.NumAckPending, info.NumRedelivered, info.NumWaiting, info.AckFloor.Stream, info.Delivered.Stream, pins))
 		}
 	}
-	return true
+	return strings.Join(out, "; ")
 }
 
 // shares reports whether the leases are held by want instances, each with
@@ -276,7 +294,18 @@ func TestPartitionHandoverSurvivesLeaderChanges(t *testing.T) {
 	if err := <-published; err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 3*time.Minute, "every partition exported", func() bool { return e.partitionsDone(c) })
+	for deadline := time.Now().Add(3 * time.Minute); !e.partitionsDone(c); time.Sleep(200 * time.Millisecond) {
+		select {
+		case err := <-doneA:
+			t.Fatalf("the first instance stopped: %v", err)
+		case err := <-doneB:
+			t.Fatalf("the second instance stopped: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not every partition exported after 3m: %s; leases %v", e.partitionsState(c), e.leaseHolders(c))
+		}
+	}
 	stop()
 	for _, d := range []<-chan error{doneA, doneB} {
 		if err := <-d; err != nil {

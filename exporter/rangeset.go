@@ -37,6 +37,16 @@ func next(q uint64) uint64 {
 
 // add adds every sequence of r (First <= Last).
 func (s *rangeSet) add(r Range) {
+	if n := len(s.rs); n > 0 && len(s.recent) == 0 && r.First > s.rs[n-1].Last {
+		// Past the end, as a filtered consumer's gaps come: no search, no
+		// move.
+		if r.First == next(s.rs[n-1].Last) {
+			s.rs[n-1].Last = r.Last
+		} else {
+			s.rs = append(s.rs, r)
+		}
+		return
+	}
 	if len(s.rs) < smallSet {
 		s.flush()
 		s.rs = addTo(s.rs, r)

@@ -192,6 +192,19 @@ func TestALargeRangeSetMatchesAModel(t *testing.T) {
 	floor := uint64(0)
 	for step := range 30_000 {
 		switch k := rng.IntN(100); {
+		case k < 10:
+			// Past the end, touching it or not, as a filtered consumer's
+			// gaps come.
+			end := floor
+			for _, r := range s.runs() {
+				end = max(end, r.Last)
+			}
+			a := end + 1 + rng.Uint64N(2)
+			r := Range{a, a + rng.Uint64N(3)}
+			s.add(r)
+			for q := r.First; q <= r.Last; q++ {
+				model[q] = true
+			}
 		case k < 85:
 			a := floor + 1 + rng.Uint64N(span)
 			r := Range{a, a + rng.Uint64N(3)}
@@ -268,6 +281,42 @@ func BenchmarkRangeSetAddScattered(b *testing.B) {
 			floor = s.absorb(floor)
 		}
 		if floor != subjects*per {
+			b.Fatalf("floor %d", floor)
+		}
+	}
+}
+
+// BenchmarkRangeSetPartitionDeliveries records a partition's deliveries as
+// a filtered consumer's ledger does: each one adds the gap before it (the
+// other partitions' sequences) at the end of the done ranges, and stored
+// batches of 1,000 fill its own sequences in, 50,000 deliveries behind.
+func BenchmarkRangeSetPartitionDeliveries(b *testing.B) {
+	const messages, every, batch, behind = 200_000, 4, 1000, 50_000
+	b.ReportAllocs()
+	for b.Loop() {
+		var s rangeSet
+		floor, frontier := uint64(0), uint64(0)
+		stored := make([]Range, 0, batch)
+		storedUpTo := 0
+		store := func(upTo int) {
+			for ; storedUpTo < upTo; storedUpTo++ {
+				q := uint64(storedUpTo*every + every)
+				stored = append(stored, Range{q, q})
+				if len(stored) == batch {
+					s.addAll(stored)
+					stored = stored[:0]
+					floor = s.absorb(floor)
+				}
+			}
+		}
+		for i := range messages {
+			q := uint64(i*every + every)
+			s.add(Range{frontier + 1, q - 1})
+			frontier = q
+			store(max(i-behind, 0))
+		}
+		store(messages)
+		if floor != messages*every {
 			b.Fatalf("floor %d", floor)
 		}
 	}

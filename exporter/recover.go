@@ -53,7 +53,8 @@ func (e *Exporter) findIntents(ctx context.Context, s *streamState, known map[st
 		}
 		var in intent
 		if err := json.Unmarshal(value, &in); err != nil {
-			return nil, fmt.Errorf("intent %s: %w", ikey, err)
+			// Not going away by itself: retries would not help.
+			return nil, &PermanentError{Code: "IntentUnreadable", Err: fmt.Errorf("intent %s: %w", ikey, err)}
 		}
 		if !in.StreamCreated.Equal(s.created) {
 			// The stream was re-created: these sequences are other messages.
@@ -128,15 +129,22 @@ func (r *runner) takeOver(ctx context.Context, s *streamState) {
 	s.takingOver = true
 	known := s.book.known()
 	r.beside(func() func() {
-		rec, err := r.e.findIntents(ctx, s, known)
+		// The state bucket may be electing a leader (a takeover often
+		// follows a disruption): wait for it rather than stop.
+		var rec *recovery
 		var start *ledgerStart
-		if err == nil {
-			start, err = r.e.loadLedgerStart(ctx, s)
-		}
+		err := retry(ctx, r.e.log, "state bucket", func(ctx context.Context) (err error) {
+			if rec, err = r.e.findIntents(ctx, s, known); err == nil {
+				start, err = r.e.loadLedgerStart(ctx, s)
+			}
+			return err
+		})
 		return func() {
 			s.takingOver = false
 			if err != nil {
-				r.fail(err)
+				if ctx.Err() == nil {
+					r.fail(err)
+				}
 				return
 			}
 			s.ledger = nil
