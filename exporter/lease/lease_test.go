@@ -15,9 +15,7 @@ import (
 // A lease is claimed once, renewed only by the revision its holder last
 // wrote, released only by it, and gone once its TTL passes unrenewed.
 func TestALeaseIsHeldByOneAndExpiresUnlessRenewed(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts nats-server")
-	}
+	exportertest.SkipShort(t)
 	s, err := exportertest.StartNATS(exportertest.NATSOptions{})
 	if err != nil {
 		t.Fatal(err)

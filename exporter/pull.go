@@ -1,0 +1,62 @@
+package exporter
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlake/jetlake/config"
+)
+
+// pull starts pulling s's consumer.
+//
+// A callback, not an iterator: Consume's subscription queues what the
+// server sends while the runner applies backpressure, where the iterator's
+// fixed channel would drop messages (slow consumer) that then come back
+// only after AckWait.
+func (r *runner) pull(s *streamState) error {
+	i := slices.Index(r.streams, s)
+	opts := []jetstream.PullConsumeOpt{
+		jetstream.PullMaxMessagesWithBytesLimit(min(max(s.cfg.MaxAckPending, 1), 1000), r.pullBytes()),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { r.pullError(s, err) }),
+	}
+	if s.cfg.Failover == config.FailoverPinned {
+		// A pull request well within the pinned TTL: the server unpins a
+		// client that sent none for that long, even an idle one, and the
+		// next pull then takes the pin over again with a recovery.
+		opts = append(opts, jetstream.PullPriorityGroup(PriorityGroup),
+			jetstream.PullExpiry(max(s.cfg.PriorityTimeout/3, time.Second)))
+	}
+	cc, err := s.cons.Consume(func(msg jetstream.Msg) {
+		select {
+		case r.in <- delivery{stream: i, msg: msg}:
+		case <-r.quit:
+		}
+	}, opts...)
+	if err != nil {
+		err = fmt.Errorf("stream %s, consumer %s: consume: %w", s.cfg.Stream, s.cfg.Consumer, err)
+		r.fail(err)
+		return err
+	}
+	s.cc = cc
+	return nil
+}
+
+// pullError handles an error the consumer reports while pulling: a deleted
+// consumer or stream stops the exporter; anything else (missed heartbeats,
+// a reconnect) is logged, and pulling goes on.
+func (r *runner) pullError(s *streamState, err error) {
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerDeleted), errors.Is(err, jetstream.ErrConsumerNotFound),
+		errors.Is(err, jetstream.ErrStreamNotFound):
+		select {
+		case r.fatal <- fmt.Errorf("stream %s, consumer %s: %w: %w", s.cfg.Stream, s.cfg.Consumer, ErrConsumerDeleted, err):
+		default:
+		}
+	default:
+		r.log.Warn("pull problem; pulling goes on", "stream", s.cfg.Stream, "error", err)
+	}
+}
