@@ -33,13 +33,11 @@ type partGroup struct {
 	prefix string         // of its lease keys
 	parts  []*streamState // by partition number
 	mHeld  prometheus.Gauge
-	held   int // partitions whose lease this instance holds
 }
 
 // partition is what a streamState of a partitioned entry keeps about its
 // partition and its lease. Only the runner goroutine touches it.
 type partition struct {
-	group   *partGroup
 	k       int
 	key     string    // the lease key
 	rev     uint64    // revision of this instance's lease; 0 when not held
@@ -111,7 +109,7 @@ func (e *Exporter) setUpPartitions(ctx context.Context, js jetstream.JetStream, 
 		pc.Consumer = config.PartitionConsumer(sc.Consumer, k)
 		pc.Subjects = config.PartitionFilters(k, sc.Subjects, si.Config.Subjects)
 		s := &streamState{cfg: pc, base: sc.Consumer,
-			part:         &partition{group: g, k: k, key: g.prefix + fmt.Sprint(k)},
+			part:         &partition{k: k, key: g.prefix + fmt.Sprint(k)},
 			mReceived:    e.m.received.WithLabelValues(e.cfg.Name, sc.Stream),
 			mRedelivered: e.m.redelivered.WithLabelValues(e.cfg.Name, sc.Stream),
 			mAcked:       e.m.acked.WithLabelValues(e.cfg.Name, sc.Stream),
@@ -166,14 +164,14 @@ func (e *Exporter) Idle() string {
 func (r *runner) holdings() {
 	total := 0
 	for _, g := range r.groups {
-		g.held = 0
+		held := 0
 		for _, s := range g.parts {
 			if s.part.rev != 0 && !s.part.handing {
-				g.held++
+				held++
 			}
 		}
-		g.mHeld.Set(float64(g.held))
-		total += g.held
+		g.mHeld.Set(float64(held))
+		total += held
 	}
 	r.e.held.Store(int64(total))
 }
@@ -326,7 +324,7 @@ func (r *runner) released(s *streamState, err error) {
 	r.e.m.handovers.WithLabelValues(r.e.cfg.Name, s.cfg.Stream, kind).Inc()
 	r.e.m.handoverSeconds.WithLabelValues(r.e.cfg.Name, s.cfg.Stream).Observe(took.Seconds())
 	r.log.Info("partition released", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "partition", p.k, "kind", kind, "took", took.Round(time.Millisecond))
-	*p = partition{group: p.group, k: p.k, key: p.key}
+	*p = partition{k: p.k, key: p.key}
 	s.pin = ""
 	s.ledger = nil
 	s.book.reset()

@@ -298,7 +298,7 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 		// for a filtered one.
 		if rep.Filtered {
 			progress("stream %s: reading the sequences of the filtered subjects", sc.Stream)
-			if in.stream, err = streamSequences(ctx, js, sc.Stream, entryFilters(sc, si.Config.Subjects), from, to); err != nil {
+			if in.stream, _, err = readSequences(ctx, js, sc.Stream, entryFilters(sc, si.Config.Subjects), from, to, 0, time.Second); err != nil {
 				return nil, err
 			}
 		}
@@ -307,14 +307,6 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 		rep.Messages, rep.RejectedMessages = c.messages, c.rejectedMessages
 	}
 	return reports, nil
-}
-
-// streamSequences returns the sequences in [from, to] of the messages in the
-// stream that match the consumer's filter, in stream order, reading headers
-// only.
-func streamSequences(ctx context.Context, js jetstream.JetStream, stream string, filters []string, from, to uint64) ([]uint64, error) {
-	seqs, _, err := readSequences(ctx, js, stream, filters, from, to, 0, time.Second)
-	return seqs, err
 }
 
 // parseObjectName parses "<first:020>-<last:020>.<ext>".
