@@ -154,3 +154,28 @@ func FuzzPayload(f *testing.F) {
 		checkAgainstEncodingJSON(t, in)
 	})
 }
+
+// benchPayloads are JSON payloads as producers send them: compact, as
+// encoding/json writes, and indented.
+var benchPayloads = []struct{ name, data string }{
+	{"compact", `{"id":123457,"user":{"id":"u-004217","country":"DE"},"amount":731.05,"paid":true,"created_at":"2026-12-01T23:38:45.123Z","page":"/blog/jetstream-to-s3","note":"alpha bravo charlie delta echo foxtrot golf hotel india juliett kilo lima mike november oscar papa quebec romeo sierra tango uniform"}`},
+	{"escaped", `{"id":123457,"msg":"caf\u00e9 \"quoted\" \\ back","tags":["a","b","c"],"utf8":"日本語のテキスト, ünïcödé","n":[1,-2.5,3e10,null,false]}`},
+	{"indented", "{\n  \"id\": 123457,\n  \"user\": {\n    \"id\": \"u-004217\",\n    \"country\": \"DE\"\n  },\n  \"amount\": 731.05,\n  \"tags\": [\n    \"a\",\n    \"b\"\n  ],\n  \"note\": \"alpha bravo charlie delta echo foxtrot golf hotel india juliett kilo lima mike\"\n}\n"},
+}
+
+func BenchmarkCompactJSON(b *testing.B) {
+	for _, p := range benchPayloads {
+		b.Run(p.name, func(b *testing.B) {
+			src := []byte(p.data)
+			dst := make([]byte, 0, 2*len(src))
+			b.SetBytes(int64(len(src)))
+			b.ReportAllocs()
+			for b.Loop() {
+				var ok bool
+				if dst, ok = appendCompactJSON(dst[:0], src); !ok {
+					b.Fatal("not JSON")
+				}
+			}
+		})
+	}
+}

@@ -89,6 +89,16 @@ func TestQuickBenchMeasuresEveryRunAndStopsItsProcesses(t *testing.T) {
 				t.Errorf("workload %s, run %s: PUT-rate ratio %v", w.Name, r.Name, r.PutRateRatio)
 			}
 		}
+		// The servers' CPU is measured around every run and limit.
+		var natsCPU, minioCPU float64
+		for _, r := range w.Runs {
+			natsCPU += r.NATSCPUSeconds
+			minioCPU += r.MinIOCPUSeconds
+		}
+		if natsCPU <= 0 || minioCPU <= 0 || w.ConsumeLimit.NATSCPUSeconds <= 0 {
+			t.Errorf("workload %s: servers' CPU over the runs: nats-server %v s, MinIO %v s; in the consume limit: nats-server %v s",
+				w.Name, natsCPU, minioCPU, w.ConsumeLimit.NATSCPUSeconds)
+		}
 		jl := w.Runs[0]
 		if jl.Name != runJSONLines || jl.Skipped || jl.Bytes != w.JSONLinesBytes {
 			t.Errorf("workload %s: json_lines run %+v, want %d bytes written", w.Name, jl, w.JSONLinesBytes)

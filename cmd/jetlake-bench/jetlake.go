@@ -152,7 +152,9 @@ func (b *bench) jetlakeRun(ctx context.Context, w *WorkloadResult, spec runSpec,
 		rctx, cancel = context.WithTimeout(ctx, maxTime)
 		defer cancel()
 	}
+	startCPU := b.serverCPU()
 	res, err := b.runJetlake(rctx, file, logFile)
+	b.since(startCPU, &r.NATSCPUSeconds, &r.MinIOCPUSeconds)
 	if res != nil {
 		r.Seconds = res.wall.Seconds()
 		r.CPUSeconds = res.cpu.Seconds()

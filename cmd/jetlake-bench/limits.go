@@ -73,7 +73,7 @@ func (b *bench) consumeLimit(ctx context.Context, w *WorkloadResult, round int) 
 	var got, redelivered atomic.Int64
 	done := make(chan struct{})
 	errs := make(chan error, 1)
-	start := time.Now()
+	start, startCPU := time.Now(), b.serverCPU()
 	cc, err := cons.Consume(func(msg jetstream.Msg) {
 		if md, err := msg.Metadata(); err == nil && md.NumDelivered > 1 {
 			redelivered.Add(1)
@@ -107,6 +107,7 @@ func (b *bench) consumeLimit(ctx context.Context, w *WorkloadResult, round int) 
 	}
 	l := &Limit{Seconds: time.Since(start).Seconds(), Messages: w.Messages,
 		Redeliveries: int(redelivered.Load()), SlowConsumer: int(b.slow.Load() - slow)}
+	b.since(startCPU, &l.NATSCPUSeconds, &l.MinIOCPUSeconds)
 	l.MessagesPerSecond = float64(w.Messages) / l.Seconds
 	b.progress("%s: consume limit %s (%s msg/s)", w.Name, fmtSeconds(l.Seconds), fmtInt(int64(l.MessagesPerSecond)))
 	return l, nil
@@ -199,7 +200,7 @@ func (b *bench) uploadLimit(ctx context.Context, prefix string, total, objSize i
 	var wg sync.WaitGroup
 	var once sync.Once
 	var firstErr error
-	start := time.Now()
+	start, startCPU := time.Now(), b.serverCPU()
 	for range conc {
 		wg.Go(func() {
 			for i := range idx {
@@ -236,6 +237,7 @@ feed:
 		return nil, err
 	}
 	l := &Limit{Seconds: time.Since(start).Seconds(), Objects: int(n), ObjectBytes: objSize, Bytes: total, InFlight: conc}
+	b.since(startCPU, &l.NATSCPUSeconds, &l.MinIOCPUSeconds)
 	l.MBPerSecond = float64(total) / 1e6 / l.Seconds
 	l.ObjectsPerSecond = float64(n) / l.Seconds
 	b.progress("%s: upload limit %s for %d objects of %s (%.1f MB/s)",

@@ -94,6 +94,8 @@ type Limit struct {
 	InFlight          int       `json:"in_flight,omitempty"`            // upload limits: PutObject calls at once
 	Redeliveries      int       `json:"redeliveries,omitempty"`         // consume limit, over all rounds: messages delivered again
 	SlowConsumer      int       `json:"slow_consumer_errors,omitempty"` // consume limit, over all rounds: "slow consumer, messages dropped" errors
+	NATSCPUSeconds    float64   `json:"nats_cpu_seconds,omitempty"`     // nats-server's CPU (user+sys) meanwhile
+	MinIOCPUSeconds   float64   `json:"minio_cpu_seconds,omitempty"`    // MinIO's CPU (user+sys) meanwhile
 }
 
 // RunResult is one jetlake process; in the report, the round with the
@@ -122,6 +124,11 @@ type RunResult struct {
 	CPUSeconds        float64        `json:"cpu_seconds,omitempty"` // user + system
 	UserSeconds       float64        `json:"user_seconds,omitempty"`
 	CPUPerMillion     float64        `json:"cpu_per_million,omitempty"`          // CPU seconds × 10^6 / messages
+	// NATSCPUSeconds and MinIOCPUSeconds are what the servers used while
+	// the process ran (user+sys), for the run and whatever else they
+	// served meanwhile: nothing else, in the bench.
+	NATSCPUSeconds  float64 `json:"nats_cpu_seconds,omitempty"`
+	MinIOCPUSeconds float64 `json:"minio_cpu_seconds,omitempty"`
 	Ratio             float64        `json:"limit_ratio,omitempty"`              // limit time / wall time
 	RatioSameObjects  float64        `json:"same_objects_limit_ratio,omitempty"` // same-objects limit time / wall time
 	// PutRateRatio is, over the high-cardinality workload, the run's
@@ -242,13 +249,13 @@ func (w *WorkloadResult) limitLines(b *strings.Builder, s Settings) {
 			extra = fmt.Sprintf(" (over all rounds: %s, %s)", count(l.Redeliveries, "redelivery", "redeliveries"),
 				count(l.SlowConsumer, "slow consumer error", "slow consumer errors"))
 		}
-		fmt.Fprintf(b, "- consume limit: durable pull consumer (Consume), batches of %d, acks every message%s: %s%s, %s msg/s\n",
-			pullBatch, extra, fmtSeconds(l.Seconds), spread(l.RoundSeconds), fmtInt(int64(l.MessagesPerSecond)))
+		fmt.Fprintf(b, "- consume limit: durable pull consumer (Consume), batches of %d, acks every message%s: %s%s, %s msg/s%s\n",
+			pullBatch, extra, fmtSeconds(l.Seconds), spread(l.RoundSeconds), fmtInt(int64(l.MessagesPerSecond)), l.serverCPU())
 	}
 	if l := w.UploadLimit; l != nil {
-		fmt.Fprintf(b, "- upload limit: PutObject ×%d, %s of %s, %s: %s%s, %.1f MB/s\n",
+		fmt.Fprintf(b, "- upload limit: PutObject ×%d, %s of %s, %s: %s%s, %.1f MB/s%s\n",
 			inFlight(l, s), count(l.Objects, "object", "objects"), fmtBytes(l.ObjectBytes), fmtMB(l.Bytes),
-			fmtSeconds(l.Seconds), spread(l.RoundSeconds), l.MBPerSecond)
+			fmtSeconds(l.Seconds), spread(l.RoundSeconds), l.MBPerSecond, l.serverCPU())
 	}
 	if w.LimitSeconds > 0 {
 		fmt.Fprintf(b, "- **limit time** = consume + upload: **%s**%s, %s msg/s\n",
@@ -259,12 +266,30 @@ func (w *WorkloadResult) limitLines(b *strings.Builder, s Settings) {
 		if from == "" {
 			from = "json_lines' objects"
 		}
-		fmt.Fprintf(b, "- small-PUT rate, upload limit with jetlake's objects: PutObject ×%d, %s objects of %s (%s): %s%s, **%s objects/s**, %.1f MB/s\n",
+		fmt.Fprintf(b, "- small-PUT rate, upload limit with jetlake's objects: PutObject ×%d, %s objects of %s (%s): %s%s, **%s objects/s**, %.1f MB/s%s\n",
 			inFlight(l, s), fmtInt(int64(l.Objects)), fmtBytes(l.ObjectBytes), from, fmtSeconds(l.Seconds), spread(l.RoundSeconds),
-			fmtInt(int64(limitObjectsPerSecond(l))), l.MBPerSecond)
+			fmtInt(int64(limitObjectsPerSecond(l))), l.MBPerSecond, l.serverCPU())
 		fmt.Fprintf(b, "- same-objects limit time = consume + that upload: %s, %s msg/s\n",
 			fmtSeconds(w.SameObjectsLimitSeconds), fmtInt(int64(float64(w.Messages)/w.SameObjectsLimitSeconds)))
 	}
+}
+
+// serverCPU says what the servers used during the limit's median round,
+// for its line; empty when that was not measured.
+func (l *Limit) serverCPU() string {
+	if l.NATSCPUSeconds == 0 && l.MinIOCPUSeconds == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; nats-server CPU %s, MinIO CPU %s", fmtSeconds(l.NATSCPUSeconds), fmtSeconds(l.MinIOCPUSeconds))
+}
+
+// fmtServerCPU formats a server's CPU seconds for the table: a dash when
+// they were not measured.
+func fmtServerCPU(s float64) string {
+	if s == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", s)
 }
 
 // limitObjectsPerSecond is the objects/s of an upload limit, also of one
@@ -288,8 +313,8 @@ func (r *Report) runTable(b *strings.Builder) {
 	}
 	b.WriteString("\n### jetlake runs\n\n")
 	b.WriteString("| workload | run | wall s | msg/s | MB/s written | written | objects | peak RSS | CPU s | CPU s / 1M msg " +
-		"| limit / jetlake | same-objects limit / jetlake | PUT-rate ratio | iceberg / parquet | notes |\n")
-	b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
+		"| nats-server CPU s | MinIO CPU s | limit / jetlake | same-objects limit / jetlake | PUT-rate ratio | iceberg / parquet | notes |\n")
+	b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
 	for _, w := range r.Workloads {
 		for _, run := range w.Runs {
 			note := run.Note
@@ -308,12 +333,13 @@ func (r *Report) runTable(b *strings.Builder) {
 			}
 			note = join(roundsNote(run), note)
 			if run.Skipped || run.Seconds == 0 {
-				fmt.Fprintf(b, "| %s | %s | – | – | – | – | – | – | – | – | – | – | – | – | %s |\n", w.Name, run.Name, mdEscape(note))
+				fmt.Fprintf(b, "| %s | %s | – | – | – | – | – | – | – | – | – | – | – | – | – | – | %s |\n", w.Name, run.Name, mdEscape(note))
 				continue
 			}
 			if !finished {
-				fmt.Fprintf(b, "| %s | %s | %.2f | – | – | – | – | %s | %.2f | – | – | – | – | – | %s |\n",
-					w.Name, run.Name, run.Seconds, fmtMiB(run.PeakRSSBytes), run.CPUSeconds, mdEscape(note))
+				fmt.Fprintf(b, "| %s | %s | %.2f | – | – | – | – | %s | %.2f | – | %s | %s | – | – | – | – | %s |\n",
+					w.Name, run.Name, run.Seconds, fmtMiB(run.PeakRSSBytes), run.CPUSeconds,
+					fmtServerCPU(run.NATSCPUSeconds), fmtServerCPU(run.MinIOCPUSeconds), mdEscape(note))
 				continue
 			}
 			same, put, ice := "", "", ""
@@ -326,9 +352,10 @@ func (r *Report) runTable(b *strings.Builder) {
 			if run.Iceberg {
 				ice = fmtRatio(run.IcebergToParquet)
 			}
-			fmt.Fprintf(b, "| %s | %s | %.2f | %s | %.1f | %s | %s | %s | %.2f | %s | %s | %s | %s | %s | %s |\n",
+			fmt.Fprintf(b, "| %s | %s | %.2f | %s | %.1f | %s | %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 				w.Name, run.Name, run.Seconds, fmtInt(int64(run.MessagesPerSecond)), run.MBPerSecond, fmtMB(run.Bytes),
 				fmtInt(int64(run.Objects)), fmtMiB(run.PeakRSSBytes), run.CPUSeconds, fmtCPU(cpuPerMillion(run, w.Messages)),
+				fmtServerCPU(run.NATSCPUSeconds), fmtServerCPU(run.MinIOCPUSeconds),
 				fmtRatio(run.Ratio), same, put, ice, mdEscape(note))
 		}
 	}
@@ -337,6 +364,7 @@ func (r *Report) runTable(b *strings.Builder) {
 	b.WriteString("- **PUT-rate ratio** (high-cardinality workload): the run's objects/s over MinIO's small-PUT objects/s of the same round (target ≥ 0.8).\n")
 	b.WriteString("- **iceberg / parquet**: the wall time of the plain parquet run over the Iceberg run's, in the same round (target ≥ 0.9).\n")
 	b.WriteString("- **CPU s / 1M msg**: CPU seconds (user+sys) × 10^6 / messages.\n")
+	b.WriteString("- **nats-server CPU s**, **MinIO CPU s**: what the servers used (user+sys) while the run went on; the limits' lines give theirs.\n")
 }
 
 // anyPutRate reports whether a run of w has a PUT-rate ratio.

@@ -75,17 +75,27 @@ func TestNATSServerServesJetStreamAcrossRestartAndKill(t *testing.T) {
 	publish(ctx, t, js, "orders.new", "second")
 	wantMessage(ctx, t, js, 2, "second")
 
+	pid := s.PID()
 	if err := s.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	wantNotListening(t, s.Port)
+	if got := s.PID(); got != 0 {
+		t.Errorf("PID after Kill = %d, want 0", got)
+	}
 	if err := s.Restart(); err != nil {
 		t.Fatal(err)
+	}
+	if got := s.PID(); got == 0 || got == pid {
+		t.Errorf("PID after Restart = %d, want a new process's (before: %d)", got, pid)
 	}
 	js = natsJetStream(t, s)
 	wantMessage(ctx, t, js, 2, "second")
 
 	wantStopLeavesNothing(t, s.Stop, s.proc, s.Port, s.Dir)
+	if got := s.PID(); got != 0 {
+		t.Errorf("PID after Stop = %d, want 0", got)
+	}
 	if err := s.Restart(); !errors.Is(err, ErrStopped) {
 		t.Fatalf("Restart after Stop: %v, want ErrStopped", err)
 	}
@@ -154,6 +164,9 @@ func TestMinIOServerStoresObjectsAcrossRestartAndKill(t *testing.T) {
 	}
 	wantObject(ctx, t, c, "raw/a.jsonl", body)
 
+	if s.PID() == 0 {
+		t.Error("PID of a running server is 0")
+	}
 	if err := s.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -164,6 +177,9 @@ func TestMinIOServerStoresObjectsAcrossRestartAndKill(t *testing.T) {
 	wantObject(ctx, t, c, "raw/a.jsonl", body)
 
 	wantStopLeavesNothing(t, s.Stop, s.proc, s.Port, s.Dir)
+	if got := s.PID(); got != 0 {
+		t.Errorf("PID after Stop = %d, want 0", got)
+	}
 }
 
 func natsJetStream(t *testing.T, s *NATSServer) jetstream.JetStream {

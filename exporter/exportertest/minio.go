@@ -253,3 +253,11 @@ func (s *MinIOServer) removeTempDir() error {
 func (s *MinIOServer) ClientEnv(add ...string) []string {
 	return Environ("AWS_", append([]string{"AWS_ACCESS_KEY_ID=" + s.AccessKey, "AWS_SECRET_ACCESS_KEY=" + s.SecretKey}, add...)...)
 }
+
+// PID returns the process id of the running server, or 0 when it is not
+// running.
+func (s *MinIOServer) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc.pid()
+}

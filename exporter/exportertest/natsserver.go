@@ -205,3 +205,11 @@ func (s *NATSServer) removeTempDir() error {
 	}
 	return nil
 }
+
+// PID returns the process id of the running server, or 0 when it is not
+// running.
+func (s *NATSServer) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc.pid()
+}

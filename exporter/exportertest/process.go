@@ -185,3 +185,11 @@ func portFree(port int) bool {
 	l.Close()
 	return true
 }
+
+// pid returns the process id of p, or 0 when p is nil or has exited.
+func (p *process) pid() int {
+	if p == nil || p.exited() {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
