@@ -123,14 +123,14 @@ type RunResult struct {
 	PeakRSSBytes      int64          `json:"peak_rss_bytes,omitempty"`
 	CPUSeconds        float64        `json:"cpu_seconds,omitempty"` // user + system
 	UserSeconds       float64        `json:"user_seconds,omitempty"`
-	CPUPerMillion     float64        `json:"cpu_per_million,omitempty"`          // CPU seconds × 10^6 / messages
+	CPUPerMillion     float64        `json:"cpu_per_million,omitempty"` // CPU seconds × 10^6 / messages
 	// NATSCPUSeconds and MinIOCPUSeconds are what the servers used while
 	// the process ran (user+sys), for the run and whatever else they
 	// served meanwhile: nothing else, in the bench.
-	NATSCPUSeconds  float64 `json:"nats_cpu_seconds,omitempty"`
-	MinIOCPUSeconds float64 `json:"minio_cpu_seconds,omitempty"`
-	Ratio             float64        `json:"limit_ratio,omitempty"`              // limit time / wall time
-	RatioSameObjects  float64        `json:"same_objects_limit_ratio,omitempty"` // same-objects limit time / wall time
+	NATSCPUSeconds   float64 `json:"nats_cpu_seconds,omitempty"`
+	MinIOCPUSeconds  float64 `json:"minio_cpu_seconds,omitempty"`
+	Ratio            float64 `json:"limit_ratio,omitempty"`              // limit time / wall time
+	RatioSameObjects float64 `json:"same_objects_limit_ratio,omitempty"` // same-objects limit time / wall time
 	// PutRateRatio is, over the high-cardinality workload, the run's
 	// objects/s over MinIO's PutObject objects/s for objects of the size
 	// the workload writes (SameObjectsLimit), in the same round.
