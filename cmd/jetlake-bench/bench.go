@@ -32,6 +32,7 @@ type Config struct {
 	PayloadBytes      int
 	MaxFileSize       int64
 	MaxMessages       int
+	MaxAckPending     int // 0: derived by jetlake
 	MaxFileAge        time.Duration
 	MaxBufferedBytes  int64
 	UploadConcurrency int
@@ -98,6 +99,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		},
 		Settings: Settings{
 			PayloadBytes: cfg.PayloadBytes, MaxFileSize: cfg.MaxFileSize, MaxMessagesPerFile: cfg.MaxMessages,
+			MaxAckPending:     cfg.MaxAckPending,
 			MaxFileAgeSeconds: cfg.MaxFileAge.Seconds(), MaxBufferedBytes: cfg.MaxBufferedBytes,
 			UploadConcurrency: cfg.UploadConcurrency, BudgetSeconds: cfg.Budget.Seconds(),
 		},

@@ -275,8 +275,12 @@ func (b *bench) connector(w *WorkloadResult, spec runSpec, consumer, prefix, cat
 	var c bytes.Buffer
 	fmt.Fprintf(&c, "name = %q\nshutdown_timeout = \"30s\"\n\n", "bench-"+w.Name+"-"+strings.ReplaceAll(spec.Name, "_", "-"))
 	fmt.Fprintf(&c, "[nats]\nurl = %q\n\n", b.ns.URL)
-	fmt.Fprintf(&c, "[[streams]]\nstream = %q\nconsumer = %q\ndeliver_policy = \"all\"\nack_wait = %q\n\n",
+	fmt.Fprintf(&c, "[[streams]]\nstream = %q\nconsumer = %q\ndeliver_policy = \"all\"\nack_wait = %q\n",
 		w.Stream, consumer, b.ackWait().String())
+	if b.cfg.MaxAckPending > 0 {
+		fmt.Fprintf(&c, "max_ack_pending = %d\n", b.cfg.MaxAckPending)
+	}
+	c.WriteString("\n")
 	fmt.Fprintf(&c, "[s3]\nbucket = %q\nendpoint = %q\nprefix = %q\nupload_concurrency = %d\n\n",
 		bucket, b.ms.Endpoint, prefix, b.cfg.UploadConcurrency)
 	fmt.Fprintf(&c, "[output]\nformat = %q\n", spec.Format)

@@ -113,6 +113,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	budget := fs.Duration("timeout", 11*time.Minute, "time budget of the whole run; measurements that do not fit are skipped or cut, and say so")
 	maxFileSize := fs.String("max-file-size", "8MiB", "rotation.max_file_size, and the size of the upload limit's objects")
 	maxMessages := fs.Int("max-messages-per-file", 0, "rotation.max_messages_per_file (0: no count limit)")
+	maxAckPending := fs.Int("max-ack-pending", 0, "max_ack_pending of every stream (0: jetlake derives it)")
 	maxAge := fs.Duration("max-file-age", 30*time.Second, "rotation.max_file_age")
 	maxBuffered := fs.String("max-buffered-bytes", "256MiB", "rotation.max_buffered_bytes")
 	concurrency := fs.Int("upload-concurrency", 4, "s3.upload_concurrency, and the concurrency of the upload limit")
@@ -180,6 +181,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Jetlake:           *jetlake,
 		PayloadBytes:      *payload,
 		MaxMessages:       *maxMessages,
+		MaxAckPending:     *maxAckPending,
 		MaxFileAge:        *maxAge,
 		UploadConcurrency: *concurrency,
 		Rounds:            *rounds,

@@ -41,6 +41,7 @@ type Settings struct {
 	PayloadBytes       int     `json:"payload_bytes"`
 	MaxFileSize        int64   `json:"max_file_size"`
 	MaxMessagesPerFile int     `json:"max_messages_per_file"`
+	MaxAckPending      int     `json:"max_ack_pending,omitempty"` // 0: derived
 	MaxFileAgeSeconds  float64 `json:"max_file_age_seconds"`
 	MaxBufferedBytes   int64   `json:"max_buffered_bytes"`
 	UploadConcurrency  int     `json:"upload_concurrency"`
@@ -201,6 +202,9 @@ func (r *Report) Markdown() string {
 		r.Machine.Jetlake, r.Machine.NATSServer, r.Machine.MinIO, r.Machine.GoVersion, r.Machine.OS, r.Machine.Arch, r.Machine.CPUs)
 	fmt.Fprintf(&b, "Rotation: max_file_size %s, max_messages_per_file %d, max_file_age %s, max_buffered_bytes %s; upload_concurrency %d. ",
 		fmtMiB(s.MaxFileSize), s.MaxMessagesPerFile, time.Duration(s.MaxFileAgeSeconds*float64(time.Second)), fmtMiB(s.MaxBufferedBytes), s.UploadConcurrency)
+	if s.MaxAckPending > 0 {
+		fmt.Fprintf(&b, "max_ack_pending %d. ", s.MaxAckPending)
+	}
 	fmt.Fprintf(&b, "MB = 10^6 bytes, MiB = 2^20. Total time: %s.\n", fmtSeconds(r.Seconds))
 	if r.Rounds > 1 {
 		fmt.Fprintf(&b, "\nEvery limit and run was measured in %d rounds, interleaved; a figure is the median round "+
