@@ -133,7 +133,7 @@ func TestLoadFillsInEveryDefault(t *testing.T) {
 			Consumer:      "events",
 			DeliverPolicy: DeliverAll,
 			AckWait:       2 * time.Minute,
-			MaxAckPending: 1000000, // 256MiB / 256, at the ceiling
+			MaxAckPending: 250000, // 256MiB / 256, above the ceiling
 			Line:          7,
 		}},
 		S3: S3{Bucket: "lake", Region: "us-east-1", UploadConcurrency: 4, Checksum: ChecksumCRC32C},
@@ -191,7 +191,7 @@ func TestLoadResolvesEveryKey(t *testing.T) {
 			Consumer:        "events",
 			DeliverPolicy:   DeliverAll,
 			AckWait:         2 * time.Minute,
-			MaxAckPending:   1000000, // 1GB / 256, at the ceiling
+			MaxAckPending:   250000, // 1GB / 256, above the ceiling
 			Line:            22,
 			Partitions:      8,
 			LeaseTTL:        20 * time.Second,
@@ -335,12 +335,12 @@ func TestDerivedMaxAckPending(t *testing.T) {
 		count    int
 		want     int
 	}{
-		{256 << 20, 10000, 1000000},
-		{64 << 20, 10000, 262144},
+		{256 << 20, 10000, 250000},
+		{32 << 20, 10000, 131072},
 		{128 << 10, 100, 1000},        // floor
 		{128 << 10, 0, 1000},          // floor, no count limit
-		{1 << 40, 0, 1000000},         // ceiling
-		{64 << 20, 400000, 800000},    // room for two full files
+		{1 << 40, 0, 250000},          // ceiling
+		{64 << 20, 200000, 400000},    // room for two full files
 		{1 << 40, 10000000, 20000000}, // two full files beat the ceiling
 	}
 	for _, tt := range tests {

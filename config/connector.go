@@ -35,7 +35,7 @@ const (
 	maxRowGroupSize       = gib
 	maxMessagesPerFile    = 10_000_000
 	minDerivedAckPending  = 1000
-	maxDerivedAckPending  = 1_000_000
+	maxDerivedAckPending  = 250_000
 	derivedAckPendingUnit = 256 // bytes of max_buffered_bytes per pending message
 )
 

@@ -26,5 +26,5 @@ func ExampleLoad() {
 	// Output:
 	// line 17, rotation.max_file_age
 	// 0 connectors
-	// events events 1000000 8MiB {stream}/{subject}/{date}/{hour}
+	// events events 250000 8MiB {stream}/{subject}/{date}/{hour}
 }

@@ -32,7 +32,7 @@ func TestConnectorFilesAreValid(t *testing.T) {
 				}
 				want := pending
 				if want == 0 {
-					want = 1_000_000 // derived from 256MiB
+					want = 250_000 // derived from 256MiB
 				}
 				if got := c.Streams[0].MaxAckPending; got != want {
 					t.Errorf("max_ack_pending = %d, want %d", got, want)

@@ -23,10 +23,15 @@ import (
 // pullBatch is how many messages a pull request asks for, as jetlake does.
 const pullBatch = 1000
 
-// maxAckPending is what jetlake derives for a consumer from the rotation
-// settings (config: max(clamp(budget/1KiB, 1000, 1000000), 2 × max messages)).
+// maxAckPending is the consume limit's MaxAckPending: what jetlake derives
+// for a consumer from the rotation settings (config: max(clamp(budget/256,
+// 1000, 250000), 2 × max messages)), or the one set with -max-ack-pending.
+// The limit acks as it goes, so it never has more than a pull's worth.
 func (b *bench) maxAckPending() int {
-	n := min(max(b.cfg.MaxBufferedBytes/1024, 1000), 1_000_000)
+	if b.cfg.MaxAckPending > 0 {
+		return b.cfg.MaxAckPending
+	}
+	n := min(max(b.cfg.MaxBufferedBytes/256, 1000), 250_000)
 	return int(max(n, 2*int64(b.cfg.MaxMessages)))
 }
 

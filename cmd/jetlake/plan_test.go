@@ -83,7 +83,7 @@ func createBucketOnce(t *testing.T, name string) {
 }
 
 // The derived max_ack_pending of planFile: max(clamp(256MiB/256), 2 × 500).
-const planMaxAckPending = 1000000
+const planMaxAckPending = 250000
 
 func TestPlanReportsConsumersThatDoNotFitWithTheFix(t *testing.T) {
 	createBucketOnce(t, "plan")
@@ -98,12 +98,12 @@ func TestPlanReportsConsumersThatDoNotFitWithTheFix(t *testing.T) {
 	}{
 		{
 			name: "no consumer yet", stream: "PLANNEW", code: 0,
-			want: []string{"ok    stream PLANNEW, consumer plannew: does not exist yet; jetlake creates it on start: AckExplicit, AckWait 30s, MaxAckPending 1000000, MaxDeliver -1, deliver all, filters plannew.>"},
+			want: []string{"ok    stream PLANNEW, consumer plannew: does not exist yet; jetlake creates it on start: AckExplicit, AckWait 30s, MaxAckPending 250000, MaxDeliver -1, deliver all, filters plannew.>"},
 		},
 		{
 			name: "a consumer that fits", stream: "PLANFIT", code: 0,
 			consumer: &jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: planMaxAckPending, MaxDeliver: -1, FilterSubject: "planfit.>"},
-			want:     []string{"ok    stream PLANFIT, consumer planfit: exists and fits: AckExplicit, AckWait 30s, MaxAckPending 1000000, MaxDeliver -1"},
+			want:     []string{"ok    stream PLANFIT, consumer planfit: exists and fits: AckExplicit, AckWait 30s, MaxAckPending 250000, MaxDeliver -1"},
 		},
 		{
 			name: "AckWait too short", stream: "PLANACKWAIT", code: 0,
@@ -113,7 +113,7 @@ func TestPlanReportsConsumersThatDoNotFitWithTheFix(t *testing.T) {
 		{
 			name: "MaxAckPending too small", stream: "PLANPENDING", code: 0,
 			consumer: &jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: 100, MaxDeliver: -1, FilterSubject: "planpending.>"},
-			want:     []string{"warn  stream PLANPENDING, consumer planpending: MaxAckPending 100 is less than max_messages_per_file (500): files would be cut at 90% of it; jetlake sets it to 1000000 on start"},
+			want:     []string{"warn  stream PLANPENDING, consumer planpending: MaxAckPending 100 is less than max_messages_per_file (500): files would be cut at 90% of it; jetlake sets it to 250000 on start"},
 		},
 		{
 			name: "AckAll", stream: "PLANACKALL", code: 1,
@@ -233,7 +233,7 @@ func TestPlanOfAGoodSetupPassesAndShowsKeysAndPermissions(t *testing.T) {
 	for _, want := range []string{
 		"connector plangood (" + path + ")",
 		// effective configuration, defaults filled in, secrets by name only
-		`max_ack_pending = 1000000`,
+		`max_ack_pending = 250000`,
 		`path_template = "{stream}/{subject}/{date}/{hour}"`,
 		`compression = "none"  # objects end in .jsonl`,
 		`AWS_ACCESS_KEY_ID (set), AWS_SECRET_ACCESS_KEY (set), AWS_SESSION_TOKEN (not set)`,
