@@ -73,6 +73,19 @@ type result struct {
 	seqs      []byte        // the batch's sequences, as seqSet.MarshalJSON encodes them
 	set       seqSet        // and as runs, when the uploader built them
 	tail      *iceberg.Tail // an Iceberg data file's end, for its commit
+
+	// acks, when set, still has to ack the stored batch's messages and set
+	// confirmed; the uploader leaves it to another goroutine so as to take
+	// the next job (see runner.upload).
+	acks func(context.Context)
+}
+
+// ack runs the acks the result still has to run, if any.
+func (res *result) ack(ctx context.Context) {
+	if res.acks != nil {
+		res.acks(ctx)
+		res.acks = nil
+	}
 }
 
 // nextJob returns the index in the queue of the job to upload next: the

@@ -46,12 +46,20 @@ const maxMetaSeqs = 1024
 // batch is never acked.
 var ErrAbandoned = errors.New("AckWait passed before the batch was committed")
 
-// process runs one job.
+// process runs one job. The result of a stored batch may still have its
+// acks to run (result.acks).
 func (e *Exporter) process(ctx context.Context, j *job) *result {
 	if j.marker != nil {
 		return e.writeMarker(ctx, j)
 	}
-	return e.upload(ctx, j)
+	return e.storeBatch(ctx, j)
+}
+
+// upload commits one batch, its acks included.
+func (e *Exporter) upload(ctx context.Context, j *job) *result {
+	res := e.storeBatch(ctx, j)
+	res.ack(ctx)
+	return res
 }
 
 // writeMarker stores a loss marker, then terminates the poison message it
@@ -111,14 +119,16 @@ func (e *Exporter) writeMarker(ctx context.Context, j *job) *result {
 	return res
 }
 
-// upload commits one batch: encode it, record an intent, store the object
+// storeBatch commits one batch: encode it, record an intent, store the object
 // with a conditional write, ack every message, confirm, forget the intent.
+// It returns once the object is stored, with the acks and the confirmation
+// left in result.acks, which must run before the result is used.
 // Every step retries until it succeeds, fails for good, ctx ends or the
 // messages' AckWait passes; meanwhile InProgress keeps them from being
 // redelivered. A crash at any point leaves either no object (the messages
 // come back and are batched anew) or an object and its intent (recovery
 // acks the messages without writing them again).
-func (e *Exporter) upload(ctx context.Context, j *job) *result {
+func (e *Exporter) storeBatch(ctx context.Context, j *job) *result {
 	b := j.batch
 	res := &result{job: j}
 	body, err := e.finish(b.Body, j.format == string(formats.Parquet))
@@ -224,13 +234,15 @@ func (e *Exporter) upload(ctx context.Context, j *job) *result {
 		res.err = ErrAbandoned
 		return res
 	}
-	if err := e.ack(ctx, b); err != nil {
-		e.log.Warn("object stored but acks failed; recovery acks its messages when they come back",
-			"key", res.key, "error", err)
-		return res
+	res.acks = func(ctx context.Context) {
+		if err := e.ack(ctx, b); err != nil {
+			e.log.Warn("object stored but acks failed; recovery acks its messages when they come back",
+				"key", res.key, "error", err)
+			return
+		}
+		res.confirmed = true
+		crashPoint("after-confirm")
 	}
-	res.confirmed = true
-	crashPoint("after-confirm")
 	return res
 }
 
