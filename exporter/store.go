@@ -111,6 +111,11 @@ type S3Store struct {
 	crc32c       func(formats.Body) string // bodyCRC32C; tests send a wrong one
 }
 
+// idleConnsBeside is how many idle connections to the store are kept
+// beyond one per uploader, for the requests of recovery, walks and table
+// commits.
+const idleConnsBeside = 8
+
 // NewS3Store returns a store for the [s3] settings of a connector. It does no
 // network I/O. Credentials come from the environment variables the file
 // names, or from the standard chain: AWS_ACCESS_KEY_ID /
@@ -145,6 +150,14 @@ func NewS3Store(c config.S3) (*S3Store, error) {
 		// sets; Put always sets one, so the client never adds a trailer.
 		TrailingHeaders: c.Checksum != config.ChecksumMD5,
 	}
+	tr, err := minio.DefaultTransport(secure)
+	if err != nil {
+		return nil, fmt.Errorf("s3 client: %w", err)
+	}
+	// Keep a connection for every upload that may be in flight, and some
+	// for the requests beside them; the default keeps 16 per host, and the
+	// uploads past those would each open and close a connection.
+	tr.MaxIdleConnsPerHost = max(tr.MaxIdleConnsPerHost, uploaders(c.UploadConcurrency)+idleConnsBeside)
 	if c.TLSCAFile != "" {
 		pem, err := os.ReadFile(c.TLSCAFile)
 		if err != nil {
@@ -154,13 +167,9 @@ func NewS3Store(c config.S3) (*S3Store, error) {
 		if !pool.AppendCertsFromPEM(pem) {
 			return nil, fmt.Errorf("s3 tls_ca_file %s: no PEM certificate in it", c.TLSCAFile)
 		}
-		tr, err := minio.DefaultTransport(secure)
-		if err != nil {
-			return nil, fmt.Errorf("s3 client: %w", err)
-		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-		opts.Transport = tr
 	}
+	opts.Transport = tr
 	client, err := minio.New(host, opts)
 	if err != nil {
 		return nil, fmt.Errorf("s3 client: %w", err)
