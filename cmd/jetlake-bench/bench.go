@@ -278,7 +278,7 @@ func (b *bench) round(ctx context.Context, w *workloadState, k int) {
 	if b.skip(name+" upload limit", note) {
 		return
 	}
-	u, err := b.uploadLimit(ctx, fmt.Sprintf("%s/_limit/put/r%d", name, k), w.res.JSONLinesBytes, b.cfg.MaxFileSize)
+	u, err := b.uploadLimit(ctx, fmt.Sprintf("%s/_limit/put/r%d", name, k), w.res.JSONLinesBytes, b.cfg.MaxFileSize, w.spec.Subjects)
 	if err != nil {
 		fail("upload limit", err)
 		return
@@ -322,7 +322,7 @@ func (b *bench) round(ctx context.Context, w *workloadState, k int) {
 	if total == 0 || ctx.Err() != nil || b.skip(name+" upload limit with jetlake's objects", note) {
 		return
 	}
-	same, err := b.uploadLimit(ctx, fmt.Sprintf("%s/_limit/same/r%d", name, k), total, size)
+	same, err := b.uploadLimit(ctx, fmt.Sprintf("%s/_limit/same/r%d", name, k), total, size, w.spec.Subjects)
 	if err != nil {
 		if w.spec.SmallObjects {
 			fail("upload limit with jetlake's objects", err)

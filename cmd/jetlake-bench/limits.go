@@ -23,6 +23,14 @@ import (
 // pullBatch is how many messages a pull request asks for, as jetlake does.
 const pullBatch = 1000
 
+// limitKey is the key of an upload limit's object i: under prefix, in the
+// directory of subject i mod subjects laid out as jetlake's path template
+// {stream}/{subject}/{date}/{hour} lays it out, and named by a sequence
+// range as jetlake names its objects.
+func limitKey(prefix string, i int64, subjects int) string {
+	return fmt.Sprintf("%s/BENCH/bench.s%05d/2026-12-01/00/%020d-%020d.jsonl", prefix, i%int64(max(subjects, 1)), i+1, i+1)
+}
+
 // maxAckPending is the consume limit's MaxAckPending: what jetlake derives
 // for a consumer from the rotation settings (config: max(clamp(budget/256,
 // 1000, 250000), 2 × max messages)), or the one set with -max-ack-pending.
@@ -178,8 +186,10 @@ func crc32cHeader(body []byte) string {
 // smaller) with the connector's upload concurrency, using the PutObject
 // options jetlake uses (single part, x-amz-checksum-crc32c, unsigned
 // payload, If-None-Match: *), as many at once as jetlake has in flight for
-// objects of that size.
-func (b *bench) uploadLimit(ctx context.Context, prefix string, total, objSize int64) (*Limit, error) {
+// objects of that size. The objects go round the directories jetlake's
+// path template makes of the workload's subjects (limitKey), since MinIO's
+// cost of an object grows with the directories it creates on disk for it.
+func (b *bench) uploadLimit(ctx context.Context, prefix string, total, objSize int64, subjects int) (*Limit, error) {
 	if total <= 0 || objSize <= 0 {
 		return nil, fmt.Errorf("nothing to upload (%d bytes in objects of %d)", total, objSize)
 	}
@@ -217,7 +227,7 @@ func (b *bench) uploadLimit(ctx context.Context, prefix string, total, objSize i
 					DisableContentSha256: true,
 				}
 				opts.SetMatchETagExcept("*")
-				key := fmt.Sprintf("%s/%08d.jsonl", prefix, i)
+				key := limitKey(prefix, i, subjects)
 				if _, err := b.s3.PutObject(ctx, bucket, key, bytes.NewReader(body[:size]), size, opts); err != nil {
 					once.Do(func() { firstErr = fmt.Errorf("put %s: %w", key, err); cancel() })
 					return
