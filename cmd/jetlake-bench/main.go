@@ -110,7 +110,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	jetlake := fs.String("jetlake", "bin/jetlake", "the jetlake binary to measure")
 	out := fs.String("out", "", "write the results as JSON to this file")
 	rounds := fs.Int("rounds", 3, "measure each limit and run this many times (while the time budget allows) and report the median; -quick: 1")
-	budget := fs.Duration("timeout", 11*time.Minute, "time budget of the whole run; measurements that do not fit are skipped or cut, and say so")
+	budget := fs.Duration("timeout", 10*time.Minute, "time budget of the measurements; those that do not fit are skipped or cut, and say so (removing what the runs wrote comes after it: up to 3 minutes)")
 	maxFileSize := fs.String("max-file-size", "8MiB", "rotation.max_file_size, and the size of the upload limit's objects")
 	maxMessages := fs.Int("max-messages-per-file", 0, "rotation.max_messages_per_file (0: no count limit)")
 	maxAckPending := fs.Int("max-ack-pending", 0, "max_ack_pending of every stream (0: jetlake derives it)")
