@@ -76,7 +76,7 @@ type result struct {
 
 	// acks, when set, still has to ack the stored batch's messages and set
 	// confirmed; the uploader leaves it to another goroutine so as to take
-	// the next job (see runner.upload).
+	// the next job (see runner.send).
 	acks func(context.Context)
 }
 

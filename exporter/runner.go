@@ -134,19 +134,14 @@ func (r *runner) pullBytes() int {
 // subject and framing, beyond its headers and data.
 const pullMargin = 16 << 10
 
-// upload runs job j and sends its result to the loop. A stored batch's
-// acks and their confirmation, a round trip to the server, go on in a
-// goroutine of their own, up to one per uploader, while the uploader takes
-// the next job: so the store has as many uploads in flight as there are
-// uploaders, not fewer by the time they spend waiting on NATS. The result
-// still reaches the loop only once the acks are confirmed.
-func (r *runner) upload(ctx context.Context, j *job, wg *sync.WaitGroup, ackers chan struct{}) {
-	r.send(ctx, r.e.process(ctx, j), wg, ackers)
-}
-
-// send sends res to the loop once its acks, if it has any, are done: in a
-// goroutine of wg when ackers has room, and then at once; else before it
-// returns.
+// send sends an uploader's result to the loop once its acks, if it has
+// any, are done: in a goroutine of wg when ackers has room, and then at
+// once; else before it returns. A stored batch's acks and their
+// confirmation, a round trip to the server, so go on beside the uploader,
+// up to one goroutine per uploader, while it takes the next job: the store
+// has as many uploads in flight as there are uploaders, not fewer by the
+// time they spend waiting on NATS. The result still reaches the loop only
+// once the acks are confirmed.
 func (r *runner) send(ctx context.Context, res *result, wg *sync.WaitGroup, ackers chan struct{}) {
 	if res.acks == nil {
 		r.results <- res
@@ -176,7 +171,7 @@ func (r *runner) run(ctx context.Context) error {
 	for range n {
 		workers.Go(func() {
 			for j := range r.jobs {
-				r.upload(uctx, j, &workers, ackers)
+				r.send(uctx, r.e.process(uctx, j), &workers, ackers)
 			}
 		})
 	}
