@@ -344,9 +344,9 @@ func TestDerivedMaxAckPending(t *testing.T) {
 		{1 << 40, 10000000, 20000000}, // two full files beat the ceiling
 	}
 	for _, tt := range tests {
-		got := derivedAckPending(Rotation{MaxBufferedBytes: tt.buffered, MaxMessagesPerFile: tt.count})
+		got := DerivedAckPending(Rotation{MaxBufferedBytes: tt.buffered, MaxMessagesPerFile: tt.count})
 		if got != tt.want {
-			t.Errorf("derivedAckPending(%d bytes, %d messages) = %d, want %d", tt.buffered, tt.count, got, tt.want)
+			t.Errorf("DerivedAckPending(%d bytes, %d messages) = %d, want %d", tt.buffered, tt.count, got, tt.want)
 		}
 	}
 }

@@ -223,7 +223,7 @@ func (c *checker) stream(t map[string]any, p keyPath, connector string, rot rota
 			c.report(p.key("max_ack_pending"), "%d is negative; allowed: 0 (derived from the rotation limits) or more", n)
 		case n == 0:
 			if rot.bufferedOK && rot.countOK {
-				s.MaxAckPending = derivedAckPending(rot.Rotation)
+				s.MaxAckPending = DerivedAckPending(rot.Rotation)
 			}
 		default:
 			s.MaxAckPending = int(n)
@@ -232,7 +232,7 @@ func (c *checker) stream(t map[string]any, p keyPath, connector string, rot rota
 	return s
 }
 
-// derivedAckPending is the max_ack_pending of a consumer whose file says 0:
+// DerivedAckPending is the max_ack_pending of a consumer whose file says 0:
 // one pending message per 256 bytes of the buffer budget, within
 // [minDerivedAckPending, maxDerivedAckPending], and room for two full files
 // so that a count limit can always be reached.
@@ -241,7 +241,7 @@ func (c *checker) stream(t map[string]any, p keyPath, connector string, rot rota
 // pending set about ten times a second, so its CPU grows with the messages
 // held unacked. At 1,000,000 pending it spent more on that than on
 // delivering, and a zstd export took half as long again as at 250,000.
-func derivedAckPending(r Rotation) int {
+func DerivedAckPending(r Rotation) int {
 	n := min(max(r.MaxBufferedBytes/derivedAckPendingUnit, minDerivedAckPending), maxDerivedAckPending)
 	return max(int(n), 2*r.MaxMessagesPerFile)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/exportertest"
 )
 
@@ -32,15 +33,14 @@ func limitKey(prefix string, i int64, subjects int) string {
 }
 
 // maxAckPending is the consume limit's MaxAckPending: what jetlake derives
-// for a consumer from the rotation settings (config: max(clamp(budget/256,
-// 1000, 250000), 2 × max messages)), or the one set with -max-ack-pending.
-// The limit acks as it goes, so it never has more than a pull's worth.
+// for a consumer from the rotation settings, or the one set with
+// -max-ack-pending. The limit acks as it goes, so it never has more than a
+// pull's worth.
 func (b *bench) maxAckPending() int {
 	if b.cfg.MaxAckPending > 0 {
 		return b.cfg.MaxAckPending
 	}
-	n := min(max(b.cfg.MaxBufferedBytes/256, 1000), 250_000)
-	return int(max(n, 2*int64(b.cfg.MaxMessages)))
+	return config.DerivedAckPending(config.Rotation{MaxBufferedBytes: b.cfg.MaxBufferedBytes, MaxMessagesPerFile: b.cfg.MaxMessages})
 }
 
 // ackWait is the AckWait of every consumer: the least jetlake allows with
