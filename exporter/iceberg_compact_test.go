@@ -127,6 +127,10 @@ func TestRunCompactsClosedPartitionsAndReportsUpkeep(t *testing.T) {
 max_messages_per_file = 5
 max_file_age = "1s"`)
 	catalog := e.icebergConnector("1s")
+	// The export runs with the default compact_after, so that none of its
+	// files is compacted before plan is asked.
+	e.publish(200, 2)
+	e.runUntilIdle(e.connector(), time.Minute)
 	body, err := os.ReadFile(e.file)
 	if err != nil {
 		t.Fatal(err)
@@ -137,8 +141,6 @@ max_file_age = "1s"`)
 	c := e.connector()
 	reg := prometheus.NewRegistry()
 	e.metrics = exporter.NewMetrics(reg)
-	e.publish(200, 2)
-	e.runUntilIdle(c, time.Minute)
 	// plan tells of the upkeep due once the partitions close.
 	time.Sleep(2500 * time.Millisecond)
 	msg, err := exporter.CheckTable(context.Background(), c)

@@ -78,6 +78,12 @@ type result struct {
 	// confirmed; the uploader leaves it to another goroutine so as to take
 	// the next job (see runner.send).
 	acks func(context.Context)
+	// ackBy is when the batch's messages may be redelivered to another
+	// consumer, less a margin: no ack may leave after it.
+	ackBy time.Time
+	// notice marks a result sent ahead of a stored batch's result while
+	// its acks wait to go with others': the upload is over.
+	notice bool
 }
 
 // ack runs the acks the result still has to run, if any.
@@ -304,18 +310,38 @@ func (r *runner) streamOf(b *msgBatch) *streamState {
 	return r.streams[i]
 }
 
-// finish accounts for a job that ended, one way or another.
+// uploaded accounts for the end of a job's upload, once: the next batch
+// of its buffer key may go.
+func (r *runner) uploaded(j *job) {
+	if j.large {
+		j.large = false
+		r.large--
+	}
+	if j.uploading {
+		j.uploading = false
+		if k := j.key(); r.uploading[k] == 1 {
+			delete(r.uploading, k)
+		} else {
+			r.uploading[k]--
+		}
+	}
+}
+
+// finish accounts for a job that ended, one way or another, or, for a
+// notice of a stored batch whose acks wait (see runner.send), for the end
+// of its upload.
 func (r *runner) finish(res *result) error {
 	j := res.job
+	r.uploaded(j)
+	if res.notice {
+		return nil
+	}
 	s := j.stream
 	if s != nil {
 		s.jobs--
 	}
 	r.inflight--
 	r.inflightBytes -= j.size
-	if j.large {
-		r.large--
-	}
 	var ce *CollisionError
 	if IsPermanent(res.err) || errors.As(res.err, &ce) {
 		return res.err
@@ -344,13 +370,6 @@ func (r *runner) finish(res *result) error {
 		return nil
 	}
 	b := j.batch
-	if j.uploading {
-		if k := j.key(); r.uploading[k] == 1 {
-			delete(r.uploading, k)
-		} else {
-			r.uploading[k]--
-		}
-	}
 	defer j.set.Release(b)
 	s.book.unseal(s.intentPrefix+j.intentID, b.Len())
 	for _, it := range b.Items {

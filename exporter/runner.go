@@ -32,6 +32,7 @@ type runner struct {
 	fatal    chan error
 	jobs     chan *job
 	results  chan *result
+	gather   chan *result  // stored small batches whose acks wait for others (ackGatherer)
 	back     chan func()   // from work beside the loop: what to apply on it
 	stopping chan struct{} // closed when the loop ends: work beside it stops reporting
 	quit     chan struct{} // closed when run returns: pulls stop handing messages over
@@ -147,6 +148,13 @@ func (r *runner) send(ctx context.Context, res *result, wg *sync.WaitGroup, acke
 		r.results <- res
 		return
 	}
+	if r.gather != nil && res.gatherable(time.Now()) {
+		// The loop hears of the upload at once, so that the next batch
+		// of the key may go; the results channel keeps the two in order.
+		r.results <- &result{job: res.job, notice: true}
+		r.gather <- res
+		return
+	}
 	select {
 	case ackers <- struct{}{}:
 		wg.Go(func() {
@@ -165,9 +173,12 @@ func (r *runner) run(ctx context.Context) error {
 	// Uploads outlive ctx: on shutdown they get the shutdown timeout.
 	uctx, cancelUploads := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelUploads()
-	var workers sync.WaitGroup
+	var workers, gatherer sync.WaitGroup
 	n := uploaders(r.e.cfg.S3.UploadConcurrency)
 	ackers := make(chan struct{}, n)
+	r.gather = make(chan *result, n)
+	g := &ackGatherer{e: r.e, in: r.gather, out: r.results}
+	gatherer.Go(func() { g.run(uctx) })
 	for range n {
 		workers.Go(func() {
 			for j := range r.jobs {
@@ -205,6 +216,8 @@ func (r *runner) run(ctx context.Context) error {
 			}
 		}()
 		workers.Wait()
+		close(r.gather)
+		gatherer.Wait()
 		close(r.results)
 		r.bg.Wait()
 	}()

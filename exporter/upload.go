@@ -234,6 +234,7 @@ func (e *Exporter) storeBatch(ctx context.Context, j *job) *result {
 		res.err = ErrAbandoned
 		return res
 	}
+	res.ackBy = c.ownedUntil()
 	res.acks = func(ctx context.Context) {
 		if err := e.ack(ctx, b); err != nil {
 			e.log.Warn("object stored but acks failed; recovery acks its messages when they come back",
@@ -434,19 +435,35 @@ func (c *committer) inProgress(ctx context.Context) (time.Time, bool) {
 // for the server's reply, which arrives after the earlier acks sent on the
 // same connection were processed.
 func (e *Exporter) ack(ctx context.Context, b *msgBatch) error {
-	n := len(b.Items)
+	return e.ackBatches(ctx, []*msgBatch{b})
+}
+
+// ackBatches acks every message of stored batches of one consumer, in
+// order, and confirms the last ack, which the server answers after the
+// earlier ones sent on the same connection.
+func (e *Exporter) ackBatches(ctx context.Context, batches []*msgBatch) error {
 	nc := e.acks
 	var firstErr error
-	for _, it := range b.Items[:n-1] {
-		if err := it.Handle.ack(nc); err != nil && firstErr == nil {
-			firstErr = fmt.Errorf("ack sequence %d: %w", it.Seq, err)
+	lastBatch := batches[len(batches)-1]
+	last := lastBatch.Items[len(lastBatch.Items)-1]
+	for _, b := range batches {
+		items := b.Items
+		if b == lastBatch {
+			items = items[:len(items)-1]
+		}
+		for _, it := range items {
+			if err := it.Handle.ack(nc); err != nil && firstErr == nil {
+				firstErr = fmt.Errorf("ack sequence %d: %w", it.Seq, err)
+			}
 		}
 	}
-	last := b.Items[n-1]
 	if faultAt("after-acks") {
-		// Make sure the acks left before the crash.
+		// Make sure the acks left before the crash; the point counts
+		// batches.
 		if err := last.Handle.ack(nc); err == nil {
-			crashPoint("after-acks")
+			for range batches {
+				crashPoint("after-acks")
+			}
 		}
 	}
 	for attempt := 0; attempt < 3; attempt++ {
