@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -33,6 +34,19 @@ const (
 func (res *result) gatherable(now time.Time) bool {
 	return res.acks != nil && res.job != nil && res.job.batch != nil && res.job.stream != nil &&
 		res.job.batch.Len() <= ackGatherMessages && res.ackBy.Sub(now) > ackGatherMargin
+}
+
+// gatherAcks starts the runner's ackGatherer, with room for n results
+// ahead of it, and returns what ends it once no uploader sends to it.
+func (r *runner) gatherAcks(ctx context.Context, n int) (end func()) {
+	r.gather = make(chan *result, n)
+	g := &ackGatherer{e: r.e, in: r.gather, out: r.results}
+	var wg sync.WaitGroup
+	wg.Go(func() { g.run(ctx) })
+	return func() {
+		close(r.gather)
+		wg.Wait()
+	}
 }
 
 // ackGatherer acks the messages of the stored batches it is given in

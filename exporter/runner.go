@@ -173,12 +173,10 @@ func (r *runner) run(ctx context.Context) error {
 	// Uploads outlive ctx: on shutdown they get the shutdown timeout.
 	uctx, cancelUploads := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelUploads()
-	var workers, gatherer sync.WaitGroup
+	var workers sync.WaitGroup
 	n := uploaders(r.e.cfg.S3.UploadConcurrency)
 	ackers := make(chan struct{}, n)
-	r.gather = make(chan *result, n)
-	g := &ackGatherer{e: r.e, in: r.gather, out: r.results}
-	gatherer.Go(func() { g.run(uctx) })
+	endGather := r.gatherAcks(uctx, n)
 	for range n {
 		workers.Go(func() {
 			for j := range r.jobs {
@@ -216,8 +214,7 @@ func (r *runner) run(ctx context.Context) error {
 			}
 		}()
 		workers.Wait()
-		close(r.gather)
-		gatherer.Wait()
+		endGather()
 		close(r.results)
 		r.bg.Wait()
 	}()
