@@ -107,14 +107,7 @@ func (g *ackGatherer) flush(ctx context.Context, burst []*result) {
 		}
 		err := g.e.ackBatches(ctx, batches)
 		for _, res := range results {
-			res.acks = nil
-			if err != nil {
-				g.e.log.Warn("object stored but acks failed; recovery acks its messages when they come back",
-					"key", res.key, "error", err)
-				continue
-			}
-			res.confirmed = true
-			crashPoint("after-confirm") // the point counts batches
+			res.acked(g.e.log, err)
 		}
 	}
 	for _, res := range burst {

@@ -3,6 +3,7 @@ package exporter
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -92,6 +93,20 @@ func (res *result) ack(ctx context.Context) {
 		res.acks(ctx)
 		res.acks = nil
 	}
+}
+
+// acked records how the acks of the result's stored batch ended, err from
+// Exporter.ackBatches: confirmed, or a warning, and recovery acks the
+// messages when they come back.
+func (res *result) acked(log *slog.Logger, err error) {
+	res.acks = nil
+	if err != nil {
+		log.Warn("object stored but acks failed; recovery acks its messages when they come back",
+			"key", res.key, "error", err)
+		return
+	}
+	res.confirmed = true
+	crashPoint("after-confirm") // the point counts batches
 }
 
 // nextJob returns the index in the queue of the job to upload next: the

@@ -230,20 +230,11 @@ func (e *Exporter) storeBatch(ctx context.Context, j *job) *result {
 	res.duration = time.Since(start)
 	// Acking after AckWait would ack copies that may already be on their
 	// way to another exporter.
-	if !time.Now().Before(c.ownedUntil()) {
+	if res.ackBy = c.ownedUntil(); !time.Now().Before(res.ackBy) {
 		res.err = ErrAbandoned
 		return res
 	}
-	res.ackBy = c.ownedUntil()
-	res.acks = func(ctx context.Context) {
-		if err := e.ack(ctx, b); err != nil {
-			e.log.Warn("object stored but acks failed; recovery acks its messages when they come back",
-				"key", res.key, "error", err)
-			return
-		}
-		res.confirmed = true
-		crashPoint("after-confirm")
-	}
+	res.acks = func(ctx context.Context) { res.acked(e.log, e.ack(ctx, b)) }
 	return res
 }
 
