@@ -24,6 +24,9 @@ type exportRecord struct {
 	Updated       time.Time `json:"updated"`
 }
 
+// claims returns the highest sequence the record says is exported.
+func (r *exportRecord) claims() uint64 { return max(r.Floor, r.Done.Last()) }
+
 // maxRecordDone bounds the encoded Done ranges a record keeps; beyond it
 // only the floor is kept, and the intents name what is stored above it.
 const maxRecordDone = 256 << 10
@@ -71,36 +74,67 @@ func (e *unreadableRecordError) Error() string {
 
 func (e *unreadableRecordError) Unwrap() error { return e.Err }
 
+// lastSeqFunc returns the stream's last sequence: no record may claim a
+// sequence past it.
+type lastSeqFunc func(ctx context.Context) (uint64, error)
+
+// UntrustedRecordError reports a stored export record that claims
+// sequences the stream never had: saveRecord replaced it with its own.
+type UntrustedRecordError struct {
+	Key     string
+	Claims  uint64 // the highest sequence it claimed
+	LastSeq uint64 // the stream's last sequence
+}
+
+func (e *UntrustedRecordError) Error() string {
+	return fmt.Sprintf("export record %s claimed sequences up to %d, past the stream's last sequence %d: it was not written by jetlake for this stream and was replaced", e.Key, e.Claims, e.LastSeq)
+}
+
 // saveRecord stores rec at key, merged with what is there: another
 // instance (the one pinned before, or after) may have written a higher
-// floor, and what either says is exported is. It returns the floor stored.
-func saveRecord(ctx context.Context, st intentStore, key string, rec exportRecord) (uint64, error) {
+// floor, and what either says is exported is. A stored record that claims
+// more than rec is checked against the stream's last sequence first
+// (lastSeq): one that claims sequences the stream never had is not merged
+// but replaced, and reported in untrusted. It returns the floor stored.
+func saveRecord(ctx context.Context, st intentStore, key string, rec exportRecord, lastSeq lastSeqFunc) (floor uint64, untrusted *UntrustedRecordError, err error) {
 	for attempt := 0; ; attempt++ {
 		cur, rev, err := loadRecord(ctx, st, key)
 		var bad *unreadableRecordError
 		if err != nil && !errors.As(err, &bad) {
-			return 0, err
+			return 0, nil, err
 		}
 		out := rec
 		if cur != nil && cur.StreamCreated.Equal(rec.StreamCreated) {
-			out = mergeRecords(rec, *cur)
+			if cur.claims() > rec.claims() {
+				last, err := lastSeq(ctx)
+				if err != nil {
+					return 0, nil, fmt.Errorf("export record %s: the stream's last sequence: %w", key, err)
+				}
+				if cur.claims() > last {
+					untrusted = &UntrustedRecordError{Key: key, Claims: cur.claims(), LastSeq: last}
+					cur = nil
+				}
+			}
+			if cur != nil {
+				out = mergeRecords(rec, *cur)
+			}
 		}
 		value, err := json.Marshal(&out)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		if len(value) > maxRecordDone {
 			out.Done = seqSet{}
 			if value, err = json.Marshal(&out); err != nil {
-				return 0, err
+				return 0, nil, err
 			}
 		}
 		_, err = st.Update(ctx, key, value, rev)
 		if err == nil {
-			return out.Floor, nil
+			return out.Floor, untrusted, nil
 		}
 		if !errors.Is(err, errRecordChanged) || attempt == 4 {
-			return 0, fmt.Errorf("export record %s: %w", key, err)
+			return 0, nil, fmt.Errorf("export record %s: %w", key, err)
 		}
 	}
 }

@@ -42,7 +42,23 @@ type saveResult struct {
 	l      *ledger
 	rev    uint64 // the ledger revision written
 	floor  uint64 // the floor the record holds now
-	err    error
+	// untrusted is the stored record the write replaced because it
+	// claimed sequences the stream never had.
+	untrusted *UntrustedRecordError
+	err       error
+}
+
+// lastSeq returns how saveRecord asks for s's last sequence: through a
+// stream handle of its own, since the one s keeps serves the walks beside
+// the loop.
+func (e *Exporter) lastSeq(s *streamState) lastSeqFunc {
+	return func(ctx context.Context) (uint64, error) {
+		st, err := e.js.Stream(ctx, s.cfg.Stream)
+		if err != nil {
+			return 0, err
+		}
+		return st.CachedInfo().State.LastSeq, nil
+	}
 }
 
 // tend starts, beside the loop, the walks and record writes that are due:
@@ -69,8 +85,9 @@ func (r *runner) tend(ctx context.Context, now time.Time) {
 			r.beside(func() func() {
 				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 				defer cancel()
-				floor, err := saveRecord(sctx, r.e.intents, s.recordKey, rec)
-				return func() { r.saved(&saveResult{stream: s, l: l, rev: rev, floor: floor, err: err}) }
+				res := &saveResult{stream: s, l: l, rev: rev}
+				res.floor, res.untrusted, res.err = saveRecord(sctx, r.e.intents, s.recordKey, rec, r.e.lastSeq(s))
+				return func() { r.saved(res) }
 			})
 		}
 	}
@@ -141,6 +158,11 @@ func (r *runner) saved(res *saveResult) {
 	s := res.stream
 	s.saving = false
 	s.lastSave = time.Now()
+	if res.untrusted != nil {
+		r.log.Error("the export record held a value jetlake did not write; it was replaced by this process's own", "stream", s.cfg.Stream,
+			"consumer", s.cfg.Consumer, "error", res.untrusted)
+		r.e.m.untrusted.WithLabelValues(r.e.cfg.Name, "export_record").Inc()
+	}
 	if res.err != nil {
 		r.log.Warn("could not write the export record; trying again", "stream", s.cfg.Stream, "error", res.err)
 		return
@@ -165,8 +187,9 @@ func (r *runner) saveNow(ctx context.Context) {
 			continue
 		}
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		floor, err := saveRecord(sctx, r.e.intents, s.recordKey, s.ledger.record(s.created, time.Now()))
+		res := &saveResult{stream: s, l: s.ledger, rev: s.ledger.rev}
+		res.floor, res.untrusted, res.err = saveRecord(sctx, r.e.intents, s.recordKey, s.ledger.record(s.created, time.Now()), r.e.lastSeq(s))
 		cancel()
-		r.saved(&saveResult{stream: s, l: s.ledger, rev: s.ledger.rev, floor: floor, err: err})
+		r.saved(res)
 	}
 }

@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
@@ -255,12 +256,52 @@ func TestAnUnreadableRecordIsReplaced(t *testing.T) {
 		t.Fatalf("loadRecord: %v, want an unreadable record", err)
 	}
 	created := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	floor, err := saveRecord(ctx, st, "export.k", exportRecord{StreamCreated: created, Floor: 42})
+	floor, _, err := saveRecord(ctx, st, "export.k", exportRecord{StreamCreated: created, Floor: 42}, lastSeqIs(100))
 	if err != nil || floor != 42 {
 		t.Fatalf("saveRecord = %d, %v", floor, err)
 	}
 	rec, _, err := loadRecord(ctx, st, "export.k")
 	if err != nil || rec.Floor != 42 {
 		t.Fatalf("loadRecord = %+v, %v", rec, err)
+	}
+}
+
+func lastSeqIs(q uint64) lastSeqFunc {
+	return func(context.Context) (uint64, error) { return q, nil }
+}
+
+// A stored record that claims sequences past the stream's last one was not
+// written by jetlake: a write replaces it instead of taking its floor,
+// and says so. One that claims more than the writer but no more than the
+// stream holds (another instance ahead of this one) is merged.
+func TestASavedRecordDoesNotTakeAFloorPastTheStream(t *testing.T) {
+	created := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		name          string
+		stored        exportRecord
+		wantFloor     uint64
+		wantUntrusted bool
+	}{
+		{"forged floor", exportRecord{StreamCreated: created, Floor: 1_000_000_000_000}, 42, true},
+		{"forged done", exportRecord{StreamCreated: created, Floor: 10, Done: newSeqSet([]uint64{500})}, 42, true},
+		{"another instance ahead", exportRecord{StreamCreated: created, Floor: 90}, 90, false},
+		{"behind", exportRecord{StreamCreated: created, Floor: 7}, 42, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &memIntents{m: map[string][]byte{}}
+			ctx := t.Context()
+			value, _ := json.Marshal(&tt.stored)
+			if _, err := st.Update(ctx, "export.k", value, 0); err != nil {
+				t.Fatal(err)
+			}
+			floor, untrusted, err := saveRecord(ctx, st, "export.k", exportRecord{StreamCreated: created, Floor: 42}, lastSeqIs(100))
+			if err != nil || floor != tt.wantFloor || (untrusted != nil) != tt.wantUntrusted {
+				t.Fatalf("saveRecord = %d, %v, %v; want floor %d, untrusted %v", floor, untrusted, err, tt.wantFloor, tt.wantUntrusted)
+			}
+			rec, _, err := loadRecord(ctx, st, "export.k")
+			if err != nil || rec.claims() != tt.wantFloor {
+				t.Fatalf("stored record = %+v, %v; want it to claim %d", rec, err, tt.wantFloor)
+			}
+		})
 	}
 }

@@ -24,6 +24,7 @@ type Metrics struct {
 	uploadErrors  *prometheus.CounterVec
 	lost          *prometheus.CounterVec
 	rejected      *prometheus.CounterVec
+	untrusted     *prometheus.CounterVec
 
 	bufferedMessages *prometheus.GaugeVec
 	bufferedBytes    *prometheus.GaugeVec
@@ -83,6 +84,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		uploadErrors: counter("upload_errors_total", "Failed attempts to store an object or intent, by kind.", "connector", "stream", "kind"),
 		lost:         counter("messages_lost_total", "Messages recorded in loss markers, by reason.", "connector", "stream", "reason"),
 		rejected:     counter("messages_rejected_total", "Messages written to rejected objects, by reason.", "connector", "stream", "reason"),
+		untrusted: counter("state_untrusted_total",
+			"Values jetlake read back and did not believe (an export record claiming sequences the stream never had, an implausible intent, a foreign file), by kind.", "connector", "kind"),
 
 		bufferedMessages: gauge("buffered_messages", "Messages held in buffers and uploads, not yet acked.", cs...),
 		bufferedBytes:    gauge("buffered_bytes", "Bytes held in open buffers and uploads.", "connector"),
@@ -124,7 +127,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.received, m.redelivered, m.acked, m.objects, m.bytes, m.uploadSeconds,
-			m.objectBytes, m.uploadErrors, m.lost, m.rejected, m.bufferedMessages, m.bufferedBytes, m.bufferedPeak, m.oldestBuffered,
+			m.objectBytes, m.uploadErrors, m.lost, m.rejected, m.untrusted, m.bufferedMessages, m.bufferedBytes, m.bufferedPeak, m.oldestBuffered,
 			m.pending, m.ackPending, m.freshness, m.commits, m.commitSeconds, m.commitFiles, m.lastCommit, m.tableSnapshots, m.expired, m.compactedFiles, m.compactedBytes, m.dataFiles, m.smallFiles, m.compactable, m.oldestClosed, m.metadataBytes, m.orphans,
 			m.partitionsHeld, m.leaseRenewals, m.handovers, m.handoverSeconds} {
 			reg.MustRegister(c)

@@ -250,17 +250,16 @@ func (r *runner) checkHandovers(ctx context.Context) {
 		}
 		lease := s.leaseRef()
 		r.beside(func() func() {
-			var floor uint64
-			var saveErr error
+			saveRes := &saveResult{stream: s, l: l, rev: rev}
 			if save {
 				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-				floor, saveErr = saveRecord(sctx, r.e.intents, s.recordKey, rec)
+				saveRes.floor, saveRes.untrusted, saveRes.err = saveRecord(sctx, r.e.intents, s.recordKey, rec, r.e.lastSeq(s))
 				cancel()
 			}
 			err := r.e.release(ctx, lease)
 			return func() {
 				if save {
-					r.saved(&saveResult{stream: s, l: l, rev: rev, floor: floor, err: saveErr})
+					r.saved(saveRes)
 				}
 				r.released(s, err)
 			}

@@ -152,6 +152,13 @@ type ledgerStart struct {
 func (e *Exporter) loadLedgerStart(ctx context.Context, s *streamState) (*ledgerStart, error) {
 	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	// The record first: another instance may write it meanwhile, and what
+	// it claims must then be below the stream's last sequence read after.
+	var rec *exportRecord
+	var recErr error
+	if e.intents != nil {
+		rec, _, recErr = loadRecord(ictx, e.intents, s.recordKey)
+	}
 	ci, err := s.cons.Info(ictx)
 	if err != nil {
 		return nil, fmt.Errorf("stream %s, consumer %s: %w", s.cfg.Stream, s.cfg.Consumer, err)
@@ -164,9 +171,8 @@ func (e *Exporter) loadLedgerStart(ctx context.Context, s *streamState) (*ledger
 	if e.intents == nil {
 		return start, nil
 	}
-	rec, _, err := loadRecord(ictx, e.intents, s.recordKey)
 	var bad *unreadableRecordError
-	switch {
+	switch err := recErr; {
 	case errors.As(err, &bad):
 		// Starting from the ack floor loses no export and duplicates
 		// nothing; the next write replaces the value.
@@ -174,6 +180,14 @@ func (e *Exporter) loadLedgerStart(ctx context.Context, s *streamState) (*ledger
 	case err != nil:
 		return nil, err
 	case rec == nil:
+	case rec.StreamCreated.Equal(s.created) && rec.claims() > si.State.LastSeq:
+		// No sequence past the stream's last was ever delivered, so no
+		// process exported it: the record was not written by jetlake for
+		// this stream, and none of it is believed.
+		e.log.Error("the export record claims sequences the stream never had: it is not trusted; starting from the consumer's ack floor, and the next write replaces it",
+			"stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "record", s.recordKey,
+			"record_floor", rec.Floor, "record_claims_up_to", rec.claims(), "stream_last_seq", si.State.LastSeq, "ack_floor", start.floor)
+		e.m.untrusted.WithLabelValues(e.cfg.Name, "export_record").Inc()
 	case rec.StreamCreated.Equal(s.created):
 		start.floor = rec.Floor
 		for _, r := range rec.Done.runs {
