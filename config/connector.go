@@ -35,7 +35,7 @@ const (
 	maxRowGroupSize       = gib
 	maxMessagesPerFile    = 10_000_000
 	minDerivedAckPending  = 1000
-	maxDerivedAckPending  = 250_000
+	maxDerivedAckPending  = MaxDerivedAckPending
 	derivedAckPendingUnit = 256 // bytes of max_buffered_bytes per pending message
 )
 
@@ -238,3 +238,7 @@ func isLoopback(host string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+
+// MaxDerivedAckPending is the highest max_ack_pending jetlake derives from
+// the rotation limits.
+const MaxDerivedAckPending = 250_000

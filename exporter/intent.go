@@ -68,6 +68,14 @@ func (s seqSet) Len() int {
 	return n
 }
 
+// First is the lowest sequence, or 0 for an empty set.
+func (s seqSet) First() uint64 {
+	if len(s.runs) == 0 {
+		return 0
+	}
+	return s.runs[0][0]
+}
+
 // Last is the highest sequence, or 0 for an empty set.
 func (s seqSet) Last() uint64 {
 	if len(s.runs) == 0 {
@@ -157,6 +165,9 @@ type kvIntents struct {
 	kv jetstream.KeyValue
 }
 
+// maxStateValue bounds a value of the state bucket it creates.
+const maxStateValue = 1 << 20
+
 // openIntents opens (creating if needed) the state bucket.
 func openIntents(ctx context.Context, js jetstream.JetStream, bucket string, replicas int) (*kvIntents, error) {
 	kv, err := js.KeyValue(ctx, bucket)
@@ -167,6 +178,10 @@ func openIntents(ctx context.Context, js jetstream.JetStream, bucket string, rep
 			History:     1,
 			Replicas:    max(replicas, 1),
 			Storage:     jetstream.FileStorage,
+			// Nothing jetlake writes comes near it: export records stop
+			// at 256 KiB, commit plans too, and an intent takes a few
+			// bytes a sequence.
+			MaxValueSize: maxStateValue,
 		})
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			kv, err = js.KeyValue(ctx, bucket)

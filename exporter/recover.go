@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -47,6 +48,7 @@ func (e *Exporter) findIntents(ctx context.Context, s *streamState, known map[st
 		crashPoint("during-recovery")
 	}
 	rec := &recovery{committed: map[string]*intent{}, unresolved: map[string]*intent{}}
+	var lastSeq uint64 // read once there is an intent to check
 	for ikey, value := range entries {
 		if known[ikey] {
 			continue
@@ -65,6 +67,17 @@ func (e *Exporter) findIntents(ctx context.Context, s *streamState, known map[st
 			}
 			continue
 		}
+		if lastSeq == 0 {
+			if lastSeq, err = e.lastSeq(s)(ctx); err != nil {
+				return nil, fmt.Errorf("stream %s: %w", s.cfg.Stream, err)
+			}
+		}
+		if why := implausible(&in, lastSeq, maxIntentSeqs(e.cfg, s)); why != "" {
+			e.log.Error("ignoring an intent jetlake could not have written: its sequences are exported as if it were not there", "intent", ikey,
+				"key", in.Key, "why", why)
+			e.m.untrusted.WithLabelValues(e.cfg.Name, "intent").Inc()
+			continue
+		}
 		md, err := e.store.Head(ctx, in.Key)
 		switch {
 		case errors.Is(err, ErrNotFound):
@@ -73,6 +86,14 @@ func (e *Exporter) findIntents(ctx context.Context, s *streamState, known map[st
 			rec.unresolved[ikey] = &in
 		case err != nil:
 			return nil, err
+		case md[MetaIntent] == in.ID && !describes(md, &in):
+			// The object is the one the intent's id names, but the
+			// intent's sequences are not the object's: believing them
+			// would ack messages the object does not hold.
+			e.log.Error("ignoring an intent whose sequences are not those of the object it names", "intent", ikey, "key", in.Key,
+				"intent_first", in.Seqs.First(), "intent_last", in.Seqs.Last(), "object_first", md[MetaFirstSeq], "object_last", md[MetaLastSeq],
+				"object_count", md[MetaCount])
+			e.m.untrusted.WithLabelValues(e.cfg.Name, "intent").Inc()
 		case md[MetaIntent] != in.ID:
 			// Another batch's object holds the key (a second writer on the
 			// prefix, refused at upload): this batch was never stored, and
@@ -355,4 +376,42 @@ func (e *Exporter) deleteIntents(ctx context.Context, keys []string) map[string]
 	close(next)
 	wg.Wait()
 	return failed
+}
+
+// maxIntentSeqs bounds the sequences of one intent of s: a batch holds
+// unacked messages only, so never more than max_ack_pending (or the
+// largest it is derived to, should it have been lowered since), nor more
+// than max_messages_per_file.
+func maxIntentSeqs(cfg *config.Connector, s *streamState) uint64 {
+	return uint64(max(s.cfg.MaxAckPending, cfg.Rotation.MaxMessagesPerFile, config.MaxDerivedAckPending))
+}
+
+// implausible says why in can not be an intent jetlake wrote for a stream
+// whose last sequence is lastSeq, or returns "": it names no sequence, a
+// sequence the stream never had, or more than max sequences. Such an
+// intent is never expanded: a run of 2^36 sequences would take a map
+// entry each.
+func implausible(in *intent, lastSeq, max uint64) string {
+	if len(in.Seqs.runs) == 0 {
+		return "it names no sequence"
+	}
+	if last := in.Seqs.Last(); last > lastSeq {
+		return fmt.Sprintf("it names sequence %d, past the stream's last sequence %d", last, lastSeq)
+	}
+	var n uint64
+	for _, r := range in.Seqs.runs {
+		n += r[1] - r[0] + 1 // no overflow: every run lies within 1..lastSeq
+		if n > max {
+			return fmt.Sprintf("it names more than %d sequences, more than one batch holds", max)
+		}
+	}
+	return ""
+}
+
+// describes reports whether md, the metadata of the object an intent
+// names, holds the intent's sequences: the same first, last and count.
+func describes(md map[string]string, in *intent) bool {
+	return md[MetaFirstSeq] == strconv.FormatUint(in.Seqs.First(), 10) &&
+		md[MetaLastSeq] == strconv.FormatUint(in.Seqs.Last(), 10) &&
+		md[MetaCount] == strconv.Itoa(in.Seqs.Len())
 }

@@ -224,3 +224,26 @@ func TestForgettingManyIntentsRunsAFewDeletionsAtATime(t *testing.T) {
 		t.Errorf("%d intents left", len(st.m))
 	}
 }
+
+func TestImplausibleIntents(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		seqs seqSet
+		want bool
+	}{
+		{"a batch", newSeqSet([]uint64{3, 4, 5, 9}), false},
+		{"up to the last sequence", seqSet{runs: [][2]uint64{{41, 100}}}, false},
+		{"empty", seqSet{}, true},
+		{"past the last sequence", seqSet{runs: [][2]uint64{{99, 101}}}, true},
+		{"2^36 sequences", seqSet{runs: [][2]uint64{{1, 1 << 36}}}, true},
+		{"more than a batch", seqSet{runs: [][2]uint64{{1, 40}, {50, 70}}}, true},
+		{"the whole range of uint64", seqSet{runs: [][2]uint64{{1, ^uint64(0)}}}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			why := implausible(&intent{Seqs: tt.seqs}, 100, 60)
+			if (why != "") != tt.want {
+				t.Fatalf("implausible = %q, want implausible: %v", why, tt.want)
+			}
+		})
+	}
+}

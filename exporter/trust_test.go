@@ -3,10 +3,12 @@ package exporter_test
 import (
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
@@ -97,4 +99,66 @@ max_file_age = "1s"`)
 	if err := json.Unmarshal(value.Value(), &rec); err != nil || rec.Floor > last {
 		t.Fatalf("the record's floor is %d (%v), past the stream's last sequence %d", rec.Floor, err, last)
 	}
+}
+
+// forgeIntent writes an intent of the test's stream naming key, with the
+// id and the run of sequences first..last.
+func (e *env) forgeIntent(c *config.Connector, id, key string, first, last uint64) {
+	e.t.Helper()
+	ctx := context.Background()
+	st, err := e.js.Stream(ctx, e.stream)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	seqs := binary.AppendUvarint(nil, first)
+	seqs = binary.AppendUvarint(seqs, last-first)
+	value, err := json.Marshal(map[string]any{
+		"id": id, "key": key, "stream": e.stream, "stream_created": st.CachedInfo().Created.UTC(),
+		"consumer": c.Streams[0].Consumer, "seqs": base64.StdEncoding.EncodeToString(seqs), "created": time.Now().UTC(),
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	enc := base64.RawURLEncoding
+	ikey := "intent." + enc.EncodeToString([]byte(c.Name)) + "." + enc.EncodeToString([]byte(e.stream)) + "." + enc.EncodeToString([]byte(c.Streams[0].Consumer)) + "." + id
+	if _, err := e.stateBucket(c).Put(ctx, ikey, value); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// An intent jetlake could not have written is ignored: one naming 2^36
+// sequences (a map entry each would exhaust memory), and one that borrows
+// a stored object's intent id to claim sequences the object does not hold
+// (believing it would ack them unwritten).
+func TestAForgedIntentSilencesNothing(t *testing.T) {
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
+max_messages_per_file = 100
+max_file_age = "1s"`)
+	c := e.connector()
+	first := e.publish(300, 3)
+	e.runUntilIdle(c, time.Minute)
+	ctx := context.Background()
+	var stored minio.ObjectInfo
+	for obj := range e.mc.ListObjects(ctx, e.bucket, minio.ListObjectsOptions{Recursive: true, Prefix: "raw/" + e.stream + "/", WithMetadata: true}) {
+		if obj.Err != nil {
+			t.Fatal(obj.Err)
+		}
+		stored = obj
+		break
+	}
+	info, err := e.mc.StatObject(ctx, e.bucket, stored.Key, minio.StatObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := info.UserMetadata["Jetlake-Intent"]
+	if id == "" {
+		t.Fatalf("object %s has no intent id: %v", stored.Key, info.UserMetadata)
+	}
+	last := e.publish(200, 3)
+	e.forgeIntent(c, id, stored.Key, first+1, last)
+	e.forgeIntent(c, "huge", "raw/huge", 1, 1<<36)
+	e.runUntilIdle(c, time.Minute)
+	e.wantEachOnce(last)
+	e.verify(c)
+	e.wantAllAcked()
 }
