@@ -3,9 +3,12 @@ package iceberg
 import (
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
+
+	"github.com/jetlake/jetlake/pathtemplate"
 )
 
 // Partitioner renders the partition of a message's row as the folder its
@@ -14,6 +17,14 @@ import (
 // partition, so the rows of one folder make one file. Partitions may use
 // the envelope's stream, subject, sequence and timestamp columns: those
 // are known for every message before its payload is read.
+//
+// A value Iceberg would name in more than pathtemplate.MaxValueLen bytes
+// is named as a path template names it, cut with a hash of the whole value
+// (see appendValue), so that any publisher's subject makes an object key
+// S3 accepts. The folder is only where the file lies: readers take a
+// file's partition from its manifest entry, which holds the whole value
+// (iceberg-go reads it from the file's column statistics), never from its
+// path.
 type Partitioner struct {
 	fields []partField
 }
@@ -104,9 +115,9 @@ func (p *Partitioner) AppendDir(dst []byte, stream, subject string, seq uint64, 
 		dst = append(dst, f.name...)
 		switch {
 		case f.kind == partIdentity && f.source == colStream:
-			dst = appendQueryEscaped(dst, stream)
+			dst = appendValue(dst, stream)
 		case f.kind == partIdentity && f.source == colSubject:
-			dst = appendQueryEscaped(dst, subject)
+			dst = appendValue(dst, subject)
 		case f.kind == partHour:
 			dst = ts.AppendFormat(dst, "2006-01-02-15")
 		case f.kind == partDay:
@@ -132,21 +143,74 @@ func (p *Partitioner) AppendDir(dst []byte, stream, subject string, seq uint64, 
 			if out.Valid {
 				v = out.Val.Any()
 			}
-			dst = appendQueryEscaped(dst, f.tr.ToHumanStrType(f.typ, v))
+			dst = appendValue(dst, f.tr.ToHumanStrType(f.typ, v))
 		}
 	}
 	return dst
 }
 
-// appendQueryEscaped appends s escaped as url.QueryEscape escapes it,
-// without allocating when nothing needs escaping.
-func appendQueryEscaped(dst []byte, s string) []byte {
+// MaxDirLen is the longest folder AppendDir renders, in bytes: every value
+// takes at most pathtemplate.MaxValueLen bytes.
+func (p *Partitioner) MaxDirLen() int {
+	n := 0
+	for i, f := range p.fields {
+		if i > 0 {
+			n++
+		}
+		n += len(f.name) + pathtemplate.MaxValueLen
+	}
+	return n
+}
+
+// appendValue appends a partition value to dst as Iceberg names it in a
+// folder (url.QueryEscape), unless that name is longer than
+// pathtemplate.MaxValueLen bytes or ends like a cut one ("~" and 16
+// uppercase hex digits): such a value is appended as a path template
+// appends it (pathtemplate.AppendEscaped), which percent-encodes "~" and
+// " " and cuts a long value, ending it in "~" and the hash of the whole
+// value. Distinct values keep distinct folders: a name url.QueryEscape
+// makes never holds "%7E", which pathtemplate.AppendEscaped makes of every
+// "~", and never ends like a cut one; a cut one holds "~", which an uncut
+// pathtemplate.AppendEscaped never does. Every folder iceberg-go's
+// PartitionSpec.PartitionToPath names within the bound, not ending like a
+// cut one, is named as it names it.
+func appendValue(dst []byte, s string) []byte {
+	n := 0
 	for i := 0; i < len(s); i++ {
-		if !unreservedQuery(s[i]) {
-			return append(dst, url.QueryEscape(s)...)
+		if unreservedQuery(s[i]) || s[i] == ' ' {
+			n++
+		} else {
+			n += 3
 		}
 	}
-	return append(dst, s...)
+	if n > pathtemplate.MaxValueLen {
+		return pathtemplate.AppendEscaped(dst, s)
+	}
+	start := len(dst)
+	if n == len(s) && strings.IndexByte(s, ' ') < 0 {
+		dst = append(dst, s...)
+	} else {
+		dst = append(dst, url.QueryEscape(s)...)
+	}
+	if looksCut(dst[start:]) {
+		return pathtemplate.AppendEscaped(dst[:start], s)
+	}
+	return dst
+}
+
+// looksCut reports whether an escaped value ends as one
+// pathtemplate.AppendEscaped cut does: "~" and 16 uppercase hex digits.
+func looksCut(v []byte) bool {
+	const hashLen = 16
+	if len(v) < hashLen+1 || v[len(v)-hashLen-1] != '~' {
+		return false
+	}
+	for _, c := range v[len(v)-hashLen:] {
+		if !('0' <= c && c <= '9' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
 }
 
 // unreservedQuery reports whether url.QueryEscape leaves c as it is.

@@ -1,7 +1,11 @@
 package iceberg
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"net/url"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +13,7 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/pathtemplate"
 )
 
 // row is a partition record for PartitionSpec.PartitionToPath.
@@ -115,4 +120,138 @@ func TestPartitionerDoesNotAllocate(t *testing.T) {
 	if got := string(buf); got != "timestamp_hour=2026-12-01-07/subject=events.orders" {
 		t.Errorf("folder %q", got)
 	}
+}
+
+// partitionerOf returns the Partitioner of the envelope table partitioned
+// by entries.
+func partitionerOf(t testing.TB, entries ...string) (*Partitioner, *iceberg.Schema, iceberg.PartitionSpec) {
+	t.Helper()
+	schema, err := Schema(formats.Fields(formats.Options{Format: formats.Parquet}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var partitioning []config.Partition
+	for _, e := range entries {
+		p, err := config.ParsePartition(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		partitioning = append(partitioning, p)
+	}
+	spec, err := Spec(schema, partitioning)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPartitioner(schema, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, schema, spec
+}
+
+// folderValues returns the values of a folder's fields.
+func folderValues(dir string) []string {
+	var out []string
+	for _, seg := range strings.Split(dir, "/") {
+		_, v, _ := strings.Cut(seg, "=")
+		out = append(out, v)
+	}
+	return out
+}
+
+// A subject of 1,000 bytes, mostly non-ASCII, escapes to about 2,800:
+// its folder holds at most 128 bytes of it, the same for every message,
+// and another long subject, even one that differs in its last byte only,
+// gets another folder. A subject made to look like a cut one does not
+// share the folder of the subject it imitates.
+func TestPartitionerCutsLongValuesToDistinctFolders(t *testing.T) {
+	long := func(last string) string {
+		s := "events."
+		for len(s) < 1000-len(last) {
+			s += "é"
+		}
+		return s + last
+	}
+	ts := time.Date(2026, 12, 1, 7, 30, 0, 0, time.UTC)
+	p, _, _ := partitionerOf(t, "hour(timestamp)", "subject")
+	cut := folderValues(string(p.AppendDir(nil, "EVENTS", long("a"), 1, ts)))[1]
+	imitation, err := url.QueryUnescape(cut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, a, b string
+	}{
+		{"long subjects differing in the last byte", long("a"), long("b")},
+		{"long subjects of different lengths", long(""), long("a")},
+		{"a long subject and its first 128 bytes", long("a"), long("a")[:128]},
+		{"a long subject and a subject escaping to its cut folder", long("a"), imitation},
+		{"a subject with a tilde and one without", "events.a~b", "events.a%7Eb"},
+		{"ASCII subjects at the bound", strings.Repeat("a", 128), strings.Repeat("a", 129)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			da := string(p.AppendDir(nil, "EVENTS", tc.a, 1, ts))
+			db := string(p.AppendDir(nil, "EVENTS", tc.b, 2, ts))
+			if da == db {
+				t.Fatalf("subjects %s and %s share the folder %s", brief(tc.a), brief(tc.b), brief(da))
+			}
+			for _, d := range []string{da, db} {
+				if v := folderValues(d)[1]; len(v) > pathtemplate.MaxValueLen {
+					t.Errorf("folder %s: the subject's value is %d bytes, more than %d", brief(d), len(v), pathtemplate.MaxValueLen)
+				}
+				if len(d) > p.MaxDirLen() {
+					t.Errorf("folder %s is %d bytes, more than MaxDirLen %d", brief(d), len(d), p.MaxDirLen())
+				}
+			}
+			if again := string(p.AppendDir(nil, "EVENTS", tc.a, 3, ts.Add(time.Minute))); again != da {
+				t.Errorf("the folder of %s changed: %s, then %s", brief(tc.a), brief(da), brief(again))
+			}
+		})
+	}
+	// Truncated to more than the bound, a subject is cut as well, and the
+	// object key of a data file of the table fits in S3's limit.
+	p, _, _ = partitionerOf(t, "truncate(subject, 900)", "subject", "stream")
+	dir := p.AppendDir(nil, long("a"), long("a"), 1, ts)
+	for _, v := range folderValues(string(dir)) {
+		if len(v) > pathtemplate.MaxValueLen {
+			t.Errorf("folder %s: a value of %d bytes", brief(string(dir)), len(v))
+		}
+	}
+	if _, err := pathtemplate.Key("raw/lake/events/data", string(dir), 1, 1, "parquet"); err != nil {
+		t.Errorf("data file key under %s: %v", brief(string(dir)), err)
+	}
+}
+
+// brief quotes s, cut to 100 bytes with its length when longer.
+func brief(s string) string {
+	if len(s) <= 100 {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprintf("%q... (%d bytes)", s[:100], len(s))
+}
+
+// Any two distinct subjects get distinct folders, each value within the
+// bound, named as iceberg-go names it when that name is within the bound
+// and does not end like a cut one.
+func FuzzPartitionerFolders(f *testing.F) {
+	f.Add("events.a", "events.b")
+	f.Add(strings.Repeat("é", 300), strings.Repeat("é", 301))
+	f.Add("a~0123456789ABCDEF", "a%7E0123456789ABCDEF")
+	f.Add("a b", "a+b")
+	p, schema, spec := partitionerOf(f, "subject")
+	ts := time.Date(2026, 12, 1, 7, 30, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, a, b string) {
+		da := string(p.AppendDir(nil, "S", a, 1, ts))
+		db := string(p.AppendDir(nil, "S", b, 1, ts))
+		if a != b && da == db {
+			t.Fatalf("subjects %s and %s share the folder %s", brief(a), brief(b), brief(da))
+		}
+		if len(da) > p.MaxDirLen() {
+			t.Fatalf("folder %s is over %d bytes", brief(da), p.MaxDirLen())
+		}
+		want := spec.PartitionToPath(row{a}, schema)
+		if v := strings.TrimPrefix(want, "subject="); len(v) <= pathtemplate.MaxValueLen && !looksCut([]byte(v)) && da != want {
+			t.Fatalf("subject %s: folder %s, iceberg-go says %s", brief(a), brief(da), brief(want))
+		}
+	})
 }
