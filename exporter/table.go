@@ -3,6 +3,7 @@ package exporter
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -80,6 +81,15 @@ func (e *Exporter) openTable(ctx context.Context) (*lakeTable, error) {
 		t.Close()
 		return nil, err
 	}
+	// Every partition value takes at most pathtemplate.MaxValueLen bytes
+	// of a data file's key, so whether every key fits is known now, not
+	// when a publisher's long subject comes.
+	if n := maxDataKeyLen(dataPrefix, part, e.enc.Ext()); n > pathtemplate.MaxKeyLen {
+		t.Close()
+		return nil, &PermanentError{Code: "IcebergTable", Err: fmt.Errorf(
+			"iceberg table %s: data file keys may be %d bytes long (%s/, a partition folder of up to %d bytes, a sequence range), more than S3's limit of %d; shorten s3.prefix, the namespace or table, or the partition fields",
+			t.Name(), n, dataPrefix, part.MaxDirLen(), pathtemplate.MaxKeyLen)}
+	}
 	lt := &lakeTable{
 		t: t, part: part, dataPrefix: dataPrefix, bucket: e.cfg.S3.Bucket,
 		committer: iceberg.NewCommitter(t, planStore{e.intents}, tablePrefix(e.cfg.Name, ic.Namespace, ic.Table)),
@@ -93,7 +103,18 @@ func (e *Exporter) openTable(ctx context.Context) (*lakeTable, error) {
 	lt.committer.AfterPlan = func() { crashPoint("before-table-commit") }
 	lt.committer.AfterCommit = func() { crashPoint("after-table-commit") }
 	lt.committer.BeforeRecommit = func() { crashPoint("during-table-recovery") }
+	lt.committer.CheckFile = e.planFileCheck(lt)
 	plans, err := lt.committer.Recover(ctx)
+	var pe *iceberg.PlanError
+	if errors.As(err, &pe) {
+		t.Close()
+		// A plan jetlake did not write, or one it can not have written:
+		// committing it would put objects it never stored into the
+		// table, and waiting mends nothing.
+		return nil, &PermanentError{Code: "IcebergPlan", Err: fmt.Errorf(
+			"iceberg table %s: recover commits: %w; inspect the key %s of the state bucket %s, and delete it if no jetlake process wrote it (nats kv del %s %s): its files that have an intent are then planned anew",
+			t.Name(), err, pe.Key, e.cfg.State.Bucket, e.cfg.State.Bucket, pe.Key)}
+	}
 	if err != nil {
 		t.Close()
 		return nil, fmt.Errorf("iceberg table %s: recover commits: %w", t.Name(), err)
@@ -110,6 +131,45 @@ func (e *Exporter) openTable(ctx context.Context) (*lakeTable, error) {
 	}
 	e.log.Info("iceberg table ready", "table", t.Name(), "location", t.Location(), "plans_recovered", len(plans))
 	return lt, nil
+}
+
+// planFileCheck returns the Committer.CheckFile of a connector's table: a
+// file of a plan found in the state bucket is committed only when an
+// intent of the connector names it, the record every data file jetlake
+// stores has from before its upload until after its plan is in the table.
+func (e *Exporter) planFileCheck(lt *lakeTable) func(context.Context, iceberg.File) error {
+	prefix := "intent." + base64.RawURLEncoding.EncodeToString([]byte(e.cfg.Name)) + "."
+	var intents map[string][]byte // listed once, at the first file checked
+	return func(ctx context.Context, f iceberg.File) error {
+		if !strings.HasPrefix(f.Intent, prefix) {
+			return fmt.Errorf("%w: its intent key %q is not one of the connector's", iceberg.ErrRefused, f.Intent)
+		}
+		if intents == nil {
+			var err error
+			if intents, err = e.intents.List(ctx, prefix); err != nil {
+				return err
+			}
+		}
+		value, ok := intents[f.Intent]
+		if !ok {
+			return fmt.Errorf("%w: the state bucket holds no intent %s", iceberg.ErrRefused, f.Intent)
+		}
+		var in intent
+		if err := json.Unmarshal(value, &in); err != nil {
+			return fmt.Errorf("%w: intent %s: %w", iceberg.ErrRefused, f.Intent, err)
+		}
+		if loc := lt.location(in.Key); loc != f.Location {
+			return fmt.Errorf("%w: its intent %s names %s", iceberg.ErrRefused, f.Intent, loc)
+		}
+		return nil
+	}
+}
+
+// maxDataKeyLen is the longest object key of a data file under dataPrefix
+// in a folder of part, with extension ext.
+func maxDataKeyLen(dataPrefix string, part *iceberg.Partitioner, ext string) int {
+	k := pathtemplate.AppendKey(nil, dataPrefix, make([]byte, part.MaxDirLen()), 0, 0, ext)
+	return len(k)
 }
 
 // icebergConfig returns the table settings of a connector with [iceberg],
@@ -344,6 +404,11 @@ func (r *runner) tableCommitted(plan *iceberg.Plan, files []iceberg.File, took t
 	lt := r.e.table
 	lt.committing = nil
 	lt.lastCommit = time.Now()
+	var le *iceberg.LocationError
+	if errors.As(err, &le) {
+		// A file outside the table's data folder: no retry commits it.
+		err = &PermanentError{Code: "IcebergPlan", Err: err}
+	}
 	m, name, table := r.e.m, r.e.cfg.Name, lt.t.Name()
 	if err != nil {
 		// Tried again after commit_interval, backlog or not.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +36,31 @@ var (
 	ErrExists  = errors.New("key exists")
 	ErrMissing = errors.New("no such key")
 )
+
+// ErrRefused is wrapped by what Committer.CheckFile reports of a file it
+// refuses.
+var ErrRefused = errors.New("refused")
+
+// PlanError reports a commit plan of the PlanStore that Recover refuses to
+// commit: a file it names is not under the table's data folder, or
+// CheckFile refused it. Nothing of the plan is committed. Waiting does not
+// mend it: the plan's key is to be inspected, and deleted if no jetlake
+// process wrote it (its claims go at the next Recover, and files that
+// have an intent are planned anew).
+type PlanError struct {
+	Key      string // the plan's key in the PlanStore
+	Location string // the file refused; empty when the plan itself is
+	Err      error
+}
+
+func (e *PlanError) Error() string {
+	if e.Location == "" {
+		return fmt.Sprintf("commit plan %s: %v; nothing of the plan is committed", e.Key, e.Err)
+	}
+	return fmt.Sprintf("commit plan %s names %s: %v; nothing of the plan is committed", e.Key, e.Location, e.Err)
+}
+
+func (e *PlanError) Unwrap() error { return e.Err }
 
 // File is a stored data file waiting for its commit, and the intent that
 // records it.
@@ -80,6 +107,12 @@ type Committer struct {
 	// marked done; BeforeRecommit before recovery commits a plan the table
 	// does not hold. Crash tests use them.
 	AfterPlan, AfterCommit, BeforeRecommit func()
+	// CheckFile, when set, checks a file of a plan Recover found before
+	// anything of the plan is committed: a plan in the store is input,
+	// and the exporter checks that the file's intent names it. An error
+	// wrapping ErrRefused refuses the plan; any other is the store
+	// failing, and Recover returns it as it is.
+	CheckFile func(ctx context.Context, f File) error
 	// MaxPlanBytes bounds the encoded size of a plan, one value in the
 	// PlanStore: the state bucket's values are messages, which the server
 	// limits (max_payload, 1 MiB by default). Zero means
@@ -115,6 +148,13 @@ func (c *Committer) Commit(ctx context.Context, files []File) (*Plan, error) {
 	plan := &Plan{ID: nuid.Next(), Table: c.table.Name(), Created: time.Now().UTC()}
 	if n := c.Fit(files); n < len(files) {
 		return nil, fmt.Errorf("commit plan of %d files is over %d bytes: commit at most %d of them at once", len(files), c.maxPlanBytes(), n)
+	}
+	// Refused before anything is recorded: a plan that can not commit
+	// would be retried for ever.
+	for _, f := range files {
+		if err := c.table.CheckDataFile(f.Location); err != nil {
+			return nil, fmt.Errorf("commit plan: %w", err)
+		}
 	}
 	// Claim every file, a few requests at a time: a commit of 10,000
 	// files is 20,000 round trips to the state bucket.
@@ -276,6 +316,11 @@ func (c *Committer) commitFiles(ctx context.Context, plan *Plan) error {
 // was never recorded (the process died between the two) are released, so
 // their files are planned anew. It runs when this instance becomes the one
 // that commits (at start, or when it is pinned), before it plans anything.
+//
+// A plan to commit is checked first, every file of it, and nothing is
+// committed unless all of them pass: a file outside the table's data
+// folder (Table.CheckDataFile), or one CheckFile refuses, makes Recover
+// return a *PlanError naming the plan's key and the file.
 func (c *Committer) Recover(ctx context.Context) ([]*Plan, error) {
 	entries, err := c.plans.List(ctx, c.prefix)
 	if err != nil {
@@ -284,35 +329,42 @@ func (c *Committer) Recover(ctx context.Context) ([]*Plan, error) {
 	if err := c.table.Refresh(ctx); err != nil {
 		return nil, err
 	}
-	var plans []*Plan
+	var plans, pending []*Plan
 	planned := map[string]bool{}
-	for key, value := range entries {
+	for _, key := range slices.Sorted(maps.Keys(entries)) {
 		if !strings.HasPrefix(key, c.prefix+"plan.") {
 			continue
 		}
-		var p Plan
-		if err := json.Unmarshal(value, &p); err != nil {
+		p := &Plan{}
+		if err := json.Unmarshal(entries[key], p); err != nil {
 			return nil, fmt.Errorf("commit plan %s: %w", key, err)
 		}
 		planned[p.ID] = true
-		if _, done := entries[c.doneKey(p.ID)]; done {
-			plans = append(plans, &p)
-			continue
-		}
+		plans = append(plans, p)
 		// Not marked done: the process died around the commit. The
 		// commit, if it landed, is among the newest snapshots.
-		if !c.table.Committed(p.ID) {
+		if _, done := entries[c.doneKey(p.ID)]; !done && !c.table.Committed(p.ID) {
+			if err := c.check(ctx, key, p); err != nil {
+				return nil, err
+			}
+			pending = append(pending, p)
+		}
+	}
+	for _, p := range plans {
+		if _, done := entries[c.doneKey(p.ID)]; done {
+			continue
+		}
+		if slices.Contains(pending, p) {
 			if c.BeforeRecommit != nil {
 				c.BeforeRecommit()
 			}
-			if err := c.commit(ctx, &p); err != nil {
+			if err := c.commit(ctx, p); err != nil {
 				return nil, err
 			}
 		}
 		if err := c.plans.Create(ctx, c.doneKey(p.ID), []byte(p.ID)); err != nil && !errors.Is(err, ErrExists) {
 			return nil, fmt.Errorf("mark commit %s done: %w", p.ID, err)
 		}
-		plans = append(plans, &p)
 	}
 	for key, value := range entries {
 		if (strings.HasPrefix(key, c.prefix+"claim.") || strings.HasPrefix(key, c.prefix+"done.")) && !planned[string(value)] {
@@ -322,6 +374,28 @@ func (c *Committer) Recover(ctx context.Context) ([]*Plan, error) {
 		}
 	}
 	return plans, nil
+}
+
+// check returns a *PlanError when a file of plan p, recorded under key,
+// is not one to commit.
+func (c *Committer) check(ctx context.Context, key string, p *Plan) error {
+	if key != c.planKey(p.ID) {
+		return &PlanError{Key: key, Err: fmt.Errorf("%w: its id is %q", ErrRefused, p.ID)}
+	}
+	for _, f := range p.Files {
+		if err := c.table.CheckDataFile(f.Location); err != nil {
+			return &PlanError{Key: key, Location: f.Location, Err: err}
+		}
+		if c.CheckFile == nil {
+			continue
+		}
+		if err := c.CheckFile(ctx, f); errors.Is(err, ErrRefused) {
+			return &PlanError{Key: key, Location: f.Location, Err: err}
+		} else if err != nil {
+			return fmt.Errorf("check commit plan %s: %w", key, err)
+		}
+	}
+	return nil
 }
 
 // Forget deletes a committed plan and its claims, once the intents of its

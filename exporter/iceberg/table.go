@@ -252,9 +252,18 @@ const maxCommitAttempts = 8
 // so that an attempt that landed though its answer was lost is never
 // repeated. A conflict with another writer ("branch main has changed") and
 // an unknown outcome are retried with backoff.
+//
+// Every file must lie under the table's data folder (CheckDataFile): a
+// commit naming another is refused with a *LocationError before anything
+// is read or committed.
 func (t *Table) Commit(ctx context.Context, c Commit) error {
 	if c.ID == "" {
 		return errors.New("iceberg commit without an id")
+	}
+	for _, loc := range c.Files {
+		if err := t.CheckDataFile(loc); err != nil {
+			return fmt.Errorf("iceberg commit %s to %s: %w", c.ID, t.Name(), err)
+		}
 	}
 	fs, err := t.tbl.FS(ctx)
 	if err != nil {
@@ -293,6 +302,42 @@ func (t *Table) Commit(ctx context.Context, c Commit) error {
 	})
 	if err != nil {
 		return fmt.Errorf("iceberg commit %s to %s: %w", c.ID, t.Name(), err)
+	}
+	return nil
+}
+
+// LocationError reports a data file that does not lie under the table's
+// data folder. Waiting does not mend it.
+type LocationError struct {
+	Location string
+	DataDir  string // the table's data folder, "<location>/data/"
+}
+
+func (e *LocationError) Error() string {
+	return fmt.Sprintf("data file %s is not under the table's data folder %s", e.Location, e.DataDir)
+}
+
+// CheckDataFile returns a *LocationError unless loc names a file under the
+// table's data folder, "<location>/data/": in the table's bucket, with no
+// empty, "." or ".." segment after it. What jetlake reads back from the
+// state bucket names its files; only these may be committed.
+func (t *Table) CheckDataFile(loc string) error { return checkDataFile(t.tbl.Location(), loc) }
+
+func checkDataFile(tableLoc, loc string) error {
+	dataDir := strings.TrimSuffix(tableLoc, "/") + "/data/"
+	rest, ok := strings.CutPrefix(loc, dataDir)
+	if ok {
+		// Object keys are opaque to S3, but not to every reader: a ".."
+		// segment may leave the folder where a reader resolves paths.
+		for seg := range strings.SplitSeq(rest, "/") {
+			if seg == "" || seg == "." || seg == ".." {
+				ok = false
+				break
+			}
+		}
+	}
+	if !ok {
+		return &LocationError{Location: loc, DataDir: dataDir}
 	}
 	return nil
 }
