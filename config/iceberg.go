@@ -53,6 +53,14 @@ type Iceberg struct {
 	// then its small files may be compacted. Default twice the finest time
 	// unit of the partitioning (2h for hour), 2h without one.
 	CompactAfter time.Duration
+	// RemoveOrphans makes run's compaction passes remove orphan data
+	// files too: files under the table's data folder that no snapshot,
+	// intent or commit plan names, older than OrphanAge, whose metadata
+	// says this connector wrote them for this table. Default false:
+	// `jetlake compact` removes them when asked.
+	RemoveOrphans bool
+	// OrphanAge is how old an orphan must be to be removed; default 72h.
+	OrphanAge time.Duration
 }
 
 // Partition is one entry of [iceberg] partitioning, in Trino's syntax: a
@@ -144,6 +152,7 @@ const (
 	defaultKeepSnapshots         = 100
 	maxKeepSnapshots             = 100000
 	defaultSnapshotRetention     = 24 * time.Hour
+	defaultOrphanAge             = 72 * time.Hour
 )
 
 // iceberg checks [iceberg]: the table a connector writes.
@@ -252,6 +261,13 @@ func (c *checker) iceberg(t map[string]any, p keyPath, name string) *Iceberg {
 			c.report(p.key("compact_after"), "%s is too short: use at least 1s, such as \"2h\"; a partition still written to is compacted over and over", d)
 		}
 		ib.CompactAfter = d
+	}
+	ib.RemoveOrphans, _ = c.boolean(t, p, "remove_orphans", false)
+	if d, ok := c.duration(t, p, "orphan_age", defaultOrphanAge); ok {
+		if d < time.Hour {
+			c.report(p.key("orphan_age"), "%s is too short: use at least 1h, such as \"72h\"; a file younger than the writes, commits and compactions under way may still be named by one", d)
+		}
+		ib.OrphanAge = d
 	}
 	if d, ok := c.duration(t, p, "commit_interval", defaultIcebergCommitInterval); ok {
 		if d < time.Second {

@@ -32,18 +32,25 @@ type CompactOptions struct {
 	OrphanAge time.Duration
 }
 
-// DefaultOrphanAge is how old an orphan data file must be to be removed.
-// Every data file jetlake writes is named by an intent before it is
-// stored, except a compacted one, which its swap puts in the table within
-// a minute: an hour leaves a wide margin.
-const DefaultOrphanAge = time.Hour
+// DefaultOrphanAge is how old an orphan data file must be to be removed,
+// as iceberg-go's own orphan cleanup has it. Every data file jetlake writes
+// is named by an intent before it is stored, except a compacted one, which
+// its swap puts in the table within a minute; three days also outlast a
+// writer paused over a weekend and clocks that disagree.
+const DefaultOrphanAge = 72 * time.Hour
 
 // CompactReport is what Compact did.
 type CompactReport struct {
 	Groups []*CompactResult
 	// Orphans are the data files no snapshot, intent or plan names, older
-	// than OrphanAge: removed (or, on a dry run, to remove).
+	// than OrphanAge, whose metadata says this connector wrote them for
+	// this table: removed (or, on a dry run, to remove).
 	Orphans []string
+	// Foreign are the files under the table's data folder that no
+	// snapshot, intent or plan names and that this connector did not write
+	// for this table (another connector's, another engine's, or written
+	// before jetlake recorded who wrote a file): never removed.
+	Foreign []string
 }
 
 // CompactResult is what Compact did to one group of small files.
@@ -79,16 +86,28 @@ func Compact(ctx context.Context, cfg *config.Connector, js jetstream.JetStream,
 		return nil, err
 	}
 	defer t.Close()
+	// The same table run writes, or none: the checks run makes.
+	if err := t.CheckLocation(tableLocation(icfg)); err != nil {
+		return nil, fmt.Errorf("iceberg table %s: %w", t.Name(), err)
+	}
 	st, err := openIntents(ctx, js, cfg.State.Bucket, cfg.State.Replicas)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkTableID(ctx, st, cfg, t, false); err != nil {
 		return nil, err
 	}
 	rep := &CompactReport{}
 	if rep.Groups, _, err = compactTable(ctx, cfg, t, st, store, o, 0); err != nil {
 		return rep, err
 	}
-	rep.Orphans, err = removeOrphans(ctx, cfg, t, st, store, o)
+	rep.Orphans, rep.Foreign, err = removeOrphans(ctx, cfg, t, st, store, o)
 	return rep, err
+}
+
+// tableLocation is where the table of cfg lives: <warehouse>/<ns>/<table>.
+func tableLocation(cfg iceberg.Config) string {
+	return strings.TrimSuffix(cfg.Warehouse, "/") + "/" + cfg.Namespace + "/" + cfg.Table
 }
 
 // orphanStore lists objects with their age and deletes them: the S3 store.
@@ -98,60 +117,78 @@ type orphanStore interface {
 }
 
 // removeOrphans removes the data files under the table's data folder that
-// no snapshot the table keeps, no intent and no commit plan names, and that
-// are older than o.OrphanAge: files stored by a run that died before it
-// recorded them for commit can not be among them (an intent names a file
-// before it is stored), so these are compacted files whose swap never
-// happened, and files from before a table was dropped and made anew.
-func removeOrphans(ctx context.Context, cfg *config.Connector, t *iceberg.Table, st intentStore, store ObjectStore, o CompactOptions) ([]string, error) {
+// no snapshot the table keeps (data or delete manifests), no intent and no
+// commit plan names, that are older than o.OrphanAge, and whose own
+// metadata says this connector wrote them for this table (by its UUID).
+// Files stored by a run that died before it recorded them for commit can
+// not be among them (an intent names a file before it is stored), so these
+// are compacted files whose swap never happened. Every other unnamed file
+// is foreign and stays: another connector's or engine's, a table's before
+// it was made anew, or one written before files carried their writer.
+func removeOrphans(ctx context.Context, cfg *config.Connector, t *iceberg.Table, st intentStore, store ObjectStore, o CompactOptions) (orphans, foreign []string, err error) {
 	ls, ok := store.(orphanStore)
 	if !ok {
-		return nil, nil
+		return nil, nil, nil
 	}
 	_, dataPrefix, err := icebergConfig(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	refs, err := t.ReferencedFiles(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("iceberg table %s: %w", t.Name(), err)
+		return nil, nil, fmt.Errorf("iceberg table %s: %w", t.Name(), err)
 	}
 	planned, err := plannedFiles(ctx, st, cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	intents, err := st.List(ctx, "intent."+base64.RawURLEncoding.EncodeToString([]byte(cfg.Name))+".")
 	if err != nil {
-		return nil, fmt.Errorf("list intents: %w", err)
+		return nil, nil, fmt.Errorf("list intents: %w", err)
 	}
 	named := map[string]bool{}
 	for key, value := range intents {
 		var in intent
 		if err := json.Unmarshal(value, &in); err != nil {
-			return nil, fmt.Errorf("intent %s: %w", key, err)
+			return nil, nil, fmt.Errorf("intent %s: %w", key, err)
 		}
 		named[in.Key] = true
 	}
 	cutoff := o.Now.Add(-cmp.Or(o.OrphanAge, DefaultOrphanAge))
 	bucket := "s3://" + cfg.S3.Bucket + "/"
-	var orphans []string
+	var unnamed []string
 	err = ls.ListModified(ctx, dataPrefix+"/", func(key string, modified time.Time) error {
 		loc := bucket + key
 		if refs[loc] || planned[loc] || named[key] || !modified.Before(cutoff) {
 			return nil
 		}
-		orphans = append(orphans, loc)
+		unnamed = append(unnamed, key)
 		return nil
 	})
-	if err != nil || o.DryRun {
-		return orphans, err
+	if err != nil {
+		return nil, nil, err
 	}
-	for i, loc := range orphans {
-		if err := ls.Delete(ctx, strings.TrimPrefix(loc, bucket)); err != nil {
-			return orphans[:i], fmt.Errorf("remove orphan %s: %w", loc, err)
+	id := t.UUID()
+	for _, key := range unnamed {
+		md, err := store.Head(ctx, key)
+		if errors.Is(err, ErrNotFound) {
+			continue
 		}
+		if err != nil {
+			return orphans, foreign, fmt.Errorf("orphan %s%s: %w", bucket, key, err)
+		}
+		if !ownFile(md, cfg, id) {
+			foreign = append(foreign, bucket+key)
+			continue
+		}
+		if !o.DryRun {
+			if err := ls.Delete(ctx, key); err != nil {
+				return orphans, foreign, fmt.Errorf("remove orphan %s%s: %w", bucket, key, err)
+			}
+		}
+		orphans = append(orphans, bucket+key)
 	}
-	return orphans, nil
+	return orphans, foreign, nil
 }
 
 // compactTable compacts up to limit groups of t (0: all), the files the
@@ -255,6 +292,8 @@ func compactGroup(ctx context.Context, cfg *config.Connector, t *iceberg.Table, 
 			MetaStream:        stream,
 			MetaStreamCreated: created,
 			MetaCompaction:    g.ID(),
+			MetaConnector:     cfg.Name,
+			MetaTable:         t.UUID(),
 		},
 		IfNoneMatch: true,
 	}

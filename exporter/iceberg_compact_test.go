@@ -2,16 +2,13 @@ package exporter_test
 
 import (
 	"context"
-	"encoding/base64"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/minio/minio-go/v7"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/exportertest"
 )
@@ -84,40 +81,6 @@ max_file_age = "1s"`)
 		t.Fatalf("compacting again: %v, %v", again, err)
 	}
 
-	// A data file in no snapshot, intent or plan is an orphan once an hour
-	// old; one an intent names is not.
-	dir := "raw/lake/events/data/timestamp_hour=2026-12-01-07/subject=x/"
-	orphan, named := dir+"00000000000000000001-00000000000000000001.parquet", dir+"00000000000000000002-00000000000000000002.parquet"
-	for _, key := range []string{orphan, named} {
-		if _, err := e.mc.PutObject(ctx, e.bucket, key, strings.NewReader("x"), 1, minio.PutObjectOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	kv, err := e.js.KeyValue(ctx, config.DefaultStateBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ikey := "intent." + base64.RawURLEncoding.EncodeToString([]byte(c.Name)) + ".Uw.Yw.orphantest"
-	if _, err := kv.Put(ctx, ikey, []byte(`{"id":"orphantest","key":"`+named+`"}`)); err != nil {
-		t.Fatal(err)
-	}
-	defer kv.Delete(ctx, ikey)
-	if rep, err := exporter.Compact(ctx, c, e.js, store, exporter.CompactOptions{}); err != nil || len(rep.Orphans) != 0 {
-		t.Fatalf("orphans younger than an hour: %v, %v", rep, err)
-	}
-	rep, err = exporter.Compact(ctx, c, e.js, store, exporter.CompactOptions{Now: later})
-	if err != nil || len(rep.Orphans) != 1 || rep.Orphans[0] != "s3://"+e.bucket+"/"+orphan {
-		t.Fatalf("orphans: %v, %v; want %s", rep.Orphans, err, orphan)
-	}
-	if _, err := e.mc.StatObject(ctx, e.bucket, orphan, minio.StatObjectOptions{}); err == nil {
-		t.Fatal("the orphan is still in the bucket")
-	}
-	if _, err := e.mc.StatObject(ctx, e.bucket, named, minio.StatObjectOptions{}); err != nil {
-		t.Fatalf("the file an intent names was removed: %v", err)
-	}
-	if tr := e.readTable(c, catalog); len(tr.Check(n)) > 0 {
-		t.Fatal("the table changed")
-	}
 }
 
 // Inside run, compaction passes come every half compact_after, with or

@@ -33,6 +33,7 @@ type lakeTable struct {
 	part       *iceberg.Partitioner
 	dataPrefix string // object key prefix of the data files
 	bucket     string
+	uuid       string // the table's, in its data files' metadata
 
 	pending     []iceberg.File           // stored, in no plan yet
 	committing  []iceberg.File           // in the commit under way
@@ -47,6 +48,7 @@ type lakeTable struct {
 	tails       int       // bytes of the tails of pending files
 	lastCompact time.Time // when the last compaction pass started
 	compacting  bool      // a compaction pass is under way, beside the loop
+	foreignSeen bool      // foreign files in the data folder were reported
 }
 
 // openTable opens (or creates) the connector's table and commits the plans
@@ -57,8 +59,15 @@ func (e *Exporter) openTable(ctx context.Context) (*lakeTable, error) {
 	if err != nil {
 		return nil, &PermanentError{Code: "IcebergCatalog", Err: err}
 	}
+	if err := refuseMissingTable(ctx, e.intents, e.cfg, cfg); err != nil {
+		return nil, err
+	}
 	t, err := iceberg.Open(ctx, cfg, formats.Fields(e.encOptions))
 	if err != nil {
+		return nil, err
+	}
+	if err := checkTableID(ctx, e.intents, e.cfg, t, true); err != nil {
+		t.Close()
 		return nil, err
 	}
 	if ev := t.Evolved(); !ev.Empty() {
@@ -91,7 +100,7 @@ func (e *Exporter) openTable(ctx context.Context) (*lakeTable, error) {
 			t.Name(), n, dataPrefix, part.MaxDirLen(), pathtemplate.MaxKeyLen)}
 	}
 	lt := &lakeTable{
-		t: t, part: part, dataPrefix: dataPrefix, bucket: e.cfg.S3.Bucket,
+		t: t, part: part, dataPrefix: dataPrefix, bucket: e.cfg.S3.Bucket, uuid: t.UUID(),
 		committer: iceberg.NewCommitter(t, planStore{e.intents}, tablePrefix(e.cfg.Name, ic.Namespace, ic.Table)),
 		planOf:    map[string]*iceberg.Plan{}, left: map[*iceberg.Plan]int{},
 		claimed: map[string]bool{}, deferred: map[string]bool{}, lastCommit: time.Now(),

@@ -62,15 +62,21 @@ func (r *runner) compactTable(ctx context.Context, now time.Time) {
 		defer cancel()
 		o := CompactOptions{Now: now}
 		res, u, err := compactTable(cctx, r.e.cfg, lt.t, r.e.intents, r.e.store, o, compactPassGroups)
-		var orphans []string
-		if err == nil {
-			orphans, err = removeOrphans(cctx, r.e.cfg, lt.t, r.e.intents, r.e.store, o)
+		var orphans, foreign []string
+		if err == nil && r.e.cfg.Iceberg.RemoveOrphans {
+			o.OrphanAge = r.e.cfg.Iceberg.OrphanAge
+			orphans, foreign, err = removeOrphans(cctx, r.e.cfg, lt.t, r.e.intents, r.e.store, o)
 		}
 		return func() {
 			lt.compacting = false
 			if n := len(orphans); n > 0 {
 				r.e.m.orphans.WithLabelValues(r.e.cfg.Name, lt.t.Name()).Add(float64(n))
 				r.log.Info("iceberg orphan data files removed", "table", lt.t.Name(), "files", n, "first", orphans[0])
+			}
+			if n := len(foreign); n > 0 && !lt.foreignSeen {
+				lt.foreignSeen = true
+				r.log.Warn("the table's data folder holds files in no snapshot that this connector did not write for this table; they are left alone",
+					"table", lt.t.Name(), "files", n, "first", foreign[0])
 			}
 			if err != nil {
 				r.tableCompacted(res, nil, err)

@@ -35,6 +35,11 @@ const (
 	// MetaSeqs is the exact set of sequences in the object, in the intent's
 	// encoding, when it is short enough for object metadata; verify uses it.
 	MetaSeqs = "Jetlake-Seqs"
+	// MetaConnector and MetaTable name the connector and the Iceberg table
+	// (by its UUID) a table's data file was written for: the orphan sweep
+	// removes only files whose metadata names its own connector and table.
+	MetaConnector = "Jetlake-Connector"
+	MetaTable     = "Jetlake-Table"
 )
 
 // maxMetaSeqs bounds the encoded sequence set put in metadata: S3 allows 2
@@ -138,7 +143,8 @@ func (e *Exporter) storeBatch(ctx context.Context, j *job) *result {
 	}
 	res.bytes = int(body.Len())
 	prefix := e.cfg.S3.Prefix
-	if e.table != nil && j.set != nil && j.enc == e.enc {
+	inTable := e.table != nil && j.set != nil && j.enc == e.enc
+	if inTable {
 		prefix = e.table.dataPrefix
 		res.tail = parquetTail(body)
 	}
@@ -170,6 +176,10 @@ func (e *Exporter) storeBatch(ctx context.Context, j *job) *result {
 			MetaVersion:       e.opts.Version,
 		},
 		IfNoneMatch: e.conditional,
+	}
+	if inTable {
+		opts.Metadata[MetaConnector] = e.cfg.Name
+		opts.Metadata[MetaTable] = e.table.uuid
 	}
 	res.set = in.Seqs
 	if enc, err := in.Seqs.MarshalJSON(); err == nil {

@@ -67,8 +67,12 @@ func cmdCompact(args []string, stdout, stderr io.Writer) int {
 			if *dryRun {
 				verb = "would remove"
 			}
-			fmt.Fprintf(stdout, "connector %s: %s %d orphan data files (in no snapshot, intent or plan, older than %s), such as %s\n",
-				c.Name, verb, n, exporter.DefaultOrphanAge, rep.Orphans[0])
+			fmt.Fprintf(stdout, "connector %s: %s %d orphan data files (in no snapshot, intent or plan, older than %s, written by this connector for this table), such as %s\n",
+				c.Name, verb, n, c.Iceberg.OrphanAge, rep.Orphans[0])
+		}
+		if n := len(rep.Foreign); n > 0 {
+			fmt.Fprintf(stdout, "connector %s: left %d files in no snapshot, intent or plan that this connector did not write for this table, such as %s\n",
+				c.Name, n, rep.Foreign[0])
 		}
 	}
 	return code
@@ -82,5 +86,5 @@ func compactConnector(ctx context.Context, c *config.Connector, dryRun bool) (*e
 		return nil, err
 	}
 	defer closeNATS()
-	return exporter.Compact(ctx, c, js, store, exporter.CompactOptions{DryRun: dryRun})
+	return exporter.Compact(ctx, c, js, store, exporter.CompactOptions{DryRun: dryRun, OrphanAge: c.Iceberg.OrphanAge})
 }

@@ -77,6 +77,9 @@ type Upkeep struct {
 	// MetadataBytes is the size of the current metadata file, which holds
 	// every snapshot kept.
 	MetadataBytes int64
+	// DeleteFiles are the delete files (another engine's row deletes) in
+	// the current snapshot; while there are any, nothing is compacted.
+	DeleteFiles int
 }
 
 // CompactionGroups returns the groups of small data files of closed
@@ -133,6 +136,13 @@ func (t *Table) compactionGroups(ctx context.Context, o CompactOptions) ([]Compa
 	byPart := map[string][]fileInfo{}
 	for _, m := range manifests {
 		if m.ManifestContent() != iceberg.ManifestContentData {
+			// Another engine deleted rows (position or equality deletes):
+			// a rewrite that does not apply them brings the rows back.
+			entries, err := m.FetchEntries(fs, true)
+			if err != nil {
+				return nil, u, err
+			}
+			u.DeleteFiles += len(entries)
 			continue
 		}
 		entries, err := m.FetchEntries(fs, true)
@@ -160,6 +170,11 @@ func (t *Table) compactionGroups(ctx context.Context, o CompactOptions) ([]Compa
 			part := path.Dir(strings.TrimPrefix(loc, dataDir))
 			byPart[part] = append(byPart[part], fi)
 		}
+	}
+	if u.DeleteFiles > 0 {
+		// jetlake compacts only tables whose rows nobody deleted.
+		u.Compactable = 0
+		return nil, u, nil
 	}
 	closedBefore := o.ClosedBefore.UnixMicro()
 	var groups []CompactGroup
@@ -318,8 +333,8 @@ func readAll(fs iceio.IO, loc string) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
-// ReferencedFiles returns the locations of the data files of every
-// snapshot the table keeps: those a reader may still read.
+// ReferencedFiles returns the locations of the data and delete files of
+// every snapshot the table keeps: those a reader may still read.
 func (t *Table) ReferencedFiles(ctx context.Context) (map[string]bool, error) {
 	fs, err := t.tbl.FS(ctx)
 	if err != nil {
@@ -333,7 +348,7 @@ func (t *Table) ReferencedFiles(ctx context.Context) (map[string]bool, error) {
 			return nil, err
 		}
 		for _, m := range manifests {
-			if m.ManifestContent() != iceberg.ManifestContentData || seen[m.FilePath()] {
+			if seen[m.FilePath()] {
 				continue
 			}
 			seen[m.FilePath()] = true

@@ -143,10 +143,8 @@ func (t *Table) open(ctx context.Context, cfg Config, schema *iceberg.Schema, sp
 		return fmt.Errorf("iceberg table %s: %w", t.Name(), err)
 	}
 	t.tbl = tbl
-	if have := strings.TrimSuffix(tbl.Location(), "/"); have != location {
-		// Data files are stored under the connector's [s3] bucket and
-		// prefix; a table elsewhere would hold files outside its folder.
-		return &MismatchError{Diffs: []string{fmt.Sprintf("the table is at %s, not at %s where the connector writes its data files; set [s3] bucket and prefix to the table's warehouse", have, location)}}
+	if err := checkLocation(tbl.Location(), location); err != nil {
+		return err
 	}
 	// Columns the connector gained are added. Another instance may change
 	// the schema at the same moment: then the table is loaded again and
@@ -171,6 +169,16 @@ func (t *Table) open(ctx context.Context, cfg Config, schema *iceberg.Schema, sp
 			return fmt.Errorf("iceberg table %s: %w", t.Name(), err)
 		}
 	}
+}
+
+// checkLocation returns a *MismatchError when a table at have is not at
+// want: data files are stored under the connector's [s3] bucket and
+// prefix, and a table elsewhere would hold files outside its folder.
+func checkLocation(have, want string) error {
+	if have = strings.TrimSuffix(have, "/"); have != strings.TrimSuffix(want, "/") {
+		return &MismatchError{Diffs: []string{fmt.Sprintf("the table is at %s, not at %s where the connector writes its data files; set [s3] bucket and prefix to the table's warehouse", have, want)}}
+	}
+	return nil
 }
 
 // MismatchError reports a table whose schema or partitioning is not what

@@ -1,0 +1,198 @@
+package exporter_test
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/minio/minio-go/v7"
+
+	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/exportertest"
+)
+
+// tableUUID reads the UUID jetlake recorded for the connector's table.
+func (e *env) tableUUID(c *config.Connector) string {
+	e.t.Helper()
+	key := "iceberg." + base64.RawURLEncoding.EncodeToString([]byte(c.Name)) + "." + c.Iceberg.Namespace + "." + c.Iceberg.Table + ".uuid"
+	v, err := e.stateBucket(c).Get(context.Background(), key)
+	if err != nil {
+		e.t.Fatalf("the table's UUID in the state bucket: %v", err)
+	}
+	return string(v.Value())
+}
+
+// The orphan sweep removes a data file in no snapshot, intent or plan only
+// once it is older than orphan_age (72h) and only when its own metadata
+// says this connector wrote it for this table: another connector's file,
+// another table's, and a file without jetlake's metadata (another
+// engine's) stay.
+func TestTheOrphanSweepRemovesOnlyWhatThisConnectorWroteForThisTable(t *testing.T) {
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
+max_messages_per_file = 5
+max_file_age = "1s"`)
+	e.icebergConnector("1h")
+	c := e.connector()
+	e.publish(100, 2)
+	e.runUntilIdle(c, time.Minute)
+	id := e.tableUUID(c)
+	ctx := context.Background()
+	dir := "raw/lake/events/data/timestamp_hour=2026-12-01-07/subject=x/"
+	own := map[string]string{exporter.MetaConnector: c.Name, exporter.MetaTable: id}
+	files := []struct {
+		key    string
+		md     map[string]string
+		remove bool
+	}{
+		{dir + "00000000000000000001-00000000000000000001.parquet", own, true},
+		{dir + "00000000000000000002-00000000000000000002.parquet", own, false}, // an intent names it
+		{dir + "00000000000000000003-00000000000000000003.parquet", nil, false},
+		{dir + "00000000000000000004-00000000000000000004.parquet", map[string]string{exporter.MetaConnector: "other", exporter.MetaTable: id}, false},
+		{dir + "00000000000000000005-00000000000000000005.parquet", map[string]string{exporter.MetaConnector: c.Name, exporter.MetaTable: "00000000-0000-0000-0000-000000000000"}, false},
+	}
+	for _, f := range files {
+		if _, err := e.mc.PutObject(ctx, e.bucket, f.key, strings.NewReader("x"), 1, minio.PutObjectOptions{UserMetadata: f.md}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ikey := "intent." + base64.RawURLEncoding.EncodeToString([]byte(c.Name)) + ".Uw.Yw.orphantest"
+	if _, err := e.stateBucket(c).Put(ctx, ikey, []byte(`{"id":"orphantest","key":"`+files[1].key+`"}`)); err != nil {
+		t.Fatal(err)
+	}
+	defer e.stateBucket(c).Delete(ctx, ikey)
+	store, err := exporter.NewS3Store(c.S3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := exporter.Compact(ctx, c, e.js, store, exporter.CompactOptions{Now: time.Now().Add(71 * time.Hour)}); err != nil || len(rep.Orphans)+len(rep.Foreign) != 0 {
+		t.Fatalf("files younger than orphan_age: %+v, %v", rep, err)
+	}
+	rep, err := exporter.Compact(ctx, c, e.js, store, exporter.CompactOptions{Now: time.Now().Add(73 * time.Hour)})
+	if err != nil || len(rep.Orphans) != 1 || rep.Orphans[0] != "s3://"+e.bucket+"/"+files[0].key || len(rep.Foreign) != 3 {
+		t.Fatalf("orphans %v, foreign %v, %v; want %s and 3 foreign", rep.Orphans, rep.Foreign, err, files[0].key)
+	}
+	for _, f := range files {
+		_, err := e.mc.StatObject(ctx, e.bucket, f.key, minio.StatObjectOptions{})
+		if f.remove != (err != nil) {
+			t.Errorf("%s: removed %v, want %v (%v)", f.key, err != nil, f.remove, err)
+		}
+	}
+	e.verify(c)
+}
+
+// Rows another engine deleted with position deletes stay deleted: the
+// delete files count as referenced (never swept), and a table with delete
+// files is not compacted (a rewrite that does not apply them would bring
+// the rows back).
+func TestDeleteFilesOfAnotherEngineAreNeitherSweptNorCompactedAway(t *testing.T) {
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
+max_messages_per_file = 5
+max_file_age = "1s"`)
+	catalog := e.icebergConnector("1h")
+	c := e.connector()
+	e.publish(100, 2)
+	e.runUntilIdle(c, time.Minute)
+	ctx := context.Background()
+	cat, err := sqlcat.NewCatalog(c.Name, openSQLite(t, catalog), sqlcat.SQLite, iceberg.Properties{
+		iceio.S3Region: exportertest.MinIORegion, iceio.S3AccessKeyID: e.minio.AccessKey,
+		iceio.S3SecretAccessKey: e.minio.SecretKey, iceio.S3EndpointURL: e.minio.Endpoint,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := cat.LoadTable(ctx, table.Identifier{"lake", "events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.SetProperties(iceberg.Properties{table.WriteDeleteModeKey: table.WriteModeMergeOnRead}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Delete(ctx, iceberg.EqualTo(iceberg.Reference("sequence"), int64(3)), nil); err != nil {
+		t.Fatal(err)
+	}
+	if tbl, err = tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := e.objectKeys("raw/lake/events/data/")
+	store, err := exporter.NewS3Store(c.S3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := exporter.Compact(ctx, c, e.js, store, exporter.CompactOptions{Now: time.Now().Add(100 * time.Hour)})
+	if err != nil || len(rep.Groups) != 0 || len(rep.Orphans) != 0 {
+		t.Fatalf("compaction of a table with delete files: groups %d, orphans %v, %v", len(rep.Groups), rep.Orphans, err)
+	}
+	after := e.objectKeys("raw/lake/events/data/")
+	if len(after) != len(before) {
+		t.Fatalf("%d files under data/ before the sweep, %d after", len(before), len(after))
+	}
+	if err := tbl.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	at, err := tbl.Scan(table.WithSelectedFields("sequence")).ToArrowTable(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	if rows := at.NumRows(); rows != 99 {
+		t.Fatalf("%d rows, want 99: the deleted row came back", rows)
+	}
+}
+
+// objectKeys lists the keys under prefix.
+func (e *env) objectKeys(prefix string) []string {
+	e.t.Helper()
+	var out []string
+	for obj := range e.mc.ListObjects(context.Background(), e.bucket, minio.ListObjectsOptions{Recursive: true, Prefix: prefix}) {
+		if obj.Err != nil {
+			e.t.Fatal(obj.Err)
+		}
+		out = append(out, obj.Key)
+	}
+	return out
+}
+
+// A connector whose catalog no longer has its table (switched to a fresh
+// catalog, say) neither creates an empty table at the same location nor
+// sweeps the files of the one before: run and compact stop, saying why.
+func TestACatalogSwitchStopsInsteadOfMakingANewTable(t *testing.T) {
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
+max_messages_per_file = 5
+max_file_age = "1s"`)
+	catalog := e.icebergConnector("1h")
+	c := e.connector()
+	last := e.publish(100, 2)
+	e.runUntilIdle(c, time.Minute)
+	files := e.objectKeys("raw/lake/events/data/")
+
+	fresh := filepath.Join(t.TempDir(), "fresh.db")
+	c.Iceberg.URI = "sqlite://" + fresh
+	err := e.runUntilIdleErr(c, time.Minute)
+	var changed *exporter.TableChangedError
+	if !errors.As(err, &changed) || !exporter.IsPermanent(err) {
+		t.Fatalf("run on a fresh catalog: %v, want a permanent *TableChangedError", err)
+	}
+	store, err := exporter.NewS3Store(c.S3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exporter.Compact(context.Background(), c, e.js, store, exporter.CompactOptions{Now: time.Now().Add(100 * time.Hour)}); err == nil {
+		t.Fatal("compact on a fresh catalog: no error")
+	}
+	if got := e.objectKeys("raw/lake/events/data/"); len(got) != len(files) {
+		t.Fatalf("%d data files after, %d before", len(got), len(files))
+	}
+	if tr := e.readTable(c, catalog); len(tr.Check(last)) > 0 {
+		t.Fatal("the table changed")
+	}
+}
