@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -354,6 +355,22 @@ func s3Policy(c *config.Connector, cleanup bool) string {
 		list.Condition = map[string]any{"StringLikeIfExists": map[string][]string{"s3:prefix": {c.S3.Prefix + "/*"}}}
 	}
 	sts = append(sts, list)
+	if c.Iceberg != nil {
+		// Snapshot expiry removes the manifests and replaced data files
+		// only expired snapshots name, the table's commits remove
+		// metadata files past write.metadata.previous-versions-max, and
+		// the orphan sweep removes the files it wrote and no snapshot
+		// names: all in the table's folder, and nothing elsewhere.
+		table := c.Iceberg.Namespace + "/" + c.Iceberg.Table + "/*"
+		if c.S3.Prefix != "" {
+			table = c.S3.Prefix + "/" + table
+		}
+		sts = append(sts, policyStatement{
+			Sid: "JetlakeTableUpkeep", Effect: "Allow",
+			Action:   []string{"s3:DeleteObject"},
+			Resource: "arn:aws:s3:::" + c.S3.Bucket + "/" + table,
+		})
+	}
 	if cleanup {
 		probes := lossmarker.Dir + "/probe/*"
 		if c.S3.Prefix != "" {
@@ -413,7 +430,11 @@ func natsPermissions(c *config.Connector) string {
 		}
 	}
 	kv := "KV_" + c.State.Bucket
-	kvPut := "$KV." + c.State.Bucket + ".>"
+	// Every key jetlake writes has the connector's name (base64url) as
+	// its second token (intent, export, iceberg, lease, member): a
+	// connector's credentials can not write another's state, even in a
+	// bucket they share.
+	kvPut := "$KV." + c.State.Bucket + ".*." + base64.RawURLEncoding.EncodeToString([]byte(c.Name)) + ".>"
 	if api != jetstream.DefaultAPIPrefix {
 		kvPut = api + kvPut
 	}

@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"github.com/nats-io/nats.go"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -477,6 +481,24 @@ no_auth_user: admin
 	if v := grepLines(ns.LogFile, "Violation"); v != "" {
 		t.Fatalf("the server logged permission violations:\n%s", v)
 	}
+
+	// The same credentials can not write another connector's state in the
+	// bucket they share: a forged record or intent of another would
+	// silence it.
+	unc, err := nats.Connect(ns.URL, nats.UserInfo("jetlake", "s3cr3t-pw-7421"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unc.Close()
+	ujs, _ := jetstream.New(unc)
+	kv, err := ujs.KeyValue(ctx, config.DefaultStateBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := "export." + base64.RawURLEncoding.EncodeToString([]byte("other")) + ".UEVSTQ.b3RoZXI"
+	if _, err := kv.Put(ctx, other, []byte(`{"floor":1000000000000}`)); err == nil {
+		t.Fatalf("the restricted user wrote %s, another connector's export record", other)
+	}
 }
 
 func tailFile(path string) string {
@@ -500,4 +522,54 @@ func grepLines(path, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// An Iceberg connector's policy grants s3:DeleteObject on its table's
+// folder, which expiry, metadata cleanup and the orphan sweep remove from,
+// and nowhere else; a plain connector's grants it nowhere.
+func TestTheS3PolicyGrantsDeletesInTheTableFolderOnly(t *testing.T) {
+	base := `name = "ice"
+[nats]
+url = "nats://127.0.0.1:4222"
+[[streams]]
+stream = "S"
+subjects = ["s.>"]
+[s3]
+bucket = "lake"
+prefix = "raw"
+[output]
+format = "parquet"
+`
+	for _, tt := range []struct {
+		name, extra string
+		want        []string
+	}{
+		{"plain", "", nil},
+		{"iceberg", "[iceberg]\nuri = \"sqlite:///tmp/c.db\"\nnamespace = \"lake\"\ntable = \"events\"\n", []string{"arn:aws:s3:::lake/raw/lake/events/*"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			conns, err := config.Load(writeFile(t, "c.toml", base+tt.extra))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc struct {
+				Statement []struct {
+					Action   []string
+					Resource string
+				}
+			}
+			if err := json.Unmarshal([]byte(s3Policy(conns[0], false)), &doc); err != nil {
+				t.Fatal(err)
+			}
+			var deletes []string
+			for _, st := range doc.Statement {
+				if slices.Contains(st.Action, "s3:DeleteObject") {
+					deletes = append(deletes, st.Resource)
+				}
+			}
+			if !slices.Equal(deletes, tt.want) {
+				t.Fatalf("s3:DeleteObject on %v, want %v", deletes, tt.want)
+			}
+		})
+	}
 }
