@@ -332,8 +332,9 @@ func (s *S3Store) Get(ctx context.Context, key string) ([]byte, error) {
 	return body, nil
 }
 
-// Delete removes the object at key. The exporter never deletes; commands
-// that clean up after themselves (plan -cleanup) do.
+// Delete removes the object at key. Only an Iceberg table's orphan sweep
+// (of files whose metadata says this connector wrote them for the table)
+// and commands that clean up after themselves (plan -cleanup) call it.
 func (s *S3Store) Delete(ctx context.Context, key string) error {
 	if err := s.client.RemoveObject(ctx, s.bucket, key, minio.RemoveObjectOptions{}); err != nil {
 		return classify(fmt.Errorf("delete %s: %w", key, err), s.bucket)

@@ -257,7 +257,7 @@ func TestPlanOfAGoodSetupPassesAndShowsKeysAndPermissions(t *testing.T) {
 		`"s3:prefix": [`,
 		`"$JS.API.CONSUMER.MSG.NEXT.PLANGOOD.plangood"`,
 		`"$JS.ACK.PLANGOOD.plangood.>"`,
-		`"$KV.jetlake_state.>"`,
+		`"$KV.jetlake_state.*.cGxhbmdvb2Q.>"`,
 		`"_INBOX.>"`,
 		"plan: 0 checks failed, 0 warnings",
 	} {
