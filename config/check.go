@@ -97,7 +97,7 @@ var (
 	}
 	icebergSpec = spec{
 		name: "iceberg", where: "in [iceberg]", header: "[iceberg]",
-		keys: []string{"catalog", "uri", "warehouse", "token_env", "credential_env", "sigv4_service", "region", "catalog_id", "namespace", "table", "partitioning", "commit_interval", "keep_snapshots", "snapshot_retention", "compact_after", "remove_orphans", "orphan_age"},
+		keys: []string{"catalog", "uri", "allow_insecure_sslmode", "warehouse", "token_env", "credential_env", "sigv4_service", "region", "catalog_id", "namespace", "table", "partitioning", "commit_interval", "keep_snapshots", "snapshot_retention", "compact_after", "remove_orphans", "orphan_age"},
 		secrets: map[string]string{
 			"token":      neverSecrets + "name the environment variable that holds it with token_env",
 			"credential": neverSecrets + "name the environment variable that holds it with credential_env",

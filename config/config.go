@@ -68,7 +68,9 @@ func (e Errors) Unwrap() []error {
 // It returns every connector, enabled or not; the caller filters on Enabled.
 // When any file has a problem, Load returns no connectors and an Errors value
 // that lists every problem of every file, including connector names used by
-// more than one file. A directory without connector files gives an error
+// more than one file, and enabled connectors that would write into one
+// Iceberg table's folder: two writing one table, or one whose objects lie
+// in another's table. A directory without connector files gives an error
 // wrapping ErrNoConnectors; a path or file that can not be read gives the
 // *fs.PathError, wrapped.
 func Load(path string) ([]*Connector, error) {
@@ -90,15 +92,20 @@ func Load(path string) ([]*Connector, error) {
 	}
 	names := make(map[string]seen)
 	var (
-		conns []*Connector
-		all   Errors
+		conns  []*Connector
+		all    Errors
+		placed []placedConnector
 	)
 	for _, file := range files {
 		src, err := os.ReadFile(file)
 		if err != nil {
 			return nil, fmt.Errorf("config: %w", err)
 		}
-		conn, nameLine, probs := parse(file, src)
+		conn, lines, probs := parse(file, src)
+		nameLine := 0
+		if lines != nil {
+			nameLine = lines.line(keyPath{}.key("name"))
+		}
 		if conn != nil && conn.Name != "" {
 			if first, ok := names[conn.Name]; ok {
 				probs = append(probs, &Problem{
@@ -110,9 +117,13 @@ func Load(path string) ([]*Connector, error) {
 				names[conn.Name] = seen{file, nameLine}
 			}
 		}
+		if len(probs) == 0 && conn.Enabled {
+			placed = append(placed, placedConnector{conn, lines})
+		}
 		all = append(all, probs...)
 		conns = append(conns, conn)
 	}
+	all = append(all, overlaps(placed)...)
 	if len(all) > 0 {
 		return nil, all
 	}

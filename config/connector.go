@@ -48,17 +48,17 @@ const (
 )
 
 // parse parses and checks one file. It returns the connector, filled in as
-// far as the file allowed even when there are problems, and the line of its
-// name.
-func parse(file string, src []byte) (*Connector, int, Errors) {
+// far as the file allowed even when there are problems, and the lines of
+// its keys; both are nil after a syntax error.
+func parse(file string, src []byte) (*Connector, *lineIndex, Errors) {
 	var raw map[string]any
 	if _, err := toml.Decode(string(src), &raw); err != nil {
-		return nil, 0, Errors{syntaxProblem(file, err)}
+		return nil, nil, Errors{syntaxProblem(file, err)}
 	}
 	c := &checker{file: file, lines: locate(string(src))}
 	conn := c.connector(raw)
 	sortProblems(c.probs)
-	return conn, c.lines.line(keyPath{}.key("name")), c.probs
+	return conn, c.lines, c.probs
 }
 
 func (c *checker) connector(top map[string]any) *Connector {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/lossmarker"
 )
 
 // Iceberg holds the settings of [iceberg]: the connector writes an Apache
@@ -39,7 +40,12 @@ type Iceberg struct {
 	Region string
 	// CatalogID is the AWS account id of a Glue catalog; empty is the
 	// caller's own.
-	CatalogID      string
+	CatalogID string
+	// AllowInsecureSSLMode lets a PostgreSQL catalog on a host that is not
+	// a loopback address be reached without sslmode=verify-full or
+	// verify-ca in its URI; default false.
+	AllowInsecureSSLMode bool
+
 	Namespace      string        // default "jetlake"
 	Table          string        // default the connector's name
 	Partitioning   []Partition   // default DefaultPartitioning
@@ -169,9 +175,13 @@ func (c *checker) iceberg(t map[string]any, p keyPath, name string) *Iceberg {
 	}
 	uri, _ := c.str(t, p, "uri", "")
 	ib.URI = uri
+	ib.AllowInsecureSSLMode, _ = c.boolean(t, p, "allow_insecure_sslmode", false)
+	if has(t, "allow_insecure_sslmode") && (ib.Catalog != "sql" || !isPostgresURI(uri)) {
+		c.report(p.key("allow_insecure_sslmode"), "has no meaning here; it is for catalog = \"sql\" with a postgres:// uri")
+	}
 	switch ib.Catalog {
 	case "sql":
-		c.sqlCatalogURI(t, p, uri)
+		c.sqlCatalogURI(t, p, uri, ib.AllowInsecureSSLMode)
 	case "rest":
 		c.restCatalogURI(t, p, uri)
 	case "glue":
@@ -219,6 +229,8 @@ func (c *checker) iceberg(t map[string]any, p keyPath, name string) *Iceberg {
 		if v, ok := c.str(t, p, key, def); ok {
 			if why := checkToken(v); why != "" || v == "" {
 				c.report(p.key(key), "%q is not a name; allowed: letters, digits, '_' and '-'", v)
+			} else if key == "namespace" && v == lossmarker.Dir {
+				c.report(p.key(key), "%q is the folder jetlake keeps its loss markers and probes in, under [s3] prefix: a table there would mix with them (a table \"lost\" would sweep the loss markers); choose another namespace, such as %q", v, DefaultIcebergNamespace)
 			}
 			if key == "table" {
 				ib.Table = v
@@ -293,15 +305,13 @@ func (c *checker) checkIceberg(out outputCheck, t map[string]any) {
 }
 
 // sqlCatalogURI checks the uri of a SQL catalog.
-func (c *checker) sqlCatalogURI(t map[string]any, p keyPath, uri string) {
+func (c *checker) sqlCatalogURI(t map[string]any, p keyPath, uri string, allowInsecureSSLMode bool) {
 	switch {
 	case !has(t, "uri"):
 		c.report(p.key("uri"), "missing; name the catalog, such as \"sqlite:///var/lib/jetlake/catalog.db\" or \"postgres://jetlake@db:5432/lake\"")
 	case strings.HasPrefix(uri, "sqlite://") && len(uri) > len("sqlite://"):
-	case strings.HasPrefix(uri, "postgres://"), strings.HasPrefix(uri, "postgresql://"):
-		if userinfo, _, ok := strings.Cut(strings.SplitN(uri, "://", 2)[1], "@"); ok && strings.Contains(userinfo, ":") {
-			c.report(p.key("uri"), "%q holds a password: "+neverSecrets+"set PGPASSWORD in the environment", RedactURL(uri))
-		}
+	case isPostgresURI(uri):
+		c.postgresURI(p, uri, allowInsecureSSLMode)
 	default:
 		c.report(p.key("uri"), "%q is not a catalog location; allowed: sqlite:///path/to/catalog.db, postgres://user@host:port/database", RedactURL(uri))
 	}

@@ -124,25 +124,40 @@ func looksLikeAccessKeyID(s string) bool {
 	return true
 }
 
-// RedactURL returns s with the user information of a URL (a user and
-// password, or a token in the user's place) replaced by "REDACTED", so that
-// a message or log line never repeats a secret. Any other text that holds
-// an '@' (a URL that does not parse, or a secret in its path) is redacted up
-// to the last '@'.
+// RedactURL returns s with its secrets replaced by "REDACTED", so that a
+// message or log line never repeats one: the user information of a URL (a
+// user and password, or a token in the user's place), and its whole query
+// and fragment (a PostgreSQL URI may carry password= or sslpassword=
+// there, a REST catalog's URL a token). It works on the text, not on a
+// parsed URL, so that a URL that does not parse, or parses differently in
+// the client that uses it, is redacted as well: user information ends at
+// the last '@' before the query, or at an '@' before the first '/' after
+// the scheme, as PostgreSQL's drivers read it.
+//
+// Every URL jetlake prints or logs (server lists, endpoints, catalog URIs)
+// goes through RedactURL.
 func RedactURL(s string) string {
-	if u, err := url.Parse(s); err == nil && u.User != nil {
-		u.User = url.User("REDACTED")
-		return u.String()
+	prefix, rest := "", s
+	if i := strings.Index(s, "://"); i >= 0 {
+		prefix, rest = s[:i+len("://")], s[i+len("://"):]
 	}
-	at := strings.LastIndexByte(s, '@')
-	if at < 0 {
-		return s
+	q := strings.IndexAny(rest, "?#")
+	at := strings.LastIndexByte(rest, '@')
+	if q >= 0 && at > q {
+		// The '@' is after a '?': in the query, or ending user
+		// information that holds a '?' when no '/' comes before it.
+		at = -1
+		if i := strings.IndexAny(rest, "@/"); i >= 0 && rest[i] == '@' {
+			at = i
+		}
 	}
-	start := 0
-	if i := strings.Index(s, "://"); i >= 0 && i < at {
-		start = i + len("://")
+	if at >= 0 {
+		rest = "REDACTED" + rest[at:]
 	}
-	return s[:start] + "REDACTED" + s[at:]
+	if q := strings.IndexAny(rest, "?#"); q >= 0 {
+		rest = rest[:q+1] + "REDACTED"
+	}
+	return prefix + rest
 }
 
 // checkNATSURLs checks a comma-separated list of server URLs.

@@ -198,6 +198,16 @@ func TestRedactURLHidesUserInformation(t *testing.T) {
 		{"http://KEY:SE/CR%ET@minio:9000", "http://REDACTED@minio:9000"},
 		{"user:pa:ss@host", "REDACTED@host"},
 		{"", ""},
+		// Queries and fragments may hold secrets too.
+		{"postgres://jetlake@db/lake?password=X&sslpassword=Y", "postgres://REDACTED@db/lake?REDACTED"},
+		{"postgres://db/lake?sslmode=verify-full&password=X", "postgres://db/lake?REDACTED"},
+		{"https://catalog.example.com/api?token=T", "https://catalog.example.com/api?REDACTED"},
+		{"https://catalog.example.com/api#T", "https://catalog.example.com/api#REDACTED"},
+		{"https://catalog.example.com/p?to=a@b", "https://catalog.example.com/p?REDACTED"},
+		// A PostgreSQL driver ends user information at an '@' before any
+		// '/', a '?' in the password included.
+		{"postgres://jetlake:5?ss@db/lake", "postgres://REDACTED@db/lake"},
+		{"postgres://jetlake:Hunter2@db/lake", "postgres://REDACTED@db/lake"},
 	}
 	for _, tt := range tests {
 		if got := RedactURL(tt.in); got != tt.want {

@@ -161,8 +161,8 @@ func TestDDLSaysHowEachEngineReadsAnIcebergTable(t *testing.T) {
 		code                  int
 		want                  []string
 	}{
-		{"postgres", "uri = \"postgres://jetlake@db:5432/lake\"", engineTrino, 0, []string{
-			"--   iceberg.catalog.type=jdbc\n", "--   iceberg.jdbc-catalog.connection-url=jdbc:postgresql://db:5432/lake\n",
+		{"postgres", "uri = \"postgres://jetlake@db:5432/lake?sslmode=verify-full\"", engineTrino, 0, []string{
+			"--   iceberg.catalog.type=jdbc\n", "--   iceberg.jdbc-catalog.connection-url=jdbc:postgresql://db:5432/lake?sslmode=verify-full\n",
 			"--   iceberg.jdbc-catalog.connection-user=jetlake\n", "--   iceberg.jdbc-catalog.catalog-name=events\n",
 			"--   iceberg.jdbc-catalog.default-warehouse-dir=s3://lake/raw\n", "FROM iceberg.jetlake.events\n"}},
 		{"sqlite", "uri = \"sqlite:///tmp/c.db\"", engineTrino, 0, []string{

@@ -39,7 +39,7 @@ var (
 
 // ErrRefused is wrapped by what Committer.CheckFile reports of a file it
 // refuses.
-var ErrRefused = errors.New("refused")
+var ErrRefused = errors.New("not a file jetlake stored")
 
 // PlanError reports a commit plan of the PlanStore that Recover refuses to
 // commit: a file it names is not under the table's data folder, or
@@ -54,10 +54,7 @@ type PlanError struct {
 }
 
 func (e *PlanError) Error() string {
-	if e.Location == "" {
-		return fmt.Sprintf("commit plan %s: %v; nothing of the plan is committed", e.Key, e.Err)
-	}
-	return fmt.Sprintf("commit plan %s names %s: %v; nothing of the plan is committed", e.Key, e.Location, e.Err)
+	return fmt.Sprintf("commit plan %s: %v; nothing of the plan is committed", e.Key, e.Err)
 }
 
 func (e *PlanError) Unwrap() error { return e.Err }
@@ -380,7 +377,7 @@ func (c *Committer) Recover(ctx context.Context) ([]*Plan, error) {
 // is not one to commit.
 func (c *Committer) check(ctx context.Context, key string, p *Plan) error {
 	if key != c.planKey(p.ID) {
-		return &PlanError{Key: key, Err: fmt.Errorf("%w: its id is %q", ErrRefused, p.ID)}
+		return &PlanError{Key: key, Err: fmt.Errorf("the plan's id is %q", p.ID)}
 	}
 	for _, f := range p.Files {
 		if err := c.table.CheckDataFile(f.Location); err != nil {
@@ -390,7 +387,7 @@ func (c *Committer) check(ctx context.Context, key string, p *Plan) error {
 			continue
 		}
 		if err := c.CheckFile(ctx, f); errors.Is(err, ErrRefused) {
-			return &PlanError{Key: key, Location: f.Location, Err: err}
+			return &PlanError{Key: key, Location: f.Location, Err: fmt.Errorf("file %s: %w", f.Location, err)}
 		} else if err != nil {
 			return fmt.Errorf("check commit plan %s: %w", key, err)
 		}
