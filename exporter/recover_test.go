@@ -92,9 +92,9 @@ func TestRecoveryAfterACrashAtEachCommitStep(t *testing.T) {
 	}{
 		{point: "before-upload", streamCreated: created, wantAwait: true, wantIntent: true},
 		{point: "during-upload (the PUT never landed)", streamCreated: created, wantAwait: true, wantIntent: true},
-		{point: "after-upload", object: map[string]string{MetaIntent: "I1"}, streamCreated: created, wantCommitted: true, wantIntent: true},
-		{point: "after-acks", object: map[string]string{MetaIntent: "I1"}, streamCreated: created, wantCommitted: true, wantIntent: true},
-		{point: "after-confirm", object: map[string]string{MetaIntent: "I1"}, streamCreated: created, wantCommitted: true, wantIntent: true},
+		{point: "after-upload", object: map[string]string{MetaIntent: "I1", MetaFirstSeq: "10", MetaLastSeq: "12", MetaCount: "3"}, streamCreated: created, wantCommitted: true, wantIntent: true},
+		{point: "after-acks", object: map[string]string{MetaIntent: "I1", MetaFirstSeq: "10", MetaLastSeq: "12", MetaCount: "3"}, streamCreated: created, wantCommitted: true, wantIntent: true},
+		{point: "after-confirm", object: map[string]string{MetaIntent: "I1", MetaFirstSeq: "10", MetaLastSeq: "12", MetaCount: "3"}, streamCreated: created, wantCommitted: true, wantIntent: true},
 		// Another writer's object at the key: this batch was never stored,
 		// so its messages are exported again (under the prefix the
 		// connector has now), not refused at every start.
