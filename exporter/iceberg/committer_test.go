@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -198,6 +199,89 @@ func TestAFailedCommitIsRecommittedUnderItsPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.read(40, 1)
+}
+
+// A plan in the store is input: recovery commits nothing while one plan it
+// would commit names a file outside the table's data folder or one
+// CheckFile refuses, and says which plan; a CheckFile that fails for
+// another reason is the store failing, not a refusal. Once the plan is
+// deleted, the others are committed.
+func TestRecoveryCommitsNothingWhileAPlanIsRefused(t *testing.T) {
+	e := newTableEnv(t, "sqlite")
+	plans := newMemPlans()
+	tbl := e.open()
+	files := e.files(tbl, 3)
+	plans.intents(files[:2])
+	c := iceberg.NewCommitter(tbl, plans, "t.")
+	ctx, cancel := context.WithCancel(context.Background())
+	c.AfterPlan = cancel // recorded, not committed
+	if plan, err := c.Commit(ctx, files[:2]); err == nil || plan == nil {
+		t.Fatalf("Commit = %v, %v; want a recorded plan and an error", plan, err)
+	}
+	snapshots := func() int {
+		tr, err := icebergtest.Read(e.db, false, e.cfg.Catalog, e.cfg.Namespace, e.cfg.Table, icebergtest.MinIOGet(e.mc, e.bucket))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.Snapshots
+	}
+	forge := func(f iceberg.File) {
+		value, err := json.Marshal(iceberg.Plan{ID: "forged", Table: "lake.events", Files: []iceberg.File{f}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plans.Delete(context.Background(), "t.plan.forged")
+		if err := plans.Create(context.Background(), "t.plan.forged", value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	known := func(_ context.Context, f iceberg.File) error {
+		if _, err := plans.Get(context.Background(), f.Intent); err != nil {
+			return fmt.Errorf("%w: no intent %s", iceberg.ErrRefused, f.Intent)
+		}
+		return nil
+	}
+	storeDown := errors.New("state bucket unreachable")
+	for _, tc := range []struct {
+		name      string
+		file      iceberg.File
+		check     func(context.Context, iceberg.File) error
+		refused   bool
+		mentioned string
+	}{
+		{"outside the data folder", iceberg.File{Location: "s3://lake/hr/salaries.parquet", Intent: "intent.x"}, nil, true, "s3://lake/hr/salaries.parquet"},
+		{"through ..", iceberg.File{Location: tbl.Location() + "/data/../../x.parquet", Intent: "intent.x"}, nil, true, "/data/../../x.parquet"},
+		{"a data file no intent names", iceberg.File{Location: files[2].Location, Intent: files[2].Intent}, known, true, files[2].Intent},
+		{"the store failing", iceberg.File{Location: files[2].Location, Intent: files[2].Intent}, func(context.Context, iceberg.File) error { return storeDown }, false, storeDown.Error()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			forge(tc.file)
+			c := iceberg.NewCommitter(e.open(), plans, "t.")
+			c.CheckFile = tc.check
+			_, err := c.Recover(context.Background())
+			var pe *iceberg.PlanError
+			switch {
+			case err == nil:
+				t.Fatal("the plan was recovered")
+			case tc.refused && (!errors.As(err, &pe) || pe.Key != "t.plan.forged" || pe.Location != tc.file.Location):
+				t.Fatalf("%v, want a *PlanError naming t.plan.forged and %s", err, tc.file.Location)
+			case !tc.refused && errors.As(err, &pe):
+				t.Fatalf("%v: a failing store refused the plan", err)
+			case !strings.Contains(err.Error(), tc.mentioned):
+				t.Fatalf("%v does not say %s", err, tc.mentioned)
+			}
+			if n := snapshots(); n != 0 {
+				t.Fatalf("%d snapshots: something was committed", n)
+			}
+		})
+	}
+	plans.Delete(context.Background(), "t.plan.forged")
+	c = iceberg.NewCommitter(e.open(), plans, "t.")
+	c.CheckFile = known
+	if _, err := c.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.read(20, 1)
 }
 
 // Snapshot expiry (jetlake's own, or another tool's) may remove the
