@@ -16,7 +16,7 @@ import (
 // Dial connects to the connector's NATS servers once, without the retries
 // Run does; for commands that inspect rather than export.
 func Dial(cfg *config.Connector) (*nats.Conn, error) {
-	opts, err := natsOptions(cfg.NATS, cfg.Name)
+	opts, err := connectOptions(cfg.NATS, cfg.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -25,6 +25,21 @@ func Dial(cfg *config.Connector) (*nats.Conn, error) {
 		return nil, fmt.Errorf("nats %s: %w", cfg.NATS.URL, err)
 	}
 	return nc, nil
+}
+
+// connectOptions are the options of every connection to NATS: the [nats]
+// settings, and only the servers url names. A server's INFO lists the
+// other servers of its cluster, and the client would otherwise reconnect to
+// those too: hosts the configuration never named, over nats:// in plain
+// text when the server advertises that, with the password or token of
+// [nats]. The configuration's checks (TLS, loopback) are of the URLs it
+// names.
+func connectOptions(c config.NATS, name string) ([]nats.Option, error) {
+	opts, err := natsOptions(c, name)
+	if err != nil {
+		return nil, err
+	}
+	return append(opts, nats.IgnoreDiscoveredServers()), nil
 }
 
 // NewJetStream returns the JetStream context for the [nats] settings: the
@@ -48,7 +63,7 @@ func NewJetStream(nc *nats.Conn, c config.NATS) (jetstream.JetStream, error) {
 
 // connect dials NATS, retrying with backoff until it succeeds or ctx ends.
 func (e *Exporter) connect(ctx context.Context) (*nats.Conn, error) {
-	opts, err := natsOptions(e.cfg.NATS, e.cfg.Name)
+	opts, err := connectOptions(e.cfg.NATS, e.cfg.Name)
 	if err != nil {
 		return nil, err
 	}
