@@ -308,7 +308,7 @@ func (c *checker) checkIceberg(out outputCheck, t map[string]any) {
 func (c *checker) sqlCatalogURI(t map[string]any, p keyPath, uri string, allowInsecureSSLMode bool) {
 	switch {
 	case !has(t, "uri"):
-		c.report(p.key("uri"), "missing; name the catalog, such as \"sqlite:///var/lib/jetlake/catalog.db\" or \"postgres://jetlake@db:5432/lake\"")
+		c.report(p.key("uri"), "missing; name the catalog, such as \"sqlite:///var/lib/jetlake/catalog.db\" or \"postgres://jetlake@db:5432/lake?sslmode=verify-full\"")
 	case strings.HasPrefix(uri, "sqlite://") && len(uri) > len("sqlite://"):
 	case isPostgresURI(uri):
 		c.postgresURI(p, uri, allowInsecureSSLMode)

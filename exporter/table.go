@@ -193,7 +193,7 @@ func icebergConfig(c *config.Connector) (iceberg.Config, string, error) {
 	}
 	cfg := iceberg.Config{
 		Catalog: c.Name, Type: ic.Catalog, URI: ic.URI, Namespace: ic.Namespace, Table: ic.Table, Warehouse: warehouse,
-		S3:           iceberg.S3{Endpoint: s3.Endpoint, Region: s3.Region},
+		S3:           iceberg.S3{Endpoint: s3.Endpoint, Region: s3.Region, TLSCAFile: s3.TLSCAFile},
 		Partitioning: ic.Partitioning,
 		Glue:         iceberg.Glue{Region: ic.Region, CatalogID: ic.CatalogID},
 		REST:         iceberg.REST{Warehouse: ic.Warehouse, SigV4Service: ic.SigV4Service, Region: ic.Region},
@@ -206,7 +206,7 @@ func icebergConfig(c *config.Connector) (iceberg.Config, string, error) {
 			continue
 		}
 		if *env.dst = os.Getenv(env.name); *env.dst == "" {
-			return cfg, "", fmt.Errorf("iceberg catalog %s: the environment variable %s, named in [iceberg], is not set", ic.URI, env.name)
+			return cfg, "", fmt.Errorf("iceberg catalog %s: the environment variable %s, named in [iceberg], is not set", config.RedactURL(ic.URI), env.name)
 		}
 	}
 	if s3.AccessKeyIDEnv != "" {

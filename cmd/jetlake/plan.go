@@ -267,7 +267,7 @@ func effectiveConfig(c *config.Connector) string {
 		b.WriteString("\n[iceberg]\n")
 		kv("catalog", ib.Catalog, "")
 		if ib.URI != "" {
-			kv("uri", redactURLs(ib.URI), "")
+			kv("uri", config.RedactURL(ib.URI), "")
 		}
 		opt("warehouse", ib.Warehouse, "")
 		opt("token_env", ib.TokenEnv, plan.EnvStatus(ib.TokenEnv))

@@ -3,6 +3,7 @@ package iceberg
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"strings"
 
@@ -14,8 +15,11 @@ import (
 	_ "github.com/apache/iceberg-go/io/gocloud/s3" // s3:// file IO
 	"github.com/apache/iceberg-go/table"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	_ "github.com/jackc/pgx/v5/stdlib" // a PostgreSQL catalog's driver
-	_ "modernc.org/sqlite"             // the embedded catalog's driver
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib" // a PostgreSQL catalog's driver
+	_ "modernc.org/sqlite"           // the embedded catalog's driver
+
+	"github.com/jetlake/jetlake/config"
 )
 
 // REST holds what a REST catalog needs besides its URI. Secrets are read
@@ -48,6 +52,9 @@ func openCatalog(ctx context.Context, cfg Config) (*Table, error) {
 	if cfg.S3.Endpoint != "" {
 		props[iceio.S3EndpointURL] = cfg.S3.Endpoint
 	}
+	if cfg.S3.TLSCAFile != "" {
+		props[S3CAFileProperty] = cfg.S3.TLSCAFile
+	}
 	t := &Table{ident: table.Identifier{cfg.Namespace, cfg.Table}}
 	switch cfg.Type {
 	case "", "sql":
@@ -58,12 +65,16 @@ func openCatalog(ctx context.Context, cfg Config) (*Table, error) {
 		cat, err := sqlcat.NewCatalog(cfg.Catalog, db, dialect, props)
 		if err != nil {
 			db.Close()
-			return nil, fmt.Errorf("iceberg catalog %s: %w", redactURI(cfg.URI), err)
+			return nil, fmt.Errorf("iceberg catalog %s: %w", config.RedactURL(cfg.URI), err)
 		}
 		t.cat, t.close = cat, db.Close
 	case "rest":
 		delete(props, "warehouse")
-		opts := []rest.Option{rest.WithAdditionalProps(props)}
+		tr, err := newRESTTransport(cfg.URI)
+		if err != nil {
+			return nil, err
+		}
+		opts := []rest.Option{rest.WithAdditionalProps(props), rest.WithCustomTransport(tr)}
 		if cfg.REST.Warehouse != "" {
 			opts = append(opts, rest.WithWarehouseLocation(cfg.REST.Warehouse))
 		}
@@ -75,15 +86,21 @@ func openCatalog(ctx context.Context, cfg Config) (*Table, error) {
 		case cfg.REST.SigV4Service != "":
 			aws, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(cfg.REST.Region))
 			if err != nil {
-				return nil, fmt.Errorf("iceberg catalog %s: AWS credentials for SigV4: %w", cfg.URI, err)
+				return nil, fmt.Errorf("iceberg catalog %s: AWS credentials for SigV4: %w", config.RedactURL(cfg.URI), err)
 			}
 			opts = append(opts, rest.WithAwsConfig(aws), rest.WithSigV4RegionSvc(cfg.REST.Region, cfg.REST.SigV4Service))
 		}
 		cat, err := rest.NewCatalog(ctx, cfg.Catalog, cfg.URI, opts...)
 		if err != nil {
-			return nil, fmt.Errorf("iceberg catalog %s: %w", cfg.URI, err)
+			tr.CloseIdleConnections()
+			return nil, fmt.Errorf("iceberg catalog %s: %w", config.RedactURL(cfg.URI), err)
 		}
-		t.cat, t.close = cat, cat.Close
+		t.cat = cat
+		t.close = func() error {
+			err := cat.Close()
+			tr.CloseIdleConnections()
+			return err
+		}
 	case "glue":
 		loads := []func(*awsconfig.LoadOptions) error{awsconfig.WithRegion(cfg.Glue.Region)}
 		if cfg.URI != "" {
@@ -91,7 +108,7 @@ func openCatalog(ctx context.Context, cfg Config) (*Table, error) {
 		}
 		aws, err := awsconfig.LoadDefaultConfig(ctx, loads...)
 		if err != nil {
-			return nil, fmt.Errorf("iceberg catalog glue: AWS configuration: %w", err)
+			return nil, fmt.Errorf("iceberg catalog glue %s: AWS configuration: %w", config.RedactURL(cfg.URI), err)
 		}
 		if cfg.Glue.CatalogID != "" {
 			props[gluecat.CatalogIdKey] = cfg.Glue.CatalogID
@@ -109,39 +126,74 @@ func openCatalog(ctx context.Context, cfg Config) (*Table, error) {
 
 // openDB opens the database of a SQL catalog URI: an embedded sqlite file,
 // or a PostgreSQL server (the Java JdbcCatalog's tables, so that Spark and
-// Trino JDBC catalogs can share it).
+// Trino JDBC catalogs can share it). Its errors show the URI redacted.
 func openDB(uri string) (*sql.DB, sqlcat.SupportedDialect, error) {
 	if path, ok := strings.CutPrefix(uri, "sqlite://"); ok && path != "" {
 		// Every pooled connection waits for a lock rather than failing,
 		// and readers do not block the writer.
 		db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
 		if err != nil {
-			return nil, "", fmt.Errorf("iceberg catalog %s: %w", uri, err)
+			return nil, "", fmt.Errorf("iceberg catalog %s: %w", config.RedactURL(uri), err)
 		}
 		return db, sqlcat.SQLite, nil
 	}
 	if strings.HasPrefix(uri, "postgres://") || strings.HasPrefix(uri, "postgresql://") {
-		db, err := sql.Open("pgx", uri)
+		pc, err := pgx.ParseConfig(uri)
 		if err != nil {
-			return nil, "", fmt.Errorf("iceberg catalog %s: %w", redactURI(uri), err)
+			// pgx quotes the URI with only its password hidden.
+			msg := strings.ReplaceAll(err.Error(), uri, config.RedactURL(uri))
+			if i := strings.Index(msg, "cannot parse `"); i >= 0 {
+				if j := strings.Index(msg[i:], "`: "); j >= 0 {
+					msg = msg[:i] + "cannot parse the uri" + msg[i+j+1:]
+				}
+			}
+			return nil, "", fmt.Errorf("iceberg catalog %s: %s", config.RedactURL(uri), msg)
 		}
-		return db, sqlcat.Postgres, nil
+		return sql.OpenDB(oneLineConnector{stdlib.GetConnector(*pc)}), sqlcat.Postgres, nil
 	}
-	return nil, "", fmt.Errorf("iceberg catalog uri %q: want sqlite:///path/to/catalog.db or postgres://user@host:port/database", redactURI(uri))
+	return nil, "", fmt.Errorf("iceberg catalog uri %q: want sqlite:///path/to/catalog.db or postgres://user@host:port/database", config.RedactURL(uri))
 }
 
-// redactURI hides the password of a catalog URI.
-func redactURI(uri string) string {
-	scheme, rest, ok := strings.Cut(uri, "://")
-	if !ok {
-		return uri
+// oneLineConnector connects to PostgreSQL with errors of one line: pgx
+// puts the error of each address it tried (IPv4 and IPv6 of a name, TLS
+// and then plain text) on a line of its own, and a log line or a problem
+// is one line.
+type oneLineConnector struct{ driver.Connector }
+
+// Connect connects, or returns the driver's error as a *OneLineError.
+func (c oneLineConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, &OneLineError{Err: err}
 	}
-	userinfo, host, ok := strings.Cut(rest, "@")
-	if !ok {
-		return uri
+	return conn, nil
+}
+
+// OneLineError is an error whose message spans lines, shown on one: each
+// line break and the indent after it become "; ", or a space after a ':'.
+type OneLineError struct{ Err error }
+
+// Error returns the message of Err on one line.
+func (e *OneLineError) Error() string { return oneLine(e.Err.Error()) }
+
+// Unwrap returns Err.
+func (e *OneLineError) Unwrap() error { return e.Err }
+
+func oneLine(s string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		switch {
+		case b.Len() == 0:
+		case strings.HasSuffix(b.String(), ":"):
+			b.WriteByte(' ')
+		default:
+			b.WriteString("; ")
+		}
+		b.WriteString(line)
 	}
-	if user, _, ok := strings.Cut(userinfo, ":"); ok {
-		return scheme + "://" + user + ":xxxxx@" + host
-	}
-	return uri
+	return b.String()
 }

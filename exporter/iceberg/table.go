@@ -45,6 +45,7 @@ type S3 struct {
 	Region          string
 	AccessKeyID     string
 	SecretAccessKey string
+	TLSCAFile       string // PEM file of the authorities the endpoint's certificate is checked against; empty for the system's
 }
 
 // Table is an Iceberg table jetlake commits to. Its methods are for one
