@@ -335,6 +335,8 @@ func (c *checker) catalogURL(p keyPath, uri, credentials string) {
 		c.report(p.key("uri"), "%q is not an http:// or https:// URL", RedactURL(uri))
 	case u.User != nil:
 		c.report(p.key("uri"), "%q holds credentials: "+neverSecrets+"%s", RedactURL(uri), credentials)
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		c.report(p.key("uri"), "%q has a query or fragment: the catalog client would send it with every request, and errors would show it; remove it (%s)", RedactURL(uri), credentials)
 	case u.Scheme == "http" && !isLoopback(u.Hostname()):
 		c.report(p.key("uri"), "%q is plain HTTP to a host that is not a loopback address: tokens and table metadata would cross the network unencrypted; use https://", RedactURL(uri))
 	}
