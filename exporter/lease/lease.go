@@ -6,6 +6,13 @@
 // too: whoever loses a race learns it from the server, never from a clock.
 // Every write carries a per-message TTL, so the lease of a holder that
 // stops renewing disappears by itself and can be taken again.
+//
+// What a bucket holds is not always what a Store wrote: a key written by
+// hand without a TTL, or with a value no holder wrote, never disappears by
+// itself. A caller that judges such an entry dead (by its value, or by how
+// long ago it was written: Entry.Created) takes it over with TakeOver,
+// which names the revision it judged, so that a holder that renewed it
+// meanwhile keeps it.
 package lease
 
 import (
@@ -65,6 +72,22 @@ func (s *Store) Claim(ctx context.Context, key string, value []byte, ttl time.Du
 	return rev, nil
 }
 
+// TakeOver takes the lease on key, whose last revision, as the caller
+// found it, is rev, but which the caller judges dead, and returns its new
+// revision. It returns ErrHeld when rev is not the key's last revision any
+// more: its holder renewed it, or another took it over first.
+func (s *Store) TakeOver(ctx context.Context, key string, rev uint64, value []byte, ttl time.Duration) (uint64, error) {
+	ack, err := s.js.Publish(ctx, s.prefix+key, value,
+		jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(ttl))
+	if wrongRevision(err) {
+		return 0, ErrHeld
+	}
+	if err != nil {
+		return 0, fmt.Errorf("lease: take over %s: %w", key, err)
+	}
+	return ack.Sequence, nil
+}
+
 // Renew extends the lease on key, last written at revision rev, by ttl
 // from now and returns its new revision. It returns ErrLost when rev is
 // not the key's last revision.
@@ -106,7 +129,7 @@ type Entry struct {
 	Key      string
 	Value    []byte
 	Revision uint64
-	Created  time.Time // when this revision was written
+	Created  time.Time // when this revision was written, by the server's clock
 }
 
 // List returns the leases whose keys match filter ("lease.a.>"), in no
