@@ -2,8 +2,8 @@ package exporter
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -20,6 +20,12 @@ import (
 // partitions up to the instance's share; the runner hands over what is
 // beyond it. Rounds run beside the loop, one at a time; the loop applies
 // their results and owns every field but store, holder and value.
+//
+// What a round reads back is input, not truth: anyone who can write to the
+// bucket can leave a key without a TTL or with a value no instance wrote.
+// An entry whose value is not a holder, or that nobody wrote for longer
+// than staleAfter, blocks nothing: such a membership key counts as no
+// instance, and such a lease is taken over with its revision.
 type leaser struct {
 	store     *lease.Store
 	holder    LeaseHolder
@@ -29,12 +35,15 @@ type leaser struct {
 	memberRev uint64        // revision of the membership key; 0 when not written
 	busy      bool          // a round is under way
 	last      time.Time     // when the last round started
+	// warned holds the entries a round did not believe and the loop
+	// warned about, key → revision, so that each is reported once.
+	warned map[string]uint64
 }
 
 // newLeaser returns a leaser for a new instance of connector.
 func newLeaser(store *lease.Store, connector string, ttl time.Duration) *leaser {
 	h := newHolder(nuid.Next())
-	return &leaser{store: store, holder: h, value: leaseValue(h), memberKey: memberKeyPrefix(connector) + h.Instance, ttl: ttl}
+	return &leaser{store: store, holder: h, value: leaseValue(h), memberKey: memberKeyPrefix(connector) + h.Instance, ttl: ttl, warned: map[string]uint64{}}
 }
 
 // release ends a lease this instance holds; one that is not its own any
@@ -70,6 +79,76 @@ type roundResult struct {
 	// does not cost a handover by itself.
 	uneven  []bool
 	members int
+	// ignored are the entries the round did not believe; listed, that
+	// every listing succeeded, so that ignored names all there are.
+	ignored []ignoredEntry
+	listed  bool
+}
+
+// ignoredEntry is a lease or membership key a round did not believe.
+type ignoredEntry struct {
+	key   string
+	rev   uint64
+	value []byte
+	found string // what the key holds
+	does  string // what the round makes of it
+}
+
+// staleAfter is how long after its last write a lease or membership key
+// written with TTL ttl counts as expired, whatever TTL it carries: twice
+// ttl. A key written as jetlake writes it is gone after ttl; one that is
+// still there later was written without a TTL or with a longer one, by
+// hand or by a forger, and its holder stopped renewing it long ago.
+func staleAfter(ttl time.Duration) time.Duration { return 2 * ttl }
+
+// bucketNow is the state bucket's clock as far as entries show it: the
+// latest time one of them was written, or at if that is later. A round
+// lists the membership keys after writing its own, so this is the server's
+// time of that write. The server's clock, not this host's, judges how old
+// an entry is: a host whose clock runs ahead takes no live lease for a
+// stale one.
+func bucketNow(at time.Time, entries []lease.Entry) time.Time {
+	for _, e := range entries {
+		if e.Created.After(at) {
+			at = e.Created
+		}
+	}
+	return at
+}
+
+// liveMembers returns the sorted ids of the instances that the membership
+// entries under prefix name, self among them, and the entries it does not
+// believe: a value that is not a holder or names another instance than
+// its key, or a last write older than staleAfter(ttl) at now, the
+// bucket's clock.
+func liveMembers(entries []lease.Entry, prefix, self string, now time.Time, ttl time.Duration) ([]string, []ignoredEntry) {
+	ids := []string{self}
+	var ignored []ignoredEntry
+	for _, e := range entries {
+		id := strings.TrimPrefix(e.Key, prefix)
+		if id == self {
+			continue
+		}
+		const does = "it counts as no instance"
+		h, err := parseHolder(e.Value)
+		switch {
+		case err != nil:
+			ignored = append(ignored, ignoredEntry{key: e.Key, rev: e.Revision, value: e.Value, found: "not a holder: " + err.Error(), does: does})
+		case h.Instance != id:
+			ignored = append(ignored, ignoredEntry{key: e.Key, rev: e.Revision, value: e.Value, found: fmt.Sprintf("a holder naming instance %q, not the key's %q", h.Instance, id), does: does})
+		case now.Sub(e.Created) > staleAfter(ttl):
+			ignored = append(ignored, ignoredEntry{key: e.Key, rev: e.Revision, value: e.Value, found: notRenewed(h, e, now), does: does})
+		default:
+			ids = append(ids, id)
+		}
+	}
+	return sortedIDs(ids, self), ignored
+}
+
+// notRenewed says what a stale entry is.
+func notRenewed(h LeaseHolder, e lease.Entry, now time.Time) string {
+	return fmt.Sprintf("instance %s (pid %d on %s), not renewed since %s (%s ago, more than twice lease_ttl: written without a TTL or with a longer one)",
+		h.Instance, h.PID, h.Host, e.Created.UTC().Format(time.RFC3339), now.Sub(e.Created).Round(time.Second))
 }
 
 // leaseOpTimeout bounds one lease operation.
@@ -124,8 +203,9 @@ func (l *leaser) round(ctx context.Context, memberRev uint64, held []heldLease, 
 		}
 	}
 	var members []lease.Entry
+	memberPrefix := strings.TrimSuffix(l.memberKey, l.holder.Instance)
 	err := op(func(ctx context.Context) (err error) {
-		members, err = l.store.List(ctx, strings.TrimSuffix(l.memberKey, l.holder.Instance)+">")
+		members, err = l.store.List(ctx, memberPrefix+">")
 		return err
 	})
 	res.shares = make([]int, len(groups))
@@ -136,11 +216,10 @@ func (l *leaser) round(ctx context.Context, memberRev uint64, held []heldLease, 
 		}
 		return res
 	}
-	ids := make([]string, 0, len(members))
-	for _, m := range members {
-		ids = append(ids, m.Key[strings.LastIndexByte(m.Key, '.')+1:])
-	}
-	ids = sortedIDs(ids, l.holder.Instance)
+	res.listed = true
+	now := bucketNow(time.Time{}, members)
+	ids, ignored := liveMembers(members, memberPrefix, l.holder.Instance, now, l.ttl)
+	res.ignored = append(res.ignored, ignored...)
 	res.members = len(ids)
 	for i, g := range groups {
 		share := Share(g.partitions, ids, l.holder.Instance)
@@ -152,19 +231,38 @@ func (l *leaser) round(ctx context.Context, memberRev uint64, held []heldLease, 
 		})
 		if err != nil {
 			res.shares[i] = -1
+			res.listed = false
 			continue
 		}
+		now := bucketNow(now, leases)
 		taken := map[int]bool{}
+		dead := map[int]uint64{} // partition → revision of a lease taken as free
 		holding := make(map[string]int, len(ids))
 		for _, id := range ids {
 			holding[id] = 0
 		}
 		for _, e := range leases {
-			if k, err := strconv.Atoi(e.Key[len(g.prefix):]); err == nil {
-				taken[k] = true
+			k, ok := partitionOfKey(e.Key, g.prefix, g.partitions)
+			if !ok {
+				// Another name for a partition ("01", "+1") would
+				// block it, and a takeover of its revision never
+				// succeeds: it is no partition's lease.
+				res.ignored = append(res.ignored, ignoredEntry{key: e.Key, rev: e.Revision, value: e.Value,
+					found: "a key that names none of the " + strconv.Itoa(g.partitions) + " partitions", does: "it is no partition's lease"})
+				continue
 			}
-			var h LeaseHolder
-			if json.Unmarshal(e.Value, &h) == nil {
+			h, err := parseHolder(e.Value)
+			switch {
+			case err != nil:
+				dead[k] = e.Revision
+				res.ignored = append(res.ignored, ignoredEntry{key: e.Key, rev: e.Revision, value: e.Value, found: "not a holder: " + err.Error(),
+					does: "its partition counts as free"})
+			case now.Sub(e.Created) > staleAfter(g.ttl):
+				dead[k] = e.Revision
+				res.ignored = append(res.ignored, ignoredEntry{key: e.Key, rev: e.Revision, value: e.Value, found: notRenewed(h, e, now),
+					does: "the lease counts as expired"})
+			default:
+				taken[k] = true
 				if _, live := holding[h.Instance]; live {
 					holding[h.Instance]++
 				}
@@ -195,7 +293,13 @@ func (l *leaser) round(ctx context.Context, memberRev uint64, held []heldLease, 
 			key := g.prefix + strconv.Itoa(k)
 			var rev uint64
 			err := op(func(ctx context.Context) (err error) {
-				rev, err = l.store.Claim(ctx, key, l.value, g.ttl)
+				if deadRev, ok := dead[k]; ok {
+					// Over the revision judged: whoever renewed or
+					// took it meanwhile keeps it.
+					rev, err = l.store.TakeOver(ctx, key, deadRev, l.value, g.ttl)
+				} else {
+					rev, err = l.store.Claim(ctx, key, l.value, g.ttl)
+				}
 				return err
 			})
 			if err == nil {
@@ -266,6 +370,7 @@ func (r *runner) groupSnaps() []groupSnap {
 func (r *runner) applyRound(res *roundResult, started time.Time) {
 	l := r.e.leases
 	l.memberRev = res.memberRev
+	r.warnIgnored(res)
 	name := r.e.cfg.Name
 	for gi, g := range r.groups {
 		for _, s := range g.parts {
@@ -310,6 +415,29 @@ func (r *runner) applyRound(res *roundResult, started time.Time) {
 		}
 	}
 	r.holdings()
+}
+
+// warnIgnored warns once about each entry a round did not believe, as
+// long as the entry stays as it was.
+func (r *runner) warnIgnored(res *roundResult) {
+	l := r.e.leases
+	seen := make(map[string]uint64, len(res.ignored))
+	for _, ig := range res.ignored {
+		seen[ig.key] = ig.rev
+		if rev, ok := l.warned[ig.key]; ok && rev == ig.rev {
+			continue
+		}
+		r.log.Warn("state bucket: an entry no live instance wrote is ignored; "+ig.does,
+			"key", ig.key, "revision", ig.rev, "found", ig.found, "value", valueStart(ig.value))
+	}
+	if res.listed {
+		// Every entry there is was listed: forget those that went.
+		l.warned = seen
+		return
+	}
+	for k, rev := range seen {
+		l.warned[k] = rev
+	}
 }
 
 // leave releases, on the way out, the membership and every lease this

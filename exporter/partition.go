@@ -72,6 +72,63 @@ type LeaseHolder struct {
 	Started  time.Time `json:"started"`
 }
 
+// maxHolderValue bounds the value of a lease or membership key: jetlake's
+// are under 400 bytes, a host name of 255 among them.
+const maxHolderValue = 1024
+
+// parseHolder decodes the value of a lease or membership key. What the
+// state bucket holds is read as input, not as truth: a value that jetlake
+// would not write is an error, saying what was found. Such a value is no
+// JSON object, is too long, names no instance or an instance id that no
+// key could carry, or lacks the process id or the start time every
+// instance writes.
+func parseHolder(b []byte) (LeaseHolder, error) {
+	if len(b) > maxHolderValue {
+		return LeaseHolder{}, fmt.Errorf("a value of %d bytes, more than a holder's %d", len(b), maxHolderValue)
+	}
+	var h LeaseHolder
+	if err := json.Unmarshal(b, &h); err != nil {
+		return LeaseHolder{}, fmt.Errorf("no JSON holder: %w", err)
+	}
+	if why := checkInstanceID(h.Instance); why != "" {
+		return LeaseHolder{}, errors.New(why)
+	}
+	if h.PID < 1 || h.Started.IsZero() {
+		return LeaseHolder{}, errors.New("no process id or no start time")
+	}
+	return h, nil
+}
+
+// maxInstanceID bounds an instance id; jetlake's are NUIDs, 22 characters.
+const maxInstanceID = 64
+
+// checkInstanceID says why id can not be an instance's, or returns "".
+// An id is one token of a membership key: letters, digits, '-' and '_'.
+func checkInstanceID(id string) string {
+	if id == "" {
+		return "names no instance"
+	}
+	if len(id) > maxInstanceID {
+		return fmt.Sprintf("an instance id of %d bytes, more than %d", len(id), maxInstanceID)
+	}
+	for _, c := range []byte(id) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return fmt.Sprintf("instance id %q has a character other than letters, digits, '-' and '_'", id)
+		}
+	}
+	return ""
+}
+
+// valueStart is the start of a value found in the state bucket, for a
+// message.
+func valueStart(b []byte) string {
+	const n = 64
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}
+
 // newHolder describes this process.
 func newHolder(id string) LeaseHolder {
 	host, _ := os.Hostname()
@@ -367,9 +424,21 @@ func sortedIDs(ids []string, self string) []string {
 	return slices.Compact(ids)
 }
 
+// partitionOfKey returns the partition, among n, whose lease key is key,
+// with prefix the prefix of the entry's lease keys. Only the key jetlake
+// writes names a partition: "01" or "+1" is not partition 1's.
+func partitionOfKey(key, prefix string, n int) (int, bool) {
+	k, err := strconv.Atoi(strings.TrimPrefix(key, prefix))
+	if err != nil || k < 0 || k >= n || key != prefix+strconv.Itoa(k) {
+		return 0, false
+	}
+	return k, true
+}
+
 // PartitionHolders reads, from the state bucket kv, who holds each
 // partition of stream entry s of connector: partition number → holder.
-// Free partitions are not in the map.
+// Free partitions are not in the map, nor are those whose lease has a
+// value no instance writes (an instance takes such a lease as free).
 func PartitionHolders(ctx context.Context, kv jetstream.KeyValue, connector string, s config.Stream) (map[int]LeaseHolder, error) {
 	prefix := leaseKeyPrefix(connector, s)
 	w, err := kv.WatchFiltered(ctx, []string{prefix + ">"}, jetstream.IgnoreDeletes())
@@ -386,15 +455,13 @@ func PartitionHolders(ctx context.Context, kv jetstream.KeyValue, connector stri
 			if e == nil {
 				return out, nil
 			}
-			k, err := strconv.Atoi(strings.TrimPrefix(e.Key(), prefix))
-			if err != nil {
+			k, ok := partitionOfKey(e.Key(), prefix, s.Partitions)
+			if !ok {
 				continue
 			}
-			var h LeaseHolder
-			if err := json.Unmarshal(e.Value(), &h); err != nil {
-				return nil, fmt.Errorf("partition lease %s: %w", e.Key(), err)
+			if h, err := parseHolder(e.Value()); err == nil {
+				out[k] = h
 			}
-			out[k] = h
 		}
 	}
 }
