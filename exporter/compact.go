@@ -3,7 +3,6 @@ package exporter
 import (
 	"cmp"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -87,7 +86,7 @@ func Compact(ctx context.Context, cfg *config.Connector, js jetstream.JetStream,
 	}
 	defer t.Close()
 	// The same table run writes, or none: the checks run makes.
-	if err := t.CheckLocation(tableLocation(icfg)); err != nil {
+	if err := t.CheckLocation(icfg.Location()); err != nil {
 		return nil, fmt.Errorf("iceberg table %s: %w", t.Name(), err)
 	}
 	st, err := openIntents(ctx, js, cfg.State.Bucket, cfg.State.Replicas)
@@ -103,11 +102,6 @@ func Compact(ctx context.Context, cfg *config.Connector, js jetstream.JetStream,
 	}
 	rep.Orphans, rep.Foreign, err = removeOrphans(ctx, cfg, t, st, store, o)
 	return rep, err
-}
-
-// tableLocation is where the table of cfg lives: <warehouse>/<ns>/<table>.
-func tableLocation(cfg iceberg.Config) string {
-	return strings.TrimSuffix(cfg.Warehouse, "/") + "/" + cfg.Namespace + "/" + cfg.Table
 }
 
 // orphanStore lists objects with their age and deletes them: the S3 store.
@@ -142,7 +136,7 @@ func removeOrphans(ctx context.Context, cfg *config.Connector, t *iceberg.Table,
 	if err != nil {
 		return nil, nil, err
 	}
-	intents, err := st.List(ctx, "intent."+base64.RawURLEncoding.EncodeToString([]byte(cfg.Name))+".")
+	intents, err := st.List(ctx, connectorIntentPrefix(cfg.Name))
 	if err != nil {
 		return nil, nil, fmt.Errorf("list intents: %w", err)
 	}

@@ -254,5 +254,10 @@ func (k *kvIntents) List(ctx context.Context, prefix string) (map[string][]byte,
 // stream names do.
 func intentPrefix(connector, stream, consumer string) string {
 	enc := base64.RawURLEncoding
-	return "intent." + enc.EncodeToString([]byte(connector)) + "." + enc.EncodeToString([]byte(stream)) + "." + enc.EncodeToString([]byte(consumer)) + "."
+	return connectorIntentPrefix(connector) + enc.EncodeToString([]byte(stream)) + "." + enc.EncodeToString([]byte(consumer)) + "."
+}
+
+// connectorIntentPrefix is the key prefix of all of a connector's intents.
+func connectorIntentPrefix(connector string) string {
+	return "intent." + base64.RawURLEncoding.EncodeToString([]byte(connector)) + "."
 }

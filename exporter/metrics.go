@@ -85,7 +85,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		lost:         counter("messages_lost_total", "Messages recorded in loss markers, by reason.", "connector", "stream", "reason"),
 		rejected:     counter("messages_rejected_total", "Messages written to rejected objects, by reason.", "connector", "stream", "reason"),
 		untrusted: counter("state_untrusted_total",
-			"Values jetlake read back and did not believe (an export record claiming sequences the stream never had, an implausible intent, a foreign file), by kind.", "connector", "kind"),
+			"Values jetlake read back and did not believe (an export record claiming sequences the stream never had, an intent jetlake could not have written), by kind.", "connector", "kind"),
 
 		bufferedMessages: gauge("buffered_messages", "Messages held in buffers and uploads, not yet acked.", cs...),
 		bufferedBytes:    gauge("buffered_bytes", "Bytes held in open buffers and uploads.", "connector"),

@@ -147,7 +147,7 @@ func (e *Exporter) openTable(ctx context.Context) (*lakeTable, error) {
 // intent of the connector names it, the record every data file jetlake
 // stores has from before its upload until after its plan is in the table.
 func (e *Exporter) planFileCheck(lt *lakeTable) func(context.Context, iceberg.File) error {
-	prefix := "intent." + base64.RawURLEncoding.EncodeToString([]byte(e.cfg.Name)) + "."
+	prefix := connectorIntentPrefix(e.cfg.Name)
 	var intents map[string][]byte // listed once, at the first file checked
 	return func(ctx context.Context, f iceberg.File) error {
 		if !strings.HasPrefix(f.Intent, prefix) {

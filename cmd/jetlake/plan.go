@@ -355,32 +355,23 @@ func s3Policy(c *config.Connector, cleanup bool) string {
 		list.Condition = map[string]any{"StringLikeIfExists": map[string][]string{"s3:prefix": {c.S3.Prefix + "/*"}}}
 	}
 	sts = append(sts, list)
+	deletes := func(sid, under string) {
+		if c.S3.Prefix != "" {
+			under = c.S3.Prefix + "/" + under
+		}
+		sts = append(sts, policyStatement{Sid: sid, Effect: "Allow", Action: []string{"s3:DeleteObject"},
+			Resource: "arn:aws:s3:::" + c.S3.Bucket + "/" + under})
+	}
 	if c.Iceberg != nil {
 		// Snapshot expiry removes the manifests and replaced data files
 		// only expired snapshots name, the table's commits remove
 		// metadata files past write.metadata.previous-versions-max, and
 		// the orphan sweep removes the files it wrote and no snapshot
 		// names: all in the table's folder, and nothing elsewhere.
-		table := c.Iceberg.Namespace + "/" + c.Iceberg.Table + "/*"
-		if c.S3.Prefix != "" {
-			table = c.S3.Prefix + "/" + table
-		}
-		sts = append(sts, policyStatement{
-			Sid: "JetlakeTableUpkeep", Effect: "Allow",
-			Action:   []string{"s3:DeleteObject"},
-			Resource: "arn:aws:s3:::" + c.S3.Bucket + "/" + table,
-		})
+		deletes("JetlakeTableUpkeep", c.Iceberg.Namespace+"/"+c.Iceberg.Table+"/*")
 	}
 	if cleanup {
-		probes := lossmarker.Dir + "/probe/*"
-		if c.S3.Prefix != "" {
-			probes = c.S3.Prefix + "/" + probes
-		}
-		sts = append(sts, policyStatement{
-			Sid: "JetlakePlanCleanup", Effect: "Allow",
-			Action:   []string{"s3:DeleteObject"},
-			Resource: "arn:aws:s3:::" + c.S3.Bucket + "/" + probes,
-		})
+		deletes("JetlakePlanCleanup", lossmarker.Dir+"/probe/*")
 	}
 	doc := struct {
 		Version   string            `json:"Version"`

@@ -39,6 +39,11 @@ type Config struct {
 	Partitioning []config.Partition
 }
 
+// Location is where the table of cfg lives: <Warehouse>/<Namespace>/<Table>.
+func (cfg Config) Location() string {
+	return strings.TrimSuffix(cfg.Warehouse, "/") + "/" + cfg.Namespace + "/" + cfg.Table
+}
+
 // S3 is how the catalog's file IO reaches the warehouse.
 type S3 struct {
 	Endpoint        string // empty for AWS
@@ -131,7 +136,7 @@ func (t *Table) open(ctx context.Context, cfg Config, schema *iceberg.Schema, sp
 			return fmt.Errorf("iceberg namespace %s: %w", cfg.Namespace, err)
 		}
 	}
-	location := strings.TrimSuffix(cfg.Warehouse, "/") + "/" + cfg.Namespace + "/" + cfg.Table
+	location := cfg.Location()
 	tbl, err := t.cat.LoadTable(ctx, t.ident)
 	if errors.Is(err, catalog.ErrNoSuchTable) {
 		tbl, err = t.cat.CreateTable(ctx, t.ident, schema,
