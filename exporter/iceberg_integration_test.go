@@ -144,10 +144,7 @@ func (e *env) stateKeys(ctx context.Context) int {
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		for k := range lister.Keys() {
-			if strings.HasSuffix(k, ".uuid") {
-				continue // the table's identity, kept for good
-			}
+		for range lister.Keys() {
 			n++
 		}
 	}

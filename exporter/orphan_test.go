@@ -23,7 +23,7 @@ import (
 // tableUUID reads the UUID jetlake recorded for the connector's table.
 func (e *env) tableUUID(c *config.Connector) string {
 	e.t.Helper()
-	key := "iceberg." + base64.RawURLEncoding.EncodeToString([]byte(c.Name)) + "." + c.Iceberg.Namespace + "." + c.Iceberg.Table + ".uuid"
+	key := "table." + base64.RawURLEncoding.EncodeToString([]byte(c.Name)) + "." + c.Iceberg.Namespace + "." + c.Iceberg.Table
 	v, err := e.stateBucket(c).Get(context.Background(), key)
 	if err != nil {
 		e.t.Fatalf("the table's UUID in the state bucket: %v", err)

@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 
@@ -17,8 +18,11 @@ import (
 // swept: its plans, intents and data files are of the table before.
 
 // tableIDKey is the state-bucket key of the UUID of a connector's table.
+// It is a family of its own: the keys under tablePrefix are the plans and
+// claims of commits in flight, which a clean run leaves none of, while
+// the table's identity stays for good.
 func tableIDKey(c *config.Connector) string {
-	return tablePrefix(c.Name, c.Iceberg.Namespace, c.Iceberg.Table) + "uuid"
+	return "table." + base64.RawURLEncoding.EncodeToString([]byte(c.Name)) + "." + c.Iceberg.Namespace + "." + c.Iceberg.Table
 }
 
 // recordedTableID returns the table UUID the state bucket holds for c, or

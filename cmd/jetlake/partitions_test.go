@@ -41,7 +41,13 @@ func (c *crashEnv) leasesByPID() map[int]int {
 	if err != nil {
 		return nil
 	}
-	leases, err := exporter.PartitionHolders(ctx, kv, c.name, config.Stream{Stream: strings.ToUpper(c.name), Consumer: c.name})
+	conns, err := config.Load(c.file)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	// The connector's own stream entry: a lease key counts for a
+	// partition only among the stream's partitions.
+	leases, err := exporter.PartitionHolders(ctx, kv, c.name, conns[0].Streams[0])
 	if err != nil {
 		c.t.Fatal(err)
 	}
