@@ -1,28 +1,20 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/plan"
 	"github.com/jetlake/jetlake/formats"
-	"github.com/jetlake/jetlake/lossmarker"
 )
 
 // cmdPlan is a dry run: it prints what jetlake run would do with the
@@ -330,125 +322,4 @@ func redactURLs(list string) string {
 		parts[i] = config.RedactURL(p)
 	}
 	return strings.Join(parts, ",")
-}
-
-type policyStatement struct {
-	Sid       string         `json:"Sid"`
-	Effect    string         `json:"Effect"`
-	Action    []string       `json:"Action"`
-	Resource  string         `json:"Resource"`
-	Condition map[string]any `json:"Condition,omitempty"`
-}
-
-// s3Policy is the least-privilege policy of a connector: write and read
-// its objects, list its prefix. ListBucket carries the prefix as an
-// IfExists condition: HeadBucket (checked at start) has no prefix, and
-// without ListBucket a HEAD of a missing object answers 403, not 404.
-func s3Policy(c *config.Connector, cleanup bool) string {
-	sts := []policyStatement{{
-		Sid: "JetlakeObjects", Effect: "Allow",
-		Action:   []string{"s3:PutObject", "s3:GetObject"},
-		Resource: plan.ResourcePrefix(c),
-	}}
-	list := policyStatement{Sid: "JetlakeList", Effect: "Allow", Action: []string{"s3:ListBucket"}, Resource: "arn:aws:s3:::" + c.S3.Bucket}
-	if c.S3.Prefix != "" {
-		list.Condition = map[string]any{"StringLikeIfExists": map[string][]string{"s3:prefix": {c.S3.Prefix + "/*"}}}
-	}
-	sts = append(sts, list)
-	deletes := func(sid, under string) {
-		if c.S3.Prefix != "" {
-			under = c.S3.Prefix + "/" + under
-		}
-		sts = append(sts, policyStatement{Sid: sid, Effect: "Allow", Action: []string{"s3:DeleteObject"},
-			Resource: "arn:aws:s3:::" + c.S3.Bucket + "/" + under})
-	}
-	if c.Iceberg != nil {
-		// Snapshot expiry removes the manifests and replaced data files
-		// only expired snapshots name, the table's commits remove
-		// metadata files past write.metadata.previous-versions-max, and
-		// the orphan sweep removes the files it wrote and no snapshot
-		// names: all in the table's folder, and nothing elsewhere.
-		deletes("JetlakeTableUpkeep", c.Iceberg.Namespace+"/"+c.Iceberg.Table+"/*")
-	}
-	if cleanup {
-		deletes("JetlakePlanCleanup", lossmarker.Dir+"/probe/*")
-	}
-	doc := struct {
-		Version   string            `json:"Version"`
-		Statement []policyStatement `json:"Statement"`
-	}{"2012-10-17", sts}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return err.Error()
-	}
-	return strings.TrimRight(buf.String(), "\n")
-}
-
-// natsPermissions lists the subjects jetlake run publishes to and
-// subscribes on, as the nats.go jetstream package uses them: consumers are
-// created and updated on CONSUMER.CREATE.<stream>.<consumer>[.<filter>]
-// (never DURABLE.CREATE, and there is no CONSUMER.UPDATE subject); the
-// state bucket is read with direct gets (STREAM.MSG.GET when the bucket
-// does not allow them) and listed with an ordered consumer, which is
-// created with a name and a filter and deleted afterwards, and answers flow
-// control on $JS.FC. TestPlanPermissionsAreEnoughToRun runs the exporter
-// with exactly this list.
-func natsPermissions(c *config.Connector) string {
-	api := exporter.APIPrefix(c.NATS)
-	var pub []string
-	seen := map[string]bool{}
-	add := func(s string) {
-		if !seen[s] {
-			seen[s] = true
-			pub = append(pub, s)
-		}
-	}
-	for _, s := range c.Streams {
-		sc := s.Stream + "." + s.Consumer
-		add(api + "STREAM.INFO." + s.Stream)
-		add(api + "CONSUMER.INFO." + sc)
-		add(api + "CONSUMER.CREATE." + sc)
-		add(api + "CONSUMER.CREATE." + sc + ".>")
-		add(api + "CONSUMER.MSG.NEXT." + sc)
-		add(api + "CONSUMER.RESET." + sc)
-		add(api + "CONSUMER.LIST." + s.Stream) // plan only: compares filters with other jetlake consumers
-		add("$JS.ACK." + sc + ".>")
-		if c.NATS.JetStreamDomain != "" {
-			add("$JS.ACK." + c.NATS.JetStreamDomain + ".*." + sc + ".>")
-		}
-	}
-	kv := "KV_" + c.State.Bucket
-	// Every key jetlake writes has the connector's name (base64url) as
-	// its second token (intent, export, iceberg, lease, member): a
-	// connector's credentials can not write another's state, even in a
-	// bucket they share.
-	kvPut := "$KV." + c.State.Bucket + ".*." + base64.RawURLEncoding.EncodeToString([]byte(c.Name)) + ".>"
-	if api != jetstream.DefaultAPIPrefix {
-		kvPut = api + kvPut
-	}
-	add(api + "STREAM.INFO." + kv)
-	add(api + "STREAM.MSG.GET." + kv)
-	add(api + "DIRECT.GET." + kv + ".>")
-	add(api + "CONSUMER.CREATE." + kv + ".>")
-	add(api + "CONSUMER.DELETE." + kv + ".>")
-	add("$JS.FC." + kv + ".>")
-	add(kvPut)
-	inbox := c.NATS.InboxPrefix
-	if inbox == "" {
-		inbox = "_INBOX"
-	}
-	var b strings.Builder
-	b.WriteString("permissions: {\n  publish: {\n    allow: [\n")
-	for _, s := range pub {
-		fmt.Fprintf(&b, "      %s\n", strconv.Quote(s))
-	}
-	b.WriteString("      # only on the first start, to create the state bucket:\n")
-	fmt.Fprintf(&b, "      %s\n      %s\n", strconv.Quote(api+"INFO"), strconv.Quote(api+"STREAM.CREATE."+kv))
-	b.WriteString("    ]\n  }\n  subscribe: {\n    allow: [\n")
-	fmt.Fprintf(&b, "      %s\n", strconv.Quote(inbox+".>"))
-	b.WriteString("    ]\n  }\n}")
-	return b.String()
 }
