@@ -79,6 +79,7 @@ type Exporter struct {
 	// Readiness, read by Ready from other goroutines.
 	nc          atomic.Pointer[nats.Conn]
 	bound       atomic.Bool  // every consumer is set up and pulling
+	done        atomic.Bool  // the last Run ended with Options.UntilIdle's work done
 	failingFrom atomic.Int64 // unix nanos of the first upload failure in a row; 0 when uploads succeed
 	partitions  atomic.Int64 // of the partitioned entries
 	held        atomic.Int64 // partitions whose lease this instance holds
@@ -200,11 +201,18 @@ func (e *Exporter) Run(ctx context.Context) error {
 	e.bound.Store(true)
 	r := newRunner(e, streams)
 	err = r.run(ctx)
+	e.done.Store(err == nil && r.idleDone)
 	if ferr := nc.FlushTimeout(5 * time.Second); ferr != nil && err == nil && !nc.IsClosed() {
 		e.log.Warn("flushing acks to NATS failed; unflushed acks are redelivered", "error", ferr)
 	}
 	return err
 }
+
+// Done reports whether the last Run returned because, with
+// Options.UntilIdle, every consumer had nothing pending and everything was
+// uploaded and acked. A Run stopped by its context before that is not idle:
+// a backfill that was interrupted has not exported everything.
+func (e *Exporter) Done() bool { return e.done.Load() }
 
 // setUp checks the bucket, connects, opens the state bucket, sets every
 // stream up and probes the store, in an order that writes nothing to the

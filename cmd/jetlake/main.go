@@ -332,6 +332,26 @@ func cmdRun(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "jetlake: %v\n", err)
 		return exitFailure
 	}
+	if *untilIdle {
+		if busy := notDone(exps, enabled); len(busy) > 0 {
+			// A backfill script reads the exit code: a run stopped
+			// before its work was done has not exported everything.
+			log.Error("stopped before every connector was idle; what is not exported stays in the streams, run again to finish", "connectors", strings.Join(busy, ","))
+			fmt.Fprintf(stderr, "jetlake: stopped before %s had exported everything (-until-idle); run again to finish\n", strings.Join(busy, ", "))
+			return exitFailure
+		}
+	}
 	log.Info("jetlake stopped")
 	return exitOK
+}
+
+// notDone names the connectors whose Run ended before their work was done.
+func notDone(exps []*exporter.Exporter, enabled []*config.Connector) []string {
+	var busy []string
+	for i, e := range exps {
+		if !e.Done() {
+			busy = append(busy, enabled[i].Name)
+		}
+	}
+	return busy
 }
