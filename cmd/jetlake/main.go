@@ -150,7 +150,10 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// summary describes a connector in a few lines.
+// summary describes a connector in a few lines: per stream its consumer
+// (or partition consumers) and a sample key where its data lands, then the
+// output: the table and its catalog for an Iceberg connector, the format
+// and path template for files.
 func summary(c *config.Connector, now time.Time) string {
 	var b strings.Builder
 	state := ""
@@ -158,7 +161,6 @@ func summary(c *config.Connector, now time.Time) string {
 		state = " (disabled)"
 	}
 	fmt.Fprintf(&b, "connector %s%s (%s): ok\n", c.Name, state, c.File)
-	ext := c.Output.Ext() // with the compression suffix, as objects are named
 	for _, s := range c.Streams {
 		subjects := "(whole stream)"
 		if len(s.Subjects) > 0 {
@@ -166,25 +168,60 @@ func summary(c *config.Connector, now time.Time) string {
 		}
 		fmt.Fprintf(&b, "  stream %s, subjects %s, consumer %s (ack_wait %s, max_ack_pending %d)\n",
 			s.Stream, subjects, s.Consumer, s.AckWait, s.MaxAckPending)
-		subject := "example"
-		if len(s.Subjects) > 0 {
-			subject = config.ExampleSubject(s.Subjects[0])
+		if s.Partitions > 1 {
+			fmt.Fprintf(&b, "    partitions %d: consumers %s … %s, shared by leases (lease_ttl %s)\n", s.Partitions,
+				config.PartitionConsumer(s.Consumer, 0), config.PartitionConsumer(s.Consumer, s.Partitions-1), s.LeaseTTL)
 		}
-		dir := c.Output.PathTemplate.Dir(&pathtemplate.Values{Stream: s.Stream, Subject: subject, Consumer: s.Consumer, Time: now})
-		key, err := pathtemplate.Key(c.S3.Prefix, dir, 1, 500, ext)
-		if err != nil {
-			key = err.Error()
+		fmt.Fprintf(&b, "    sample %s: s3://%s/%s\n", sampleWhat(c), c.S3.Bucket, sampleKey(c, s, now))
+	}
+	if ib := c.Iceberg; ib != nil {
+		parts := make([]string, len(ib.Partitioning))
+		for i, p := range ib.Partitioning {
+			parts[i] = p.String()
 		}
-		fmt.Fprintf(&b, "    sample object: s3://%s/%s\n", c.S3.Bucket, key)
+		fmt.Fprintf(&b, "  iceberg table %s.%s, %s catalog %s, partitioned by %s\n",
+			ib.Namespace, ib.Table, ib.Catalog, config.RedactURL(ib.URI), strings.Join(parts, ", "))
+		fmt.Fprintf(&b, "  format parquet (data files), commit_interval %s\n", ib.CommitInterval)
+	} else {
+		fmt.Fprintf(&b, "  format %s, group_by %s, template %q\n", c.Output.Format, c.Output.GroupBy, c.Output.PathTemplate.String())
 	}
 	count := "no count limit"
 	if c.Rotation.MaxMessagesPerFile > 0 {
 		count = fmt.Sprintf("%d messages", c.Rotation.MaxMessagesPerFile)
 	}
-	fmt.Fprintf(&b, "  format %s, group_by %s, template %q\n", c.Output.Format, c.Output.GroupBy, c.Output.PathTemplate.String())
 	fmt.Fprintf(&b, "  rotation: %s, %s, %s; max_buffered_bytes %s\n",
 		config.FormatSize(c.Rotation.MaxFileSize), count, c.Rotation.MaxFileAge, config.FormatSize(c.Rotation.MaxBufferedBytes))
 	return b.String()
+}
+
+// sampleWhat names what a connector's sample key is.
+func sampleWhat(c *config.Connector) string {
+	if c.Iceberg != nil {
+		return "data file"
+	}
+	return "object"
+}
+
+// sampleKey is the key of a first file of stream s at now: a data file in
+// its partition folder for an Iceberg connector, an object under the path
+// template otherwise.
+func sampleKey(c *config.Connector, s config.Stream, now time.Time) string {
+	subject := "example"
+	if len(s.Subjects) > 0 {
+		subject = config.ExampleSubject(s.Subjects[0])
+	}
+	var key string
+	var err error
+	if c.Iceberg != nil {
+		key, err = exporter.TableDataKey(c, s.Stream, subject, now, 1, 500)
+	} else {
+		dir := c.Output.PathTemplate.Dir(&pathtemplate.Values{Stream: s.Stream, Subject: subject, Consumer: s.Consumer, Time: now})
+		key, err = pathtemplate.Key(c.S3.Prefix, dir, 1, 500, c.Output.Ext())
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return key
 }
 
 // setMemoryLimit sets the Go runtime's soft memory limit from the

@@ -223,3 +223,48 @@ max_file_age = "1m"
 		t.Fatalf("no object was logged with reason=shutdown:\n%s", stderr.String())
 	}
 }
+
+// validate shows what applies to the connector: for an Iceberg connector
+// the table, its catalog (redacted) and a data file in its partition folder,
+// not a path template it does not use; for a partitioned stream the
+// partition consumers.
+func TestValidateSummarisesIcebergAndPartitions(t *testing.T) {
+	path := writeFile(t, "ice.toml", `name = "ice"
+[nats]
+url = "nats://127.0.0.1:4222"
+[[streams]]
+stream = "EV"
+subjects = ["ev.*"]
+partitions = 4
+[s3]
+bucket = "lake"
+prefix = "tables"
+[output]
+format = "parquet"
+[iceberg]
+catalog = "sql"
+uri = "postgres://jetlake@db.example.com/lake?sslmode=verify-full"
+namespace = "analytics"
+table = "events"
+`)
+	code, out, errOut := jetlake(t, "validate", "-config", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"partitions 4: consumers ",
+		"iceberg table analytics.events, sql catalog postgres://REDACTED@db.example.com/lake",
+		"partitioned by hour(timestamp), subject",
+		"sample data file: s3://lake/tables/analytics/events/data/",
+		"subject=ev.example/",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	for _, not := range []string{"template", "sample object"} {
+		if strings.Contains(out, not) {
+			t.Errorf("an Iceberg summary shows %q, which does not apply:\n%s", not, out)
+		}
+	}
+}
