@@ -163,7 +163,7 @@ func TestPlanChecksTheIcebergTable(t *testing.T) {
 	}
 	tbl.Close()
 	code, out, errOut = jetlakeEnv(t, env, "plan", "-config", path)
-	want = "the table is partitioned by [day(timestamp)], the connector by [hour(timestamp), identity(subject)]"
+	want = "the table is partitioned by [day(timestamp)], the connector by [hour(timestamp), identity(subject)]: jetlake does not change a table's partitioning; set [iceberg] partitioning = [\"day(timestamp)\"], or give [iceberg] table a new name"
 	if code != 1 || !strings.Contains(out, "FAIL  iceberg table lake.events") || !strings.Contains(out, want) {
 		t.Fatalf("exit %d, want 1 and %q:\n%s%s", code, want, out, errOut)
 	}

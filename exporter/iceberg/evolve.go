@@ -3,6 +3,7 @@ package iceberg
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/apache/iceberg-go"
@@ -77,7 +78,9 @@ func Evolve(have *iceberg.Schema, haveSpec iceberg.PartitionSpec, want *iceberg.
 	}
 	hs, ws := specFields(have, haveSpec), specFields(want, wantSpec)
 	if strings.Join(hs, ", ") != strings.Join(ws, ", ") {
-		ev.Refused = append(ev.Refused, fmt.Sprintf("the table is partitioned by [%s], the connector by [%s]", strings.Join(hs, ", "), strings.Join(ws, ", ")))
+		ev.Refused = append(ev.Refused, fmt.Sprintf("the table is partitioned by [%s], the connector by [%s]: "+
+			"jetlake does not change a table's partitioning; set [iceberg] partitioning = %s, "+
+			"or give [iceberg] table a new name to start a table partitioned the new way", strings.Join(hs, ", "), strings.Join(ws, ", "), partitioningTOML(hs)))
 	}
 	return ev
 }
@@ -123,3 +126,16 @@ func (t *Table) FieldIDs() map[string]int {
 
 // Evolved is what Open changed in the table's schema; empty when nothing.
 func (t *Table) Evolved() Evolution { return t.evolved }
+
+// partitioningTOML writes partition fields as [iceberg] partitioning takes
+// them: a TOML array in Trino's syntax, identity(c) written c.
+func partitioningTOML(fields []string) string {
+	q := make([]string, len(fields))
+	for i, f := range fields {
+		if c, ok := strings.CutPrefix(f, "identity("); ok {
+			f = strings.TrimSuffix(c, ")")
+		}
+		q[i] = strconv.Quote(f)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
