@@ -179,6 +179,10 @@ func effectiveConfig(c *config.Connector) string {
 		kv("deliver_policy", s.DeliverPolicy, "only when jetlake creates the consumer")
 		kv("ack_wait", s.AckWait, "")
 		kv("max_ack_pending", s.MaxAckPending, "")
+		if s.Partitions > 1 {
+			kv("partitions", s.Partitions, "")
+			kv("lease_ttl", s.LeaseTTL, "")
+		}
 		if s.Failover != "" {
 			kv("failover", s.Failover, "")
 			kv("priority_timeout", s.PriorityTimeout, "")
@@ -218,6 +222,7 @@ func effectiveConfig(c *config.Connector) string {
 		b.WriteString("#   IAM: instance, task or pod role\n")
 	}
 	kv("upload_concurrency", s3.UploadConcurrency, "")
+	kv("checksum", s3.Checksum, "")
 	kv("allow_insecure_http", s3.AllowInsecureHTTP, "")
 	opt("tls_ca_file", s3.TLSCAFile, plan.FileStatus(s3.TLSCAFile))
 	opt("sse", s3.SSE, "")
@@ -261,6 +266,9 @@ func effectiveConfig(c *config.Connector) string {
 		if ib.URI != "" {
 			kv("uri", config.RedactURL(ib.URI), "")
 		}
+		if strings.HasPrefix(ib.URI, "postgres") {
+			kv("allow_insecure_sslmode", ib.AllowInsecureSSLMode, "")
+		}
 		opt("warehouse", ib.Warehouse, "")
 		opt("token_env", ib.TokenEnv, plan.EnvStatus(ib.TokenEnv))
 		opt("credential_env", ib.CredentialEnv, plan.EnvStatus(ib.CredentialEnv))
@@ -280,6 +288,8 @@ func effectiveConfig(c *config.Connector) string {
 		kv("keep_snapshots", ib.KeepSnapshots, "")
 		kv("snapshot_retention", ib.SnapshotRetention, "")
 		kv("compact_after", ib.CompactAfter, "")
+		kv("remove_orphans", ib.RemoveOrphans, "")
+		kv("orphan_age", ib.OrphanAge, "")
 	}
 
 	r := c.Rotation

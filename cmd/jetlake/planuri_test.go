@@ -23,3 +23,35 @@ func TestPlanShowsTheCatalogURIRedacted(t *testing.T) {
 		}
 	}
 }
+
+// plan's effective configuration fills in every default, the settings of
+// partitions, checksums and the orphan sweep included.
+func TestPlanEffectiveConfigShowsEverySetting(t *testing.T) {
+	c, err := config.Parse("ice.toml", []byte(`name = "ice"
+[nats]
+url = "nats://127.0.0.1:4222"
+[[streams]]
+stream = "EV"
+partitions = 3
+[s3]
+bucket = "lake"
+[output]
+format = "parquet"
+[iceberg]
+uri = "postgres://jetlake@127.0.0.1/lake"
+namespace = "analytics"
+table = "events"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := effectiveConfig(c)
+	for _, want := range []string{
+		"partitions = 3\n", "lease_ttl = \"30s\"\n", "checksum = \"crc32c\"\n",
+		"allow_insecure_sslmode = false\n", "remove_orphans = false\n", "orphan_age = \"72h\"\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the effective configuration lacks %q:\n%s", want, out)
+		}
+	}
+}
