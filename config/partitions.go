@@ -19,6 +19,28 @@ func PartitionTransform(p int) (source, destination string) {
 	return "", fmt.Sprintf("{{partition(%d)}}.>", p)
 }
 
+// TransformPartitions returns the partition count p of a subject transform
+// that is PartitionTransform(p) for a partitioned entry (p of 2 or more),
+// and false for any other transform.
+func TransformPartitions(source, destination string) (int, bool) {
+	rest, ok := strings.CutPrefix(destination, "{{partition(")
+	if !ok {
+		return 0, false
+	}
+	n, ok := strings.CutSuffix(rest, ")}}.>")
+	if !ok {
+		return 0, false
+	}
+	p, err := strconv.Atoi(n)
+	if err != nil || p < 2 || p > MaxPartitions {
+		return 0, false
+	}
+	if src, dst := PartitionTransform(p); src != source || dst != destination {
+		return 0, false
+	}
+	return p, true
+}
+
 // PartitionConsumer is the durable name of partition k's consumer.
 func PartitionConsumer(consumer string, k int) string {
 	return consumer + "-" + strconv.Itoa(k)

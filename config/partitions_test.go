@@ -72,3 +72,25 @@ func FuzzStripPartition(f *testing.F) {
 		}
 	})
 }
+
+func TestTransformPartitionsReadsOnlyThePartitionTransform(t *testing.T) {
+	for _, tc := range []struct {
+		src, dst string
+		want     int
+		ok       bool
+	}{
+		{"", "{{partition(4)}}.>", 4, true},
+		{"", "{{partition(1024)}}.>", 1024, true},
+		{"orders.>", "{{partition(4)}}.>", 0, false},
+		{"", "{{partition(04)}}.>", 0, false},
+		{"", "{{partition(1)}}.>", 0, false},
+		{"", "{{partition(1025)}}.>", 0, false},
+		{"", "{{partition(4,1)}}.>", 0, false},
+		{"", "x.>", 0, false},
+	} {
+		got, ok := TransformPartitions(tc.src, tc.dst)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("TransformPartitions(%q, %q) = %d, %v; want %d, %v", tc.src, tc.dst, got, ok, tc.want, tc.ok)
+		}
+	}
+}

@@ -136,7 +136,9 @@ func consumerConfig(connector string, s config.Stream) jetstream.ConsumerConfig 
 // ensureConsumer returns the durable consumer of s, one of c's streams,
 // creating it when it is missing. An existing consumer that CheckConsumer
 // refuses is a *ConfigError; its AckWait, MaxAckPending, filter subjects and
-// pinned TTL are updated to the configured values.
+// pinned TTL are updated to the configured values. An entry without
+// partitions on a stream that carries the partition transform is refused
+// too, before any consumer is made.
 func ensureConsumer(ctx context.Context, js jetstream.JetStream, c *config.Connector, s config.Stream) (jetstream.Consumer, error) {
 	stream, err := js.Stream(ctx, s.Stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -144,6 +146,9 @@ func ensureConsumer(ctx context.Context, js jetstream.JetStream, c *config.Conne
 	}
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", s.Stream, err)
+	}
+	if msg := UnpartitionedRefusal(c, s, stream.CachedInfo().Config); msg != "" {
+		return nil, &ConfigError{Stream: s.Stream, Consumer: s.Consumer, Msg: msg}
 	}
 	want := consumerConfig(c.Name, s)
 	cons, err := stream.Consumer(ctx, s.Consumer)

@@ -206,6 +206,26 @@ func ensurePartitionTransform(ctx context.Context, js jetstream.JetStream, c *co
 	return nil
 }
 
+// UnpartitionedRefusal says why entry s of connector c, which has no
+// partitions, must not read a stream configured as have, or returns "".
+// A stream that carries the partition transform stores every subject
+// behind its partition token: a consumer without partitions would export
+// it again, with the tokens in its keys and subjects, beside the
+// partitioned instances.
+func UnpartitionedRefusal(c *config.Connector, s config.Stream, have jetstream.StreamConfig) string {
+	t := have.SubjectTransform
+	if s.Partitioned() || t == nil {
+		return ""
+	}
+	n, ok := config.TransformPartitions(t.Source, t.Destination)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("carries the partition transform %q → %q of %d partitions, and %s has no partitions: "+
+		"it would export the stream again, with the partition token in every key and subject; set %s.partitions = %d",
+		t.Source, t.Destination, n, streamKey(c, s), streamKey(c, s), n)
+}
+
 // Idle says why a connector that is ready does no work: it has partitioned
 // streams and holds none of their partitions. It returns "" otherwise. Safe
 // for concurrent use.

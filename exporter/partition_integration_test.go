@@ -2,6 +2,7 @@ package exporter_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/exportertest"
+	"github.com/jetlake/jetlake/exporter/plan"
 )
 
 // partitioned rewrites the env's connector file with partitions = p, the
@@ -393,5 +395,45 @@ func TestRunUntilIdleEndsOnAPartitionedStream(t *testing.T) {
 	e.wantExactlyOnce(e.read(), last)
 	if !e.partitionsDone(c) {
 		t.Fatal("run -until-idle ended with messages pending")
+	}
+}
+
+// The same connector without partitions, on a stream a partitioned
+// instance has split: run and plan refuse it, saying how many partitions
+// to set, and it writes nothing and makes no consumer.
+func TestAnUnpartitionedEntryOnAPartitionedStreamIsRefused(t *testing.T) {
+	e := newEnvAckWait(t, shared.NATS(t), shared.MinIO(t), "max_messages_per_file = 100\nmax_file_age = \"1s\"", "15s")
+	plain := e.connector()
+	c := e.partitioned(2, "3s")
+	last := e.publish(300, 10)
+	e.runUntilIdle(c, time.Minute)
+	before := e.read()
+	e.wantExactlyOnce(before, last)
+	e.publish(100, 10)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done, _ := e.run(ctx, plain, true)
+	err := <-done
+	var ce *exporter.ConfigError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "set streams[1].partitions = 2") {
+		t.Fatalf("run without partitions: %v; want a refusal that says to set streams[1].partitions = 2", err)
+	}
+	if after := e.read(); after.objects != before.objects {
+		t.Fatalf("the refused run wrote %d objects", after.objects-before.objects)
+	}
+	if _, err := e.js.Consumer(ctx, e.stream, plain.Streams[0].Consumer); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		t.Fatalf("consumer %s: %v; want none made", plain.Streams[0].Consumer, err)
+	}
+
+	r := plan.Run(ctx, plain, plan.Options{Timeout: 5 * time.Second})
+	refused := false
+	for _, ch := range r.Checks {
+		if ch.Status == plan.Fail && strings.Contains(ch.Msg, "set streams[1].partitions = 2") {
+			refused = true
+		}
+	}
+	if !refused {
+		t.Fatalf("plan without partitions does not fail with the fix: %+v", r.Checks)
 	}
 }

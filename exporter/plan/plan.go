@@ -212,6 +212,10 @@ func (p *planner) checkStream(ctx context.Context, nc *nats.Conn, js jetstream.J
 		p.checkPartitions(ctx, js, st, key, s)
 		return
 	}
+	if msg := exporter.UnpartitionedRefusal(p.c, s, si.Config); msg != "" {
+		p.add(Fail, "stream %s: %s", s.Stream, msg)
+		return
+	}
 	p.checkConsumer(ctx, st, key, s)
 	p.checkCoverage(ctx, nc, st, s)
 }
