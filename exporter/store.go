@@ -67,9 +67,10 @@ func IsPermanent(err error) bool {
 }
 
 // permanentCodes are the S3 error codes that stop a connector: the
-// configuration or the account is wrong and waiting will not fix it.
+// configuration or the account is wrong and waiting will not fix it. A
+// %s in a hint stands for the action the request needed.
 var permanentCodes = map[string]string{
-	"AccessDenied":          "check the credentials' permissions (s3:PutObject on the bucket and prefix)",
+	"AccessDenied":          "check the credentials' permissions: the request needs %s",
 	"AllAccessDisabled":     "access to the bucket is disabled",
 	"InvalidAccessKeyId":    "check the access key id (AWS_ACCESS_KEY_ID or access_key_id_env)",
 	"SignatureDoesNotMatch": "check the secret access key (AWS_SECRET_ACCESS_KEY or secret_access_key_env)",
@@ -81,8 +82,9 @@ var permanentCodes = map[string]string{
 }
 
 // classify wraps a minio error into a *PermanentError when retrying cannot
-// help.
-func classify(err error, bucket string) error {
+// help; action is the IAM action the request needed (s3:PutObject for a
+// PUT), which the hint of a refusal names.
+func classify(err error, bucket, action string) error {
 	if err == nil {
 		return nil
 	}
@@ -95,6 +97,9 @@ func classify(err error, bucket string) error {
 			return fmt.Errorf("%w: %w", ErrNotFound, err)
 		}
 		if hint, ok := permanentCodes[er.Code]; ok {
+			if strings.Contains(hint, "%s") {
+				hint = fmt.Sprintf(hint, action)
+			}
 			return &PermanentError{Code: er.Code, Err: fmt.Errorf("bucket %q: %s: %w (%s)", bucket, er.Code, err, hint)}
 		}
 	}
@@ -235,7 +240,7 @@ func (s *S3Store) Put(ctx context.Context, key string, body formats.Body, o PutO
 	}
 	_, err := s.client.PutObject(ctx, s.bucket, key, body.NewReader(), body.Len(), opts)
 	if err != nil {
-		return classify(fmt.Errorf("put %s: %w", key, err), s.bucket)
+		return classify(fmt.Errorf("put %s: %w", key, err), s.bucket, "s3:PutObject")
 	}
 	return nil
 }
@@ -261,7 +266,7 @@ func bodyCRC32C(body formats.Body) string {
 func (s *S3Store) Head(ctx context.Context, key string) (map[string]string, error) {
 	info, err := s.client.StatObject(ctx, s.bucket, key, minio.StatObjectOptions{})
 	if err != nil {
-		return nil, classify(fmt.Errorf("head %s: %w", key, err), s.bucket)
+		return nil, classify(fmt.Errorf("head %s: %w", key, err), s.bucket, "s3:GetObject")
 	}
 	return info.UserMetadata, nil
 }
@@ -271,7 +276,7 @@ func (s *S3Store) Head(ctx context.Context, key string) (map[string]string, erro
 func (s *S3Store) CheckBucket(ctx context.Context) error {
 	ok, err := s.client.BucketExists(ctx, s.bucket)
 	if err != nil {
-		return classify(fmt.Errorf("check bucket %q: %w", s.bucket, err), s.bucket)
+		return classify(fmt.Errorf("check bucket %q: %w", s.bucket, err), s.bucket, "s3:ListBucket")
 	}
 	if !ok {
 		return &PermanentError{Code: "NoSuchBucket", Err: fmt.Errorf("bucket %q does not exist: create it or fix s3.bucket", s.bucket)}
@@ -286,7 +291,7 @@ func (s *S3Store) List(ctx context.Context, prefix string, fn func(key string, m
 	defer cancel()
 	for obj := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true, WithMetadata: true}) {
 		if obj.Err != nil {
-			return classify(fmt.Errorf("list %s: %w", prefix, obj.Err), s.bucket)
+			return classify(fmt.Errorf("list %s: %w", prefix, obj.Err), s.bucket, "s3:ListBucket")
 		}
 		var md map[string]string
 		if len(obj.UserMetadata) > 0 {
@@ -309,7 +314,7 @@ func (s *S3Store) ListModified(ctx context.Context, prefix string, fn func(key s
 	defer cancel()
 	for obj := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
 		if obj.Err != nil {
-			return classify(fmt.Errorf("list %s: %w", prefix, obj.Err), s.bucket)
+			return classify(fmt.Errorf("list %s: %w", prefix, obj.Err), s.bucket, "s3:ListBucket")
 		}
 		if err := fn(obj.Key, obj.LastModified); err != nil {
 			return err
@@ -322,12 +327,12 @@ func (s *S3Store) ListModified(ctx context.Context, prefix string, fn func(key s
 func (s *S3Store) Get(ctx context.Context, key string) ([]byte, error) {
 	obj, err := s.client.GetObject(ctx, s.bucket, key, minio.GetObjectOptions{})
 	if err != nil {
-		return nil, classify(fmt.Errorf("get %s: %w", key, err), s.bucket)
+		return nil, classify(fmt.Errorf("get %s: %w", key, err), s.bucket, "s3:GetObject")
 	}
 	defer obj.Close()
 	body, err := io.ReadAll(obj)
 	if err != nil {
-		return nil, classify(fmt.Errorf("get %s: %w", key, err), s.bucket)
+		return nil, classify(fmt.Errorf("get %s: %w", key, err), s.bucket, "s3:GetObject")
 	}
 	return body, nil
 }
@@ -337,7 +342,7 @@ func (s *S3Store) Get(ctx context.Context, key string) ([]byte, error) {
 // and commands that clean up after themselves (plan -cleanup) call it.
 func (s *S3Store) Delete(ctx context.Context, key string) error {
 	if err := s.client.RemoveObject(ctx, s.bucket, key, minio.RemoveObjectOptions{}); err != nil {
-		return classify(fmt.Errorf("delete %s: %w", key, err), s.bucket)
+		return classify(fmt.Errorf("delete %s: %w", key, err), s.bucket, "s3:DeleteObject")
 	}
 	return nil
 }

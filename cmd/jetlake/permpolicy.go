@@ -7,7 +7,6 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/plan"
-	"github.com/jetlake/jetlake/lossmarker"
 )
 
 type policyStatement struct {
@@ -19,9 +18,12 @@ type policyStatement struct {
 }
 
 // s3Policy is the least-privilege policy of a connector: write and read
-// its objects, list its prefix. ListBucket carries the prefix as an
-// IfExists condition: HeadBucket (checked at start) has no prefix, and
-// without ListBucket a HEAD of a missing object answers 403, not 404.
+// its objects, list its prefix. ListBucket carries the prefix as a
+// ForAllValues:StringLike condition, which a request without a prefix
+// passes as well: HeadBucket (checked at start) has none, and without
+// ListBucket a HEAD of a missing object answers 403, not 404. AWS reads
+// StringLikeIfExists alike, but MinIO refuses to load a policy that
+// names it.
 func s3Policy(c *config.Connector, cleanup bool) string {
 	sts := []policyStatement{{
 		Sid: "JetlakeObjects", Effect: "Allow",
@@ -30,15 +32,11 @@ func s3Policy(c *config.Connector, cleanup bool) string {
 	}}
 	list := policyStatement{Sid: "JetlakeList", Effect: "Allow", Action: []string{"s3:ListBucket"}, Resource: "arn:aws:s3:::" + c.S3.Bucket}
 	if c.S3.Prefix != "" {
-		list.Condition = map[string]any{"StringLikeIfExists": map[string][]string{"s3:prefix": {c.S3.Prefix + "/*"}}}
+		list.Condition = map[string]any{"ForAllValues:StringLike": map[string][]string{"s3:prefix": {c.S3.Prefix + "/*"}}}
 	}
 	sts = append(sts, list)
-	deletes := func(sid, under string) {
-		if c.S3.Prefix != "" {
-			under = c.S3.Prefix + "/" + under
-		}
-		sts = append(sts, policyStatement{Sid: sid, Effect: "Allow", Action: []string{"s3:DeleteObject"},
-			Resource: "arn:aws:s3:::" + c.S3.Bucket + "/" + under})
+	deletes := func(sid, resource string) {
+		sts = append(sts, policyStatement{Sid: sid, Effect: "Allow", Action: []string{"s3:DeleteObject"}, Resource: resource})
 	}
 	if c.Iceberg != nil {
 		// Snapshot expiry removes the manifests and replaced data files
@@ -46,10 +44,10 @@ func s3Policy(c *config.Connector, cleanup bool) string {
 		// metadata files past write.metadata.previous-versions-max, and
 		// the orphan sweep removes the files it wrote and no snapshot
 		// names: all in the table's folder, and nothing elsewhere.
-		deletes("JetlakeTableUpkeep", c.Iceberg.Namespace+"/"+c.Iceberg.Table+"/*")
+		deletes("JetlakeTableUpkeep", strings.TrimSuffix(plan.ResourcePrefix(c), "*")+c.Iceberg.Namespace+"/"+c.Iceberg.Table+"/*")
 	}
 	if cleanup {
-		deletes("JetlakePlanCleanup", lossmarker.Dir+"/probe/*")
+		deletes("JetlakePlanCleanup", plan.ProbeResource(c))
 	}
 	doc := struct {
 		Version   string            `json:"Version"`

@@ -3,9 +3,11 @@ package plan
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/lossmarker"
 )
 
 // checkS3 checks the bucket, probes conditional writes (exporter.Probe)
@@ -69,10 +71,16 @@ func (p *planner) checkS3(ctx context.Context) {
 	err = store.Delete(octx, key)
 	cancel()
 	if err != nil {
-		p.add(Fail, "probe: cannot remove %s: %v (-cleanup needs s3:DeleteObject on it)", url, err)
+		p.add(Fail, "probe: cannot remove %s: %v (-cleanup needs s3:DeleteObject on %s: add the statement plan -cleanup prints)", url, err, ProbeResource(c))
 		return
 	}
 	p.add(OK, "probe: removed")
+}
+
+// ProbeResource is where plan and run write their probes, as an S3 ARN
+// resource pattern: plan -cleanup removes its probe there.
+func ProbeResource(c *config.Connector) string {
+	return strings.TrimSuffix(ResourcePrefix(c), "*") + lossmarker.Dir + "/probe/*"
 }
 
 // ResourcePrefix is the key prefix jetlake writes under, as an S3 ARN
