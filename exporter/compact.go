@@ -43,7 +43,10 @@ type CompactReport struct {
 	Groups []*CompactResult
 	// Orphans are the data files no snapshot, intent or plan names, older
 	// than OrphanAge, whose metadata says this connector wrote them for
-	// this table: removed (or, on a dry run, to remove).
+	// this table, and that are compacted files never swapped in or copies
+	// of sequences the table holds: removed (or, on a dry run, to remove).
+	// A stored batch's file whose sequences the table does not hold stays
+	// for the next run to commit (see restoreIntents).
 	Orphans []string
 	// Foreign are the files under the table's data folder that no
 	// snapshot, intent or plan names and that this connector did not write
@@ -114,11 +117,13 @@ type orphanStore interface {
 // no snapshot the table keeps (data or delete manifests), no intent and no
 // commit plan names, that are older than o.OrphanAge, and whose own
 // metadata says this connector wrote them for this table (by its UUID).
-// Files stored by a run that died before it recorded them for commit can
-// not be among them (an intent names a file before it is stored), so these
-// are compacted files whose swap never happened. Every other unnamed file
-// is foreign and stays: another connector's or engine's, a table's before
-// it was made anew, or one written before files carried their writer.
+// Of those, only compacted files whose swap never happened and batches'
+// files whose sequences the table's current snapshot holds (a compaction
+// replaced them) are removed: a batch's file that holds sequences the
+// table lacks lost its intent (the state bucket was purged), and the next
+// run commits it. Every other unnamed file is foreign and stays: another
+// connector's or engine's, a table's before it was made anew, or one
+// written before files carried their writer.
 func removeOrphans(ctx context.Context, cfg *config.Connector, t *iceberg.Table, st intentStore, store ObjectStore, o CompactOptions) (orphans, foreign []string, err error) {
 	ls, ok := store.(orphanStore)
 	if !ok {
@@ -162,6 +167,11 @@ func removeOrphans(ctx context.Context, cfg *config.Connector, t *iceberg.Table,
 	if err != nil {
 		return nil, nil, err
 	}
+	held, err := t.HeldRanges(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("iceberg table %s: %w", t.Name(), err)
+	}
+	ts := &tableSeqs{store: store, bucket: bucket, held: held}
 	id := t.UUID()
 	for _, key := range unnamed {
 		md, err := store.Head(ctx, key)
@@ -174,6 +184,15 @@ func removeOrphans(ctx context.Context, cfg *config.Connector, t *iceberg.Table,
 		if !ownFile(md, cfg, id) {
 			foreign = append(foreign, bucket+key)
 			continue
+		}
+		if md[MetaCompaction] == "" {
+			copied, err := heldCopy(ctx, ts, md)
+			if err != nil {
+				return orphans, foreign, err
+			}
+			if !copied {
+				continue // a stored batch that lost its record: run commits it
+			}
 		}
 		if !o.DryRun {
 			if err := ls.Delete(ctx, key); err != nil {
@@ -317,4 +336,16 @@ func compactGroup(ctx context.Context, cfg *config.Connector, t *iceberg.Table, 
 	}
 	res.Compacted, res.Bytes = c.Location, len(c.Body)
 	return nil
+}
+
+// heldCopy reports whether the table holds every sequence a batch's data
+// file holds, by its metadata and that of the table's files: the file is
+// a copy of rows the table has (a compaction replaced it).
+func heldCopy(ctx context.Context, ts *tableSeqs, md map[string]string) (bool, error) {
+	seqs, ok := metaSeqs(md)
+	if !ok {
+		return false, nil
+	}
+	n, known, err := ts.holds(ctx, md[MetaStream], seqs)
+	return known && n == seqs.Len(), err
 }

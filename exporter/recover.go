@@ -22,8 +22,12 @@ type recovery struct {
 
 // recover loads the intents another process (an earlier run, or the
 // instance that was pinned before) left for s, skipping the ones this
-// process owns, and applies them to s's book.
+// process owns, and applies them to s's book. The data files of the table
+// that lost their records get them back from their own metadata first.
 func (e *Exporter) recover(ctx context.Context, s *streamState) error {
+	if err := e.restoreIntents(ctx, s); err != nil {
+		return err
+	}
 	rec, err := e.findIntents(ctx, s, s.book.known())
 	if err != nil {
 		return err
