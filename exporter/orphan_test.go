@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +36,9 @@ func (e *env) tableUUID(c *config.Connector) string {
 // once it is older than orphan_age (72h) and only when its own metadata
 // says this connector wrote it for this table: another connector's file,
 // another table's, and a file without jetlake's metadata (another
-// engine's) stay.
+// engine's) stay. Of its own, only a compacted file never swapped in and a
+// batch's file whose every sequence the table holds go: a batch's file
+// with sequences the table lacks lost its intent, and run commits it.
 func TestTheOrphanSweepRemovesOnlyWhatThisConnectorWroteForThisTable(t *testing.T) {
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 5
@@ -48,16 +51,24 @@ max_file_age = "1s"`)
 	ctx := context.Background()
 	dir := "raw/lake/events/data/timestamp_hour=2026-12-01-07/subject=x/"
 	own := map[string]string{exporter.MetaConnector: c.Name, exporter.MetaTable: id}
+	compacted := map[string]string{exporter.MetaConnector: c.Name, exporter.MetaTable: id, exporter.MetaCompaction: "g"}
+	batch := func(first, last int) map[string]string {
+		return map[string]string{exporter.MetaConnector: c.Name, exporter.MetaTable: id, exporter.MetaStream: e.stream,
+			exporter.MetaFirstSeq: strconv.Itoa(first), exporter.MetaLastSeq: strconv.Itoa(last), exporter.MetaCount: strconv.Itoa(last - first + 1)}
+	}
 	files := []struct {
 		key    string
 		md     map[string]string
 		remove bool
 	}{
-		{dir + "00000000000000000001-00000000000000000001.parquet", own, true},
-		{dir + "00000000000000000002-00000000000000000002.parquet", own, false}, // an intent names it
+		{dir + "00000000000000000001-00000000000000000001.parquet", compacted, true}, // a compaction never swapped in
+		{dir + "00000000000000000002-00000000000000000002.parquet", own, false},      // an intent names it
 		{dir + "00000000000000000003-00000000000000000003.parquet", nil, false},
 		{dir + "00000000000000000004-00000000000000000004.parquet", map[string]string{exporter.MetaConnector: "other", exporter.MetaTable: id}, false},
 		{dir + "00000000000000000005-00000000000000000005.parquet", map[string]string{exporter.MetaConnector: c.Name, exporter.MetaTable: "00000000-0000-0000-0000-000000000000"}, false},
+		{dir + "00000000000000000006-00000000000000000006.parquet", batch(1, 1), true},      // a copy of a sequence the table holds
+		{dir + "00000000000000000007-00000000000000000007.parquet", batch(100, 101), false}, // the table lacks sequence 101: run commits it
+		{dir + "00000000000000000008-00000000000000000008.parquet", own, false},             // which sequences it holds is not known
 	}
 	for _, f := range files {
 		if _, err := e.mc.PutObject(ctx, e.bucket, f.key, strings.NewReader("x"), 1, minio.PutObjectOptions{UserMetadata: f.md}); err != nil {
@@ -77,8 +88,8 @@ max_file_age = "1s"`)
 		t.Fatalf("files younger than orphan_age: %+v, %v", rep, err)
 	}
 	rep, err := exporter.Compact(ctx, c, e.js, store, exporter.CompactOptions{Now: time.Now().Add(73 * time.Hour)})
-	if err != nil || len(rep.Orphans) != 1 || rep.Orphans[0] != "s3://"+e.bucket+"/"+files[0].key || len(rep.Foreign) != 3 {
-		t.Fatalf("orphans %v, foreign %v, %v; want %s and 3 foreign", rep.Orphans, rep.Foreign, err, files[0].key)
+	if err != nil || len(rep.Orphans) != 2 || len(rep.Foreign) != 3 {
+		t.Fatalf("orphans %v, foreign %v, %v; want %s, %s and 3 foreign", rep.Orphans, rep.Foreign, err, files[0].key, files[5].key)
 	}
 	for _, f := range files {
 		_, err := e.mc.StatObject(ctx, e.bucket, f.key, minio.StatObjectOptions{})
