@@ -78,11 +78,12 @@ type Exporter struct {
 
 	// Readiness, read by Ready from other goroutines.
 	nc          atomic.Pointer[nats.Conn]
-	bound       atomic.Bool  // every consumer is set up and pulling
-	done        atomic.Bool  // the last Run ended with Options.UntilIdle's work done
-	failingFrom atomic.Int64 // unix nanos of the first upload failure in a row; 0 when uploads succeed
-	partitions  atomic.Int64 // of the partitioned entries
-	held        atomic.Int64 // partitions whose lease this instance holds
+	bound       atomic.Bool            // every consumer is set up and pulling
+	done        atomic.Bool            // the last Run ended with Options.UntilIdle's work done
+	failingFrom atomic.Int64           // unix nanos of the first upload failure in a row; 0 when uploads succeed
+	partitions  atomic.Int64           // of the partitioned entries
+	held        atomic.Int64           // partitions whose lease this instance holds
+	stalled     atomic.Pointer[string] // why a held partition can not pull; nil when all can
 }
 
 // Ready reports whether the exporter is doing its job: connected to NATS,
@@ -96,6 +97,9 @@ func (e *Exporter) Ready() error {
 		return fmt.Errorf("connector %s: not connected to NATS", e.cfg.Name)
 	case !e.bound.Load():
 		return fmt.Errorf("connector %s: consumers not bound yet", e.cfg.Name)
+	}
+	if why := e.stalled.Load(); why != nil {
+		return fmt.Errorf("connector %s: %s", e.cfg.Name, *why)
 	}
 	if from := e.failingFrom.Load(); from != 0 {
 		if d := time.Since(time.Unix(0, from)); d > e.opts.ReadyUploadFailure {

@@ -51,10 +51,11 @@ type Metrics struct {
 	orphans        *prometheus.CounterVec
 
 	// Partitioned streams, by connector and stream.
-	partitionsHeld  *prometheus.GaugeVec
-	leaseRenewals   *prometheus.CounterVec
-	handovers       *prometheus.CounterVec
-	handoverSeconds *prometheus.HistogramVec
+	partitionsHeld    *prometheus.GaugeVec
+	partitionsStalled *prometheus.GaugeVec
+	leaseRenewals     *prometheus.CounterVec
+	handovers         *prometheus.CounterVec
+	handoverSeconds   *prometheus.HistogramVec
 }
 
 // NewMetrics creates the metrics and registers them with reg; a nil reg
@@ -117,9 +118,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		orphans:        counter("iceberg_orphan_files_removed_total", "Data files of an Iceberg table in no snapshot, intent or commit plan, removed once an hour old.", "connector", "table"),
 		expired:        counter("iceberg_snapshots_expired_total", "Snapshots of an Iceberg table expired (beyond keep_snapshots and older than snapshot_retention).", "connector", "table"),
 
-		partitionsHeld: gauge("partitions_held", "Partitions of a partitioned stream whose lease this instance holds.", cs...),
-		leaseRenewals:  counter("lease_renewals_total", "Renewals of partition leases, by outcome: renewed, lost (another holds it) or failed (NATS did not answer).", "connector", "stream", "outcome"),
-		handovers:      counter("handovers_total", "Partitions this instance gave up: handed over (drained, then released), lost (the lease expired) or left on shutdown.", "connector", "stream", "kind"),
+		partitionsHeld:    gauge("partitions_held", "Partitions of a partitioned stream whose lease this instance holds.", cs...),
+		partitionsStalled: gauge("partitions_stalled", "Partitions this instance holds that can not pull: their consumer is missing or does not answer. /readyz fails while any is.", cs...),
+		leaseRenewals:     counter("lease_renewals_total", "Renewals of partition leases, by outcome: renewed, lost (another holds it) or failed (NATS did not answer).", "connector", "stream", "outcome"),
+		handovers:         counter("handovers_total", "Partitions this instance gave up: handed over (drained, then released), lost (the lease expired) or left on shutdown.", "connector", "stream", "kind"),
 		handoverSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "jetlake", Name: "handover_duration_seconds", Help: "Time from stopping the pulls of a partition to releasing its lease: its messages uploaded and acked.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 12),
@@ -129,7 +131,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		for _, c := range []prometheus.Collector{m.received, m.redelivered, m.acked, m.objects, m.bytes, m.uploadSeconds,
 			m.objectBytes, m.uploadErrors, m.lost, m.rejected, m.untrusted, m.bufferedMessages, m.bufferedBytes, m.bufferedPeak, m.oldestBuffered,
 			m.pending, m.ackPending, m.freshness, m.commits, m.commitSeconds, m.commitFiles, m.lastCommit, m.tableSnapshots, m.expired, m.compactedFiles, m.compactedBytes, m.dataFiles, m.smallFiles, m.compactable, m.oldestClosed, m.metadataBytes, m.orphans,
-			m.partitionsHeld, m.leaseRenewals, m.handovers, m.handoverSeconds} {
+			m.partitionsHeld, m.partitionsStalled, m.leaseRenewals, m.handovers, m.handoverSeconds} {
 			reg.MustRegister(c)
 		}
 	}

@@ -33,6 +33,8 @@ type partGroup struct {
 	prefix string         // of its lease keys
 	parts  []*streamState // by partition number
 	mHeld  prometheus.Gauge
+	// partitions held that can not pull
+	mStalled prometheus.Gauge
 }
 
 // partition is what a streamState of a partitioned entry keeps about its
@@ -50,6 +52,12 @@ type partition struct {
 	lost      bool      // the lease is not ours any more: neither unpin nor release
 	since     time.Time // when the handover started
 	releasing bool      // the release is under way beside the loop
+
+	// A held partition that can not pull: why, or "". Its consumer is
+	// looked up beside the loop, and re-created when it is missing.
+	stalled  string
+	checking bool      // the consumer is being looked up
+	checked  time.Time // when it was last looked up
 }
 
 // leaseKeyPrefix is the prefix of the lease keys of a partitioned entry.
@@ -159,8 +167,10 @@ func (e *Exporter) setUpPartitions(ctx context.Context, js jetstream.JetStream, 
 		return nil, fmt.Errorf("stream %s: consumer %s: %w", sc.Stream, sc.Consumer, err)
 	}
 	g := &partGroup{cfg: sc, prefix: leaseKeyPrefix(e.cfg.Name, sc),
-		mHeld: e.m.partitionsHeld.WithLabelValues(e.cfg.Name, sc.Stream)}
+		mHeld:    e.m.partitionsHeld.WithLabelValues(e.cfg.Name, sc.Stream),
+		mStalled: e.m.partitionsStalled.WithLabelValues(e.cfg.Name, sc.Stream)}
 	g.mHeld.Set(0)
+	g.mStalled.Set(0)
 	for k := range sc.Partitions {
 		pc := sc
 		pc.Consumer = config.PartitionConsumer(sc.Consumer, k)
@@ -237,20 +247,33 @@ func (e *Exporter) Idle() string {
 	return fmt.Sprintf("connector %s: idle: holds none of its %d partitions (other instances hold them)", e.cfg.Name, parts)
 }
 
-// holdings refreshes what Idle and the partitions_held gauge say.
+// holdings refreshes what Idle, Ready and the partitions_held and
+// partitions_stalled gauges say.
 func (r *runner) holdings() {
 	total := 0
+	var stalled []string
 	for _, g := range r.groups {
-		held := 0
+		held, stuck := 0, 0
 		for _, s := range g.parts {
 			if s.part.rev != 0 && !s.part.handing {
 				held++
+				if s.part.stalled != "" {
+					stuck++
+					stalled = append(stalled, fmt.Sprintf("stream %s, consumer %s: partition %d can not pull: %s", s.cfg.Stream, s.cfg.Consumer, s.part.k, s.part.stalled))
+				}
 			}
 		}
 		g.mHeld.Set(float64(held))
+		g.mStalled.Set(float64(stuck))
 		total += held
 	}
 	r.e.held.Store(int64(total))
+	if len(stalled) == 0 {
+		r.e.stalled.Store(nil)
+		return
+	}
+	why := strings.Join(stalled, "; ")
+	r.e.stalled.Store(&why)
 }
 
 // handOver stops pulling partition s and drains it; checkHandovers

@@ -437,3 +437,78 @@ func TestAnUnpartitionedEntryOnAPartitionedStreamIsRefused(t *testing.T) {
 		t.Fatalf("plan without partitions does not fail with the fix: %+v", r.Checks)
 	}
 }
+
+// A partition consumer deleted under two instances: its holder stops, and
+// the survivor that claims the partition finds the consumer missing. While
+// it can not pull, it is not ready and says so in partitions_stalled; then
+// it re-creates the consumer from the export record, and every message,
+// those published after the deletion too, lands once.
+func TestADeletedPartitionConsumerIsRecreatedByItsNextHolder(t *testing.T) {
+	e := newEnvAckWait(t, shared.NATS(t), shared.MinIO(t), "max_messages_per_file = 100\nmax_file_age = \"1s\"", "15s")
+	c := e.partitioned(4, "3s")
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	regs := []*prometheus.Registry{prometheus.NewRegistry(), prometheus.NewRegistry()}
+	var exs []*exporter.Exporter
+	var dones []<-chan error
+	for _, reg := range regs {
+		e.metrics = exporter.NewMetrics(reg)
+		done, ex := e.run(ctx, c, false)
+		exs, dones = append(exs, ex), append(dones, done)
+	}
+	waitFor(t, 30*time.Second, "two instances holding two partitions each", func() bool {
+		return shares(e.leaseHolders(c), 2, 2, 2, 4)
+	})
+	e.publish(1000, 20)
+	waitFor(t, time.Minute, "every partition exported", func() bool { return e.partitionsDone(c) })
+
+	st, err := e.js.Stream(ctx, e.stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part0 := config.PartitionConsumer(c.Streams[0].Consumer, 0)
+	if err := st.DeleteConsumer(ctx, part0); err != nil {
+		t.Fatal(err)
+	}
+	survivor := -1
+	select {
+	case err := <-dones[0]:
+		survivor = 1
+		if !errors.Is(err, exporter.ErrConsumerDeleted) {
+			t.Fatalf("the holder of partition 0: %v; want the consumer deleted", err)
+		}
+	case err := <-dones[1]:
+		survivor = 0
+		if !errors.Is(err, exporter.ErrConsumerDeleted) {
+			t.Fatalf("the holder of partition 0: %v; want the consumer deleted", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the holder of partition 0 did not stop")
+	}
+	last := e.publish(600, 20)
+	ex, reg := exs[survivor], regs[survivor]
+	notReady, stalled := false, false
+	waitFor(t, time.Minute, "the survivor exporting every partition", func() bool {
+		if err := ex.Ready(); err != nil && strings.Contains(err.Error(), "can not pull") {
+			notReady = true
+		}
+		if metricSum(reg, "jetlake_partitions_stalled", nil) == 1 {
+			stalled = true
+		}
+		return shares(e.leaseHolders(c), 1, 4, 4, 4) && e.partitionsDone(c)
+	})
+	if !notReady || !stalled {
+		t.Fatalf("while partition 0 could not pull: not ready %v, partitions_stalled 1 %v; want both", notReady, stalled)
+	}
+	if err := ex.Ready(); err != nil {
+		t.Fatalf("not ready once partition 0 pulls again: %v", err)
+	}
+	if got := metricSum(reg, "jetlake_partitions_stalled", nil); got != 0 {
+		t.Fatalf("partitions_stalled %v once partition 0 pulls again", got)
+	}
+	stop()
+	if err := <-dones[survivor]; err != nil {
+		t.Fatal(err)
+	}
+	e.wantExactlyOnce(e.read(), last)
+}

@@ -47,7 +47,8 @@ func (r *runner) pull(s *streamState) error {
 
 // pullError handles an error the consumer reports while pulling: a deleted
 // consumer or stream stops the exporter; anything else (missed heartbeats,
-// a reconnect) is logged, and pulling goes on.
+// a reconnect) is logged, and pulling goes on. On a partition it is also
+// handed to the loop, which looks the consumer up (tendPartitions).
 func (r *runner) pullError(s *streamState, err error) {
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerDeleted), errors.Is(err, jetstream.ErrConsumerNotFound),
@@ -57,6 +58,10 @@ func (r *runner) pullError(s *streamState, err error) {
 		default:
 		}
 	default:
-		r.log.Warn("pull problem; pulling goes on", "stream", s.cfg.Stream, "error", err)
+		r.log.Warn("pull problem; pulling goes on", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "error", err)
+		if s.part != nil {
+			why := err.Error()
+			s.pullTrouble.Store(&why)
+		}
 	}
 }
