@@ -34,6 +34,12 @@ type ledger struct {
 	// get a marker that says so; other gone holes were of other subjects.
 	head     rangeSet
 	filtered bool
+	// retained: the stream keeps each message the consumer's filter
+	// matches until the consumer acks it (work-queue and interest
+	// retention), so a first sequence that moves past a filtered
+	// consumer's frontier is other consumers' acks, not evidence that
+	// any of its own messages are gone: it makes no head holes.
+	retained bool
 	rev      uint64 // counts changes of the floor and done ranges
 }
 
@@ -53,6 +59,14 @@ func newLedger(floor uint64, done []Range, firstSeq, delivered uint64, filtered 
 	return l
 }
 
+// retain marks the ledger's stream as one that keeps the consumer's
+// messages until it acks them: the head holes made so far were made by the
+// first sequence alone, and are taken back.
+func (l *ledger) retain() {
+	l.retained = true
+	l.head.removeAll(l.head.runs())
+}
+
 // reach moves the frontier up to q: the sequences between are holes. head
 // says the consumer never reached them.
 func (l *ledger) reach(q uint64, head bool) {
@@ -63,7 +77,7 @@ func (l *ledger) reach(q uint64, head bool) {
 	l.frontier = q
 	for _, gap := range l.freeOf(r, &l.done) {
 		l.holes.add(gap)
-		if head && l.filtered {
+		if head && l.filtered && !l.retained {
 			l.head.add(gap)
 		}
 	}

@@ -56,6 +56,7 @@ type streamState struct {
 	// instance is pinned).
 	ledger    *ledger
 	filtered  bool             // the consumer sees only some of the stream's subjects
+	retained  bool             // work-queue or interest retention: see ledger.retained
 	stream    jetstream.Stream // for walks
 	recordKey string           // of the export record in the state bucket
 	walking   bool             // a walk is under way
@@ -113,6 +114,7 @@ func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *s
 	// filters include the stream's own subjects: the messages stored
 	// before the stream was partitioned.
 	s.filtered = s.part != nil || !config.FiltersCover(s.cfg.Subjects, si.Config.Subjects)
+	s.retained = si.Config.Retention != jetstream.LimitsPolicy
 	s.recordKey = recordKey(e.cfg.Name, s.cfg.Stream, s.cfg.Consumer)
 	s.recovered = 0
 	info, err := cons.Info(ctx)
@@ -212,6 +214,9 @@ func (e *Exporter) loadLedgerStart(ctx context.Context, s *streamState) (*ledger
 // what it removed, exported or not.
 func (s *streamState) startLedger(start *ledgerStart, log *slog.Logger) {
 	l := newLedger(start.floor, start.done, start.firstSeq, start.delivered, s.filtered)
+	if s.retained {
+		l.retain()
+	}
 	for q := range s.book.committed {
 		l.stored(Range{q, q})
 	}
