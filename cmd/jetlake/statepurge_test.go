@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
@@ -16,7 +17,8 @@ import (
 // The state bucket purged while an Iceberg connector was stopped with data
 // files stored and acked but not yet committed: the restart finds them by
 // their own metadata and commits them, and every sequence is in the table
-// exactly once, those committed before the purge included.
+// exactly once, those committed before the purge included: a stored copy
+// of a committed file is not committed again.
 func TestAPurgedStateBucketLosesNoStoredIcebergFile(t *testing.T) {
 	c := newCrashEnv(t, "purged", shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
 	uri := c.iceberg(false)
@@ -25,7 +27,7 @@ func TestAPurgedStateBucketLosesNoStoredIcebergFile(t *testing.T) {
 
 	c.publish(500, 4)
 	c.runUntilIdle() // commits on the way out
-	c.table(uri, 500)
+	committed := c.table(uri, 500).Files[0].Path
 
 	const n = 2500
 	c.publish(n-500, 4)
@@ -43,6 +45,14 @@ func TestAPurgedStateBucketLosesNoStoredIcebergFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := state.Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// A copy of a committed file, as a compaction's replaced file is:
+	// its sequences are in the table already.
+	src := strings.TrimPrefix(committed, "s3://"+c.name+"/")
+	if _, err := c.mc.CopyObject(ctx, minio.CopyDestOptions{Bucket: c.name, Object: strings.TrimSuffix(src, ".parquet") + "-copy.parquet"},
+		minio.CopySrcOptions{Bucket: c.name, Object: src}); err != nil {
 		t.Fatal(err)
 	}
 
