@@ -290,6 +290,13 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 			}
 			in.rejected = append(in.rejected, o.objectRuns)
 		}
+		if rep.Filtered {
+			var taken uint64
+			if rep.Markers, taken = withoutExported(rep.Markers, in.data); taken > 0 {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("%d sequences loss markers name are in data objects: not counted lost", taken))
+			}
+			in.markers = rep.Markers
+		}
 		if to < from {
 			continue
 		}
