@@ -257,8 +257,15 @@ func (e *Exporter) setUp(ctx context.Context) (*nats.Conn, []*streamState, error
 		err := retry(ctx, e.log, "iceberg catalog", func(ctx context.Context) error {
 			t, err := e.openTable(ctx)
 			var me *iceberg.MismatchError
-			if errors.As(err, &me) {
+			var fh *iceberg.ForeignHostError
+			var nf *iceberg.NoCatalogFolderError
+			switch {
+			case errors.As(err, &me):
 				return &PermanentError{Code: "IcebergTable", Err: fmt.Errorf("iceberg table %s.%s: %w", e.cfg.Iceberg.Namespace, e.cfg.Iceberg.Table, err)}
+			case errors.As(err, &fh), errors.As(err, &nf):
+				// A catalog pointing elsewhere, or a folder that
+				// is not there, stays so however often it is asked.
+				return &PermanentError{Code: "IcebergCatalog", Err: err}
 			}
 			e.table = t
 			return err

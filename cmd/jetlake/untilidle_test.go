@@ -80,3 +80,49 @@ table = "events"
 		t.Fatalf("stderr lacks %q:\n%s", want, stderr.String())
 	}
 }
+
+// A sqlite catalog whose folder does not exist can never open: run stops
+// with the folder named and the fix, instead of retrying "iceberg catalog
+// unavailable" for ever.
+func TestASqliteCatalogInAMissingFolderStopsTheRun(t *testing.T) {
+	ctx := context.Background()
+	js := streamAndBucket(t, shared.NATS(t), shared.MinIO(t), "nofolder", jetstream.StreamConfig{})
+	if _, err := js.Publish(ctx, "nofolder.a", []byte(`{"i":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	missing := t.TempDir() + "/no/such/dir"
+	path := writeFile(t, "nofolder.toml", fmt.Sprintf(`name = "nofolder"
+[nats]
+url = %q
+[[streams]]
+stream = "NOFOLDER"
+[s3]
+bucket = "nofolder"
+endpoint = %q
+[output]
+format = "parquet"
+[iceberg]
+uri = "sqlite://%s/catalog.db"
+namespace = "lake"
+table = "events"
+`, shared.NATS(t).URL, shared.MinIO(t).Endpoint, missing))
+	cmd := exec.Command(binary, "run", "-until-idle", "-config", path)
+	cmd.Env = shared.MinIO(t).ClientEnv()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("run kept retrying a catalog whose folder does not exist:\n%s", stderr.String())
+	}
+	want := "the folder " + missing + " does not exist"
+	if cmd.ProcessState.ExitCode() != exitFailure || !strings.Contains(stderr.String(), want) {
+		t.Fatalf("exit %d, want %d and %q:\n%s", cmd.ProcessState.ExitCode(), exitFailure, want, stderr.String())
+	}
+}

@@ -4,7 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/apache/iceberg-go"
@@ -124,11 +128,26 @@ func openCatalog(ctx context.Context, cfg Config) (*Table, error) {
 	return t, nil
 }
 
+// NoCatalogFolderError is a sqlite catalog whose folder does not exist:
+// sqlite creates the file, never its folder, so no retry can succeed.
+type NoCatalogFolderError struct {
+	URI    string // the [iceberg] uri
+	Folder string // the folder that does not exist
+}
+
+// Error says what is missing and what to do.
+func (e *NoCatalogFolderError) Error() string {
+	return fmt.Sprintf("iceberg catalog %s: the folder %s does not exist (sqlite creates the catalog file, not its folder): create the folder, or fix [iceberg] uri", config.RedactURL(e.URI), e.Folder)
+}
+
 // openDB opens the database of a SQL catalog URI: an embedded sqlite file,
 // or a PostgreSQL server (the Java JdbcCatalog's tables, so that Spark and
 // Trino JDBC catalogs can share it). Its errors show the URI redacted.
 func openDB(uri string) (*sql.DB, sqlcat.SupportedDialect, error) {
 	if path, ok := strings.CutPrefix(uri, "sqlite://"); ok && path != "" {
+		if _, err := os.Stat(filepath.Dir(path)); errors.Is(err, fs.ErrNotExist) {
+			return nil, "", &NoCatalogFolderError{URI: uri, Folder: filepath.Dir(path)}
+		}
 		// Every pooled connection waits for a lock rather than failing,
 		// and readers do not block the writer.
 		db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
