@@ -48,6 +48,9 @@ func openCatalog(ctx context.Context, cfg Config) (*Table, error) {
 	props := iceberg.Properties{
 		iceio.S3Region: cfg.S3.Region,
 		"warehouse":    cfg.Warehouse,
+		// Every catalog serves one table: its file IO removes nothing
+		// outside the table's location, whatever the metadata names.
+		tableLocationProperty: cfg.Location(),
 	}
 	if cfg.S3.AccessKeyID != "" {
 		props[iceio.S3AccessKeyID] = cfg.S3.AccessKeyID

@@ -339,21 +339,28 @@ func (t *Table) CheckDataFile(loc string) error { return checkDataFile(t.tbl.Loc
 
 func checkDataFile(tableLoc, loc string) error {
 	dataDir := strings.TrimSuffix(tableLoc, "/") + "/data/"
-	rest, ok := strings.CutPrefix(loc, dataDir)
-	if ok {
-		// Object keys are opaque to S3, but not to every reader: a ".."
-		// segment may leave the folder where a reader resolves paths.
-		for seg := range strings.SplitSeq(rest, "/") {
-			if seg == "" || seg == "." || seg == ".." {
-				ok = false
-				break
-			}
-		}
-	}
-	if !ok {
+	if !under(dataDir, loc) {
 		return &LocationError{Location: loc, DataDir: dataDir}
 	}
 	return nil
+}
+
+// under reports whether loc names a file under dir, which ends in "/":
+// loc starts with dir, scheme and bucket included, and has no empty, "."
+// or ".." segment after it. Object keys are opaque to S3, but not to every
+// reader: a ".." segment may leave the folder where a reader resolves
+// paths.
+func under(dir, loc string) bool {
+	rest, ok := strings.CutPrefix(loc, dir)
+	if !ok {
+		return false
+	}
+	for seg := range strings.SplitSeq(rest, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 // errStop wraps an error that ends retry at once.
@@ -478,6 +485,13 @@ func (t *Table) Files(ctx context.Context) ([]string, error) {
 // forgotten). It returns how many snapshots it removed. Recovery does not
 // need them: a plan whose commit landed is marked done in the state
 // bucket.
+//
+// Only files inside the table's location are removed (see fencedIO): the
+// manifests name the files, and a manifest naming another is refused with
+// an *OutsideTableError and the file is left in place. When the snapshots
+// are expired but some of their files were not removed, it returns how
+// many it removed and an error that counts the refused files and names
+// the first.
 func (t *Table) ExpireSnapshots(ctx context.Context, retainLast int, olderThan time.Duration) (int, error) {
 	before := len(t.tbl.Metadata().Snapshots())
 	tx := t.tbl.NewTransaction()
@@ -485,11 +499,46 @@ func (t *Table) ExpireSnapshots(ctx context.Context, retainLast int, olderThan t
 		return 0, fmt.Errorf("expire snapshots of %s: %w", t.Name(), err)
 	}
 	tbl, err := tx.Commit(ctx)
-	if err != nil {
+	if tbl == nil {
 		return 0, fmt.Errorf("expire snapshots of %s: %w", t.Name(), err)
 	}
+	// The commit landed; err is of the removals after it.
 	t.tbl = tbl
-	return before - len(tbl.Metadata().Snapshots()), nil
+	removed := before - len(tbl.Metadata().Snapshots())
+	if err != nil {
+		return removed, fmt.Errorf("expire snapshots of %s: %d expired, but not all of their files were removed: %w", t.Name(), removed, removalErrors(err))
+	}
+	return removed, nil
+}
+
+// removalErrors returns the joined errors of removals as one error on one
+// line, with the files refused as outside the table's location counted
+// rather than listed (a forged manifest may name thousands). It unwraps
+// to the first *OutsideTableError.
+func removalErrors(err error) error {
+	var refused []*OutsideTableError
+	var others []error
+	var walk func(error)
+	walk = func(err error) {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+			return
+		}
+		if o := (*OutsideTableError)(nil); errors.As(err, &o) {
+			refused = append(refused, o)
+			return
+		}
+		others = append(others, err)
+	}
+	walk(err)
+	if len(refused) > 1 {
+		others = append([]error{fmt.Errorf("%w (and %d more files outside it, left in place)", refused[0], len(refused)-1)}, others...)
+	} else if len(refused) == 1 {
+		others = append([]error{refused[0]}, others...)
+	}
+	return &OneLineError{Err: errors.Join(others...)}
 }
 
 // ExpiryDue reports whether ExpireSnapshots(retainLast, olderThan) would
