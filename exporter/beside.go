@@ -33,6 +33,10 @@ func (r *runner) consumerGauges(ctx context.Context) {
 		return
 	}
 	r.gauging = true
+	conses := make([]jetstream.Consumer, len(r.streams))
+	for i, s := range r.streams {
+		conses[i] = s.cons
+	}
 	r.beside(func() func() {
 		// Summed by stream: the partitions of one stream share its labels.
 		type counts struct {
@@ -40,14 +44,14 @@ func (r *runner) consumerGauges(ctx context.Context) {
 			ok                  bool
 		}
 		by := map[string]*counts{}
-		for _, s := range r.streams {
+		for i, s := range r.streams {
 			c := by[s.cfg.Stream]
 			if c == nil {
 				c = &counts{ok: true}
 				by[s.cfg.Stream] = c
 			}
 			ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			info, err := s.cons.Info(ictx)
+			info, err := conses[i].Info(ictx)
 			cancel()
 			if err != nil {
 				c.ok = false
@@ -74,16 +78,25 @@ func (r *runner) checkIdle(ctx context.Context) {
 		return
 	}
 	r.checking = true
+	conses := make([]jetstream.Consumer, len(r.streams))
+	for i, s := range r.streams {
+		conses[i] = s.cons
+	}
 	r.beside(func() func() {
 		infos := make([]*jetstream.ConsumerInfo, len(r.streams))
 		var fatal error
 		for i, s := range r.streams {
 			ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			info, err := s.cons.Info(ictx)
+			info, err := conses[i].Info(ictx)
 			cancel()
 			if err != nil {
-				if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+				switch {
+				case errors.Is(err, jetstream.ErrStreamNotFound):
 					fatal = fmt.Errorf("stream %s, consumer %s: %w: %w", s.cfg.Stream, s.cfg.Consumer, ErrConsumerDeleted, err)
+				case errors.Is(err, jetstream.ErrConsumerNotFound):
+					// Re-created from the export record by the loop.
+					why := err.Error()
+					s.pullTrouble.Store(&why)
 				}
 				infos = nil
 				break

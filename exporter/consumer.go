@@ -134,43 +134,38 @@ func consumerConfig(connector string, s config.Stream) jetstream.ConsumerConfig 
 }
 
 // ensureConsumer returns the durable consumer of s, one of c's streams,
-// creating it when it is missing. An existing consumer that CheckConsumer
-// refuses is a *ConfigError; its AckWait, MaxAckPending, filter subjects and
-// pinned TTL are updated to the configured values. An entry without
+// creating it (made) when it is missing: delivering from sequence from,
+// the first the export record does not hold, or, with from 0 (no record),
+// where s's deliver_policy says. An existing consumer that CheckConsumer
+// refuses is a *ConfigError; its AckWait, MaxAckPending, filter subjects
+// and pinned TTL are updated to the configured values. An entry without
 // partitions on a stream that carries the partition transform is refused
 // too, before any consumer is made.
-func ensureConsumer(ctx context.Context, js jetstream.JetStream, c *config.Connector, s config.Stream) (jetstream.Consumer, error) {
-	stream, err := js.Stream(ctx, s.Stream)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, &ConfigError{Stream: s.Stream, Msg: "stream not found: create it, or fix " + streamKey(c, s) + ".stream"}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("stream %s: %w", s.Stream, err)
-	}
+func ensureConsumer(ctx context.Context, stream jetstream.Stream, c *config.Connector, s config.Stream, from uint64) (cons jetstream.Consumer, made bool, err error) {
 	if msg := UnpartitionedRefusal(c, s, stream.CachedInfo().Config); msg != "" {
-		return nil, &ConfigError{Stream: s.Stream, Consumer: s.Consumer, Msg: msg}
+		return nil, false, &ConfigError{Stream: s.Stream, Consumer: s.Consumer, Msg: msg}
 	}
 	want := consumerConfig(c.Name, s)
-	cons, err := stream.Consumer(ctx, s.Consumer)
+	cons, err = stream.Consumer(ctx, s.Consumer)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		cons, err = stream.CreateConsumer(ctx, want)
+		cons, err = stream.CreateConsumer(ctx, consumerFrom(want, from))
 		if err != nil {
-			return nil, fmt.Errorf("stream %s: create consumer %s: %w", s.Stream, s.Consumer, err)
+			return nil, false, fmt.Errorf("stream %s: create consumer %s: %w", s.Stream, s.Consumer, err)
 		}
-		return cons, nil
+		return cons, true, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("stream %s: consumer %s: %w", s.Stream, s.Consumer, err)
+		return nil, false, fmt.Errorf("stream %s: consumer %s: %w", s.Stream, s.Consumer, err)
 	}
 	have := cons.CachedInfo().Config
 	problems := CheckConsumer(c, s, streamKey(c, s), have)
 	for _, p := range problems {
 		if p.Refused {
-			return nil, &ConfigError{Stream: s.Stream, Consumer: s.Consumer, Msg: p.Msg}
+			return nil, false, &ConfigError{Stream: s.Stream, Consumer: s.Consumer, Msg: p.Msg}
 		}
 	}
 	if len(problems) == 0 && have.Metadata[MetaConsumerConnector] == c.Name {
-		return cons, nil
+		return cons, false, nil
 	}
 	upd := have
 	upd.Metadata = maps.Clone(have.Metadata)
@@ -182,9 +177,9 @@ func ensureConsumer(ctx context.Context, js jetstream.JetStream, c *config.Conne
 	upd.FilterSubject, upd.FilterSubjects = want.FilterSubject, want.FilterSubjects
 	cons, err = stream.UpdateConsumer(ctx, upd)
 	if err != nil {
-		return nil, fmt.Errorf("stream %s: update consumer %s: %w", s.Stream, s.Consumer, err)
+		return nil, false, fmt.Errorf("stream %s: update consumer %s: %w", s.Stream, s.Consumer, err)
 	}
-	return cons, nil
+	return cons, false, nil
 }
 
 // streamKey names s in messages the way plan does: streams[N], N counted

@@ -83,7 +83,7 @@ type Exporter struct {
 	failingFrom atomic.Int64           // unix nanos of the first upload failure in a row; 0 when uploads succeed
 	partitions  atomic.Int64           // of the partitioned entries
 	held        atomic.Int64           // partitions whose lease this instance holds
-	stalled     atomic.Pointer[string] // why a held partition can not pull; nil when all can
+	stalled     atomic.Pointer[string] // why a consumer (or held partition) can not pull; nil when all can
 }
 
 // Ready reports whether the exporter is doing its job: connected to NATS,
@@ -187,7 +187,8 @@ type bucketChecker interface {
 // It returns a *ConfigError when a stream or consumer does not fit, a
 // *PermanentError when the store or NATS refuses for good, a
 // *CollisionError when another writer's object holds a key, and
-// ErrConsumerDeleted when a consumer vanishes.
+// ErrConsumerDeleted when a stream vanishes. A consumer that vanishes is
+// created again from the export record.
 func (e *Exporter) Run(ctx context.Context) error {
 	nc, streams, err := e.setUp(ctx)
 	if nc != nil {
@@ -345,6 +346,6 @@ func (e *Exporter) setUp(ctx context.Context) (*nats.Conn, []*streamState, error
 	return nc, streams, nil
 }
 
-// ErrConsumerDeleted is returned by Run when a consumer or its stream is
-// deleted while the exporter reads it.
+// ErrConsumerDeleted is returned by Run when a stream is deleted while the
+// exporter reads it.
 var ErrConsumerDeleted = errors.New("consumer or stream deleted")

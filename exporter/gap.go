@@ -78,9 +78,9 @@ func (r *runner) tend(ctx context.Context, now time.Time) {
 		}
 		if !s.walking && (!l.holes.empty() && now.Sub(s.lastWalk) >= s.walkEvery || now.Sub(s.lastWalk) >= walkIdle) {
 			s.walking = true
-			holes := l.toWalk(walkMaxRanges)
+			holes, cons := l.toWalk(walkMaxRanges), s.cons
 			r.beside(func() func() {
-				res := r.e.walk(ctx, s, holes)
+				res := r.e.walk(ctx, s, cons, holes)
 				return func() { r.walked(res) }
 			})
 		}
@@ -120,6 +120,9 @@ func (r *runner) walked(res *walkResult) {
 	s.walkEvery = walkHoles
 	if len(lost)+len(headLost) == 0 && len(res.existing) > 0 {
 		s.walkEvery = walkIdle
+	}
+	if s.pulling() {
+		r.checkCursor(s, res, s.lastWalk)
 	}
 	if res.firstSeq > 0 {
 		l.reach(res.firstSeq-1, true)

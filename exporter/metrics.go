@@ -26,6 +26,8 @@ type Metrics struct {
 	rejected      *prometheus.CounterVec
 	untrusted     *prometheus.CounterVec
 
+	consumerRebuilds *prometheus.CounterVec
+
 	bufferedMessages *prometheus.GaugeVec
 	bufferedBytes    *prometheus.GaugeVec
 	bufferedPeak     *prometheus.GaugeVec
@@ -118,6 +120,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		orphans:        counter("iceberg_orphan_files_removed_total", "Data files of an Iceberg table in no snapshot, intent or commit plan, removed once an hour old.", "connector", "table"),
 		expired:        counter("iceberg_snapshots_expired_total", "Snapshots of an Iceberg table expired (beyond keep_snapshots and older than snapshot_retention).", "connector", "table"),
 
+		consumerRebuilds: counter("consumer_rebuilds_total", "Consumers rebuilt from the export record, by reason: missing (created again) or skips (it would not deliver sequences the record lacks, and was moved back).", "connector", "stream", "reason"),
+
 		partitionsHeld:    gauge("partitions_held", "Partitions of a partitioned stream whose lease this instance holds.", cs...),
 		partitionsStalled: gauge("partitions_stalled", "Partitions this instance holds that can not pull: their consumer is missing or does not answer. /readyz fails while any is.", cs...),
 		leaseRenewals:     counter("lease_renewals_total", "Renewals of partition leases, by outcome: renewed, lost (another holds it) or failed (NATS did not answer).", "connector", "stream", "outcome"),
@@ -129,7 +133,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.received, m.redelivered, m.acked, m.objects, m.bytes, m.uploadSeconds,
-			m.objectBytes, m.uploadErrors, m.lost, m.rejected, m.untrusted, m.bufferedMessages, m.bufferedBytes, m.bufferedPeak, m.oldestBuffered,
+			m.objectBytes, m.uploadErrors, m.lost, m.rejected, m.untrusted, m.consumerRebuilds, m.bufferedMessages, m.bufferedBytes, m.bufferedPeak, m.oldestBuffered,
 			m.pending, m.ackPending, m.freshness, m.commits, m.commitSeconds, m.commitFiles, m.lastCommit, m.tableSnapshots, m.expired, m.compactedFiles, m.compactedBytes, m.dataFiles, m.smallFiles, m.compactable, m.oldestClosed, m.metadataBytes, m.orphans,
 			m.partitionsHeld, m.partitionsStalled, m.leaseRenewals, m.handovers, m.handoverSeconds} {
 			reg.MustRegister(c)

@@ -52,12 +52,6 @@ type partition struct {
 	lost      bool      // the lease is not ours any more: neither unpin nor release
 	since     time.Time // when the handover started
 	releasing bool      // the release is under way beside the loop
-
-	// A held partition that can not pull: why, or "". Its consumer is
-	// looked up beside the loop, and re-created when it is missing.
-	stalled  string
-	checking bool      // the consumer is being looked up
-	checked  time.Time // when it was last looked up
 }
 
 // leaseKeyPrefix is the prefix of the lease keys of a partitioned entry.
@@ -252,14 +246,19 @@ func (e *Exporter) Idle() string {
 func (r *runner) holdings() {
 	total := 0
 	var stalled []string
+	for _, s := range r.streams {
+		if s.part == nil && s.cur.stalled != "" {
+			stalled = append(stalled, fmt.Sprintf("stream %s, consumer %s can not pull: %s", s.cfg.Stream, s.cfg.Consumer, s.cur.stalled))
+		}
+	}
 	for _, g := range r.groups {
 		held, stuck := 0, 0
 		for _, s := range g.parts {
 			if s.part.rev != 0 && !s.part.handing {
 				held++
-				if s.part.stalled != "" {
+				if s.cur.stalled != "" {
 					stuck++
-					stalled = append(stalled, fmt.Sprintf("stream %s, consumer %s: partition %d can not pull: %s", s.cfg.Stream, s.cfg.Consumer, s.part.k, s.part.stalled))
+					stalled = append(stalled, fmt.Sprintf("stream %s, consumer %s: partition %d can not pull: %s", s.cfg.Stream, s.cfg.Consumer, s.part.k, s.cur.stalled))
 				}
 			}
 		}

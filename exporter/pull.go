@@ -46,22 +46,19 @@ func (r *runner) pull(s *streamState) error {
 }
 
 // pullError handles an error the consumer reports while pulling: a deleted
-// consumer or stream stops the exporter; anything else (missed heartbeats,
-// a reconnect) is logged, and pulling goes on. On a partition it is also
-// handed to the loop, which looks the consumer up (tendPartitions).
+// stream stops the exporter; anything else (a deleted consumer, missed
+// heartbeats, a reconnect) is logged and handed to the loop, which looks
+// the consumer up and re-creates it from the export record when it is
+// missing (tendConsumers).
 func (r *runner) pullError(s *streamState, err error) {
-	switch {
-	case errors.Is(err, jetstream.ErrConsumerDeleted), errors.Is(err, jetstream.ErrConsumerNotFound),
-		errors.Is(err, jetstream.ErrStreamNotFound):
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		select {
 		case r.fatal <- fmt.Errorf("stream %s, consumer %s: %w: %w", s.cfg.Stream, s.cfg.Consumer, ErrConsumerDeleted, err):
 		default:
 		}
-	default:
-		r.log.Warn("pull problem; pulling goes on", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "error", err)
-		if s.part != nil {
-			why := err.Error()
-			s.pullTrouble.Store(&why)
-		}
+		return
 	}
+	r.log.Warn("pull problem; pulling goes on", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "error", err)
+	why := err.Error()
+	s.pullTrouble.Store(&why)
 }

@@ -378,7 +378,7 @@ func (r *runner) loop(ctx context.Context) error {
 			r.resolve(ctx, now)
 			r.tend(ctx, now)
 			r.leaseRound(ctx, now)
-			r.tendPartitions(ctx, now)
+			r.tendConsumers(ctx, now)
 			r.checkHandovers(ctx)
 			r.commitTable(ctx, now, false)
 			r.compactTable(ctx, now)

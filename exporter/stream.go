@@ -47,9 +47,10 @@ type streamState struct {
 
 	drained bool // the last delivery said the consumer had nothing more to deliver
 
-	// A problem the pulls of a partition reported, for the loop to look
-	// into: set by the pulls, taken by the loop.
+	// A problem the pulls reported, for the loop to look into: set by
+	// the pulls, taken by the loop.
 	pullTrouble atomic.Pointer[string]
+	cur         cursor // the consumer as a cursor rebuilt from the record
 
 	// What is exported, in ranges, compared with the stream by walks beside
 	// the runner; nil until recovery ran (on a pinned consumer, until this
@@ -91,23 +92,36 @@ type delivery struct {
 	msg    jetstream.Msg
 }
 
-// setupStream makes sure the consumer exists, records the stream's
-// identity, recovers the intents left by an earlier process, and resets the
-// consumer to its ack floor so unacked messages come back at once.
+// setupStream makes sure the consumer exists (created from the export
+// record when it is missing), records the stream's identity, recovers the
+// intents left by an earlier process, and resets the consumer to its ack
+// floor so unacked messages come back at once.
 func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *streamState) error {
-	cons, err := ensureConsumer(ctx, js, e.cfg, s.cfg)
-	if err != nil {
-		return err
-	}
 	stream, err := js.Stream(ctx, s.cfg.Stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return &ConfigError{Stream: s.cfg.Stream, Msg: "stream not found: create it, or fix " + streamKey(e.cfg, s.cfg) + ".stream"}
+	}
 	if err != nil {
 		return fmt.Errorf("stream %s: %w", s.cfg.Stream, err)
 	}
 	si := stream.CachedInfo()
-	s.cons = cons
 	s.stream = stream
 	s.created = si.Created.UTC()
 	s.intentPrefix = intentPrefix(e.cfg.Name, s.cfg.Stream, s.cfg.Consumer)
+	s.recordKey = recordKey(e.cfg.Name, s.cfg.Stream, s.cfg.Consumer)
+	from, err := e.recordStart(ctx, s)
+	if err != nil {
+		return fmt.Errorf("stream %s, consumer %s: export record: %w", s.cfg.Stream, s.cfg.Consumer, err)
+	}
+	cons, made, err := ensureConsumer(ctx, stream, e.cfg, s.cfg, from)
+	if err != nil {
+		return err
+	}
+	if made && from > 0 {
+		e.log.Warn("the consumer was missing: created from the export record", s.logAttrs("deliver_from", from)...)
+		e.m.consumerRebuilds.WithLabelValues(e.cfg.Name, s.cfg.Stream, rebuildMissing).Inc()
+	}
+	s.cons = cons
 	s.book.reset()
 	s.ledger = nil
 	// A partition sees a part of the stream, even partition 0 whose
@@ -115,7 +129,6 @@ func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *s
 	// before the stream was partitioned.
 	s.filtered = s.part != nil || !config.FiltersCover(s.cfg.Subjects, si.Config.Subjects)
 	s.retained = si.Config.Retention != jetstream.LimitsPolicy
-	s.recordKey = recordKey(e.cfg.Name, s.cfg.Stream, s.cfg.Consumer)
 	s.recovered = 0
 	info, err := cons.Info(ctx)
 	if err != nil {

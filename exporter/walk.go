@@ -17,7 +17,10 @@ type walkResult struct {
 	existing []uint64 // sorted: the sequences in them the stream still holds
 	firstSeq uint64   // the stream's first sequence
 	lastSeq  uint64   // and its last
-	err      error
+	// The consumer's ack floor and last delivered stream sequence, read
+	// before the holes were looked up; both 0 when it could not be read.
+	ackFloor, delivered uint64
+	err                 error
 }
 
 // Bounds on one walk, so that a stream with a million holes is walked a
@@ -32,10 +35,18 @@ const (
 // the consumer's filter), and so on while one is found inside it. A range
 // below the stream's first sequence costs nothing; a range the stream no
 // longer holds any of costs one lookup, however long it is. It runs beside
-// the runner, which applies the result.
-func (e *Exporter) walk(ctx context.Context, s *streamState, holes []Range) *walkResult {
+// the runner, which applies the result. cons is the consumer s pulls:
+// where it stands tells whether it still delivers the holes found.
+func (e *Exporter) walk(ctx context.Context, s *streamState, cons jetstream.Consumer, holes []Range) *walkResult {
 	res := &walkResult{stream: s}
 	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	if len(holes) > 0 && cons != nil {
+		// Read first: what it acked before is no hole by the time the
+		// result is applied.
+		if ci, err := cons.Info(ictx); err == nil {
+			res.ackFloor, res.delivered = ci.AckFloor.Stream, ci.Delivered.Stream
+		}
+	}
 	info, err := s.stream.Info(ictx)
 	cancel()
 	if err != nil {

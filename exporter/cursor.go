@@ -1,0 +1,333 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The export record (with the intents) says what is exported; a consumer
+// says only where deliveries go on. jetlake treats its consumer as a
+// cursor it can rebuild from the record at any time: a consumer that is
+// missing (deleted by an operator, or a memory consumer a server restart
+// lost) is created again delivering from the first sequence the record
+// does not hold, and a consumer that would never deliver a sequence the
+// stream holds and the record does not (re-created by someone else with
+// deliver policy new, acked by another client, reset past it) is moved
+// back to it. deliver_policy only says where a connector without a record
+// starts.
+
+// cursor is what the runner keeps about the consumer a stream is read
+// through. Only the runner goroutine uses it.
+type cursor struct {
+	// Why the consumer can not be pulled, or "". It is looked up beside
+	// the loop, and re-created when it is missing.
+	stalled  string
+	checking bool      // the consumer is being looked up or moved beside the loop
+	checked  time.Time // when it was last looked up
+
+	// The lowest sequence a walk found in the stream that the record
+	// does not hold, and since when: one the consumer delivered that does
+	// not come back within twice AckWait is one it will never deliver.
+	stuck      uint64
+	stuckSince time.Time
+}
+
+// consumerCheckEvery is how often the consumer of a stream that can not
+// pull is looked up.
+const consumerCheckEvery = 2 * time.Second
+
+// Reasons a consumer was rebuilt, as jetlake_consumer_rebuilds_total counts
+// them.
+const (
+	rebuildMissing = "missing" // the consumer was not there: created from the record
+	rebuildSkips   = "skips"   // it would not deliver sequences the record lacks: moved back
+)
+
+// pulling reports whether the runner pulls s now: a partition only while
+// its lease is held and it is not being handed over.
+func (s *streamState) pulling() bool {
+	p := s.part
+	return p == nil || p.rev != 0 && !p.handing && !p.lost
+}
+
+// tendConsumers looks into the problems the pulls reported: such a stream
+// is stalled until its consumer is found, or re-created when it is
+// missing, beside the loop.
+func (r *runner) tendConsumers(ctx context.Context, now time.Time) {
+	changed := false
+	for _, s := range r.streams {
+		why := s.pullTrouble.Swap(nil)
+		c := &s.cur
+		if !s.pulling() {
+			continue
+		}
+		if why != nil && c.stalled == "" {
+			// Looked up after a moment: a pull problem often passes
+			// (a reconnect, a leader election).
+			c.stalled, c.checked, changed = *why, now, true
+		}
+		if c.stalled == "" || c.checking || now.Sub(c.checked) < consumerCheckEvery {
+			continue
+		}
+		c.checking = true
+		from := r.resumeFrom(s)
+		r.beside(func() func() {
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			cons, made, err := r.e.findConsumer(cctx, s, from)
+			cancel()
+			return func() { r.consumerChecked(s, cons, made, err) }
+		})
+	}
+	if changed {
+		r.holdings()
+	}
+}
+
+// resumeFrom returns the first sequence s's ledger does not hold, or 0
+// before s has a ledger (a pinned consumer this instance is not pinned to):
+// the record's floor says then.
+func (r *runner) resumeFrom(s *streamState) uint64 {
+	if s.ledger == nil {
+		return 0
+	}
+	return s.ledger.floor + 1
+}
+
+// consumerChecked applies the look-up of a stalled stream's consumer: a
+// consumer that was re-created, here or by someone else, is pulled afresh;
+// one that is the same ends the stall (the problem was passing), and the
+// pulls report again if it was not.
+func (r *runner) consumerChecked(s *streamState, cons jetstream.Consumer, made bool, err error) {
+	c := &s.cur
+	c.checking, c.checked = false, time.Now()
+	if !s.pulling() {
+		c.stalled = ""
+		r.holdings()
+		return
+	}
+	switch {
+	case err != nil:
+		c.stalled = err.Error()
+		r.log.Warn("a consumer can not pull", s.logAttrs("error", err)...)
+	case made:
+		r.log.Warn("the consumer was missing: re-created from the export record", s.logAttrs(
+			"deliver_from", cons.CachedInfo().Config.OptStartSeq)...)
+		r.rebuilt(s, rebuildMissing)
+		r.repull(s, cons)
+	case !cons.CachedInfo().Created.Equal(s.consCreated()):
+		// Someone else re-created it: pulled afresh, and the next walk
+		// tells whether it skips what the record lacks.
+		r.log.Warn("the consumer was re-created by someone else; pulling it afresh", s.logAttrs()...)
+		r.repull(s, cons)
+	default:
+		c.stalled = ""
+	}
+	r.holdings()
+}
+
+// repull stops the pulls of s's consumer and pulls cons instead.
+func (r *runner) repull(s *streamState, cons jetstream.Consumer) {
+	if s.cc != nil {
+		s.cc.Stop()
+		s.cc = nil
+	}
+	s.cons = cons
+	if r.pull(s) == nil {
+		s.cur.stalled = ""
+	}
+}
+
+// consCreated is when the consumer s pulls was created.
+func (s *streamState) consCreated() time.Time {
+	if s.cons == nil {
+		return time.Time{}
+	}
+	if info := s.cons.CachedInfo(); info != nil {
+		return info.Created
+	}
+	return time.Time{}
+}
+
+// rebuilt counts a rebuild of s's consumer.
+func (r *runner) rebuilt(s *streamState, reason string) {
+	r.e.m.consumerRebuilds.WithLabelValues(r.e.cfg.Name, s.cfg.Stream, reason).Inc()
+}
+
+// logAttrs returns the stream and consumer of s (and its partition) for a
+// log line, followed by more.
+func (s *streamState) logAttrs(more ...any) []any {
+	out := []any{"stream", s.cfg.Stream, "consumer", s.cfg.Consumer}
+	if s.part != nil {
+		out = append(out, "partition", s.part.k)
+	}
+	return append(out, more...)
+}
+
+// findConsumer returns the consumer of s, re-created (made) when it is
+// missing. It delivers from from, the first sequence the runner's ledger
+// does not hold, or, with from 0, from after the export record's floor:
+// what the record names above it is acked without being written again when
+// it comes back. Without a record of this stream it starts where the
+// connector's deliver_policy says.
+func (e *Exporter) findConsumer(ctx context.Context, s *streamState, from uint64) (cons jetstream.Consumer, made bool, err error) {
+	cons, err = s.stream.Consumer(ctx, s.cfg.Consumer)
+	if err == nil {
+		return cons, false, nil
+	}
+	if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, false, fmt.Errorf("consumer info: %w", err)
+	}
+	if from == 0 {
+		if from, err = e.recordStart(ctx, s); err != nil {
+			return nil, false, fmt.Errorf("the consumer is missing, and its export record can not be read: %w", err)
+		}
+	}
+	cons, err = s.stream.CreateConsumer(ctx, consumerFrom(consumerConfig(e.cfg.Name, s.cfg), from))
+	if errors.Is(err, jetstream.ErrConsumerExists) {
+		// Another instance re-created it first.
+		cons, err = s.stream.Consumer(ctx, s.cfg.Consumer)
+		return cons, false, err
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("the consumer is missing and could not be re-created: %w", err)
+	}
+	return cons, true, nil
+}
+
+// consumerFrom returns cfg delivering from sequence from; 0 leaves cfg's
+// deliver policy as it is.
+func consumerFrom(cfg jetstream.ConsumerConfig, from uint64) jetstream.ConsumerConfig {
+	switch {
+	case from == 1:
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverAllPolicy, 0
+	case from > 1:
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
+	}
+	return cfg
+}
+
+// recordStart returns the first sequence s's export record does not hold:
+// every sequence below it is exported. 0 when there is no record of this
+// stream, or when the record claims sequences the stream never had and is
+// not believed.
+func (e *Exporter) recordStart(ctx context.Context, s *streamState) (uint64, error) {
+	if e.intents == nil {
+		return 0, nil
+	}
+	rec, _, err := loadRecord(ctx, e.intents, s.recordKey)
+	var bad *unreadableRecordError
+	switch {
+	case errors.As(err, &bad):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	case rec == nil || !rec.StreamCreated.Equal(s.created):
+		return 0, nil
+	}
+	si, err := s.stream.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("stream info: %w", err)
+	}
+	if rec.claims() > si.State.LastSeq {
+		return 0, nil
+	}
+	return rec.Floor + 1, nil
+}
+
+// checkCursor compares what a walk found with where the consumer is: the
+// lowest sequence the stream holds and the ledger lacks must be one the
+// consumer still delivers. One at or below its ack floor never comes
+// back; nor does one it delivered that has not come back within twice
+// AckWait (acked by another client). The consumer is then moved back to
+// it.
+func (r *runner) checkCursor(s *streamState, res *walkResult, now time.Time) {
+	c := &s.cur
+	var q uint64
+	for _, e := range res.existing {
+		if s.ledger.holes.has(e) {
+			q = e
+			break
+		}
+	}
+	var why string
+	switch {
+	case q == 0 || res.ackFloor == 0 && res.delivered == 0:
+		c.stuck = 0
+		return
+	case q <= res.ackFloor:
+		why = fmt.Sprintf("the consumer's ack floor %d is past sequence %d, which the stream holds and the export record does not", res.ackFloor, q)
+	case q <= res.delivered && q == c.stuck && now.Sub(c.stuckSince) > 2*s.cfg.AckWait:
+		why = fmt.Sprintf("sequence %d, which the stream holds and the export record does not, was delivered and has not come back in twice ack_wait", q)
+	default:
+		if q != c.stuck {
+			c.stuck, c.stuckSince = q, now
+		}
+		return
+	}
+	if c.checking {
+		return
+	}
+	c.checking = true
+	cons := s.cons
+	ctx := r.ctx
+	r.beside(func() func() {
+		mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		moved, err := r.e.moveConsumer(mctx, s, cons, q)
+		cancel()
+		return func() { r.cursorMoved(s, moved, q, why, err) }
+	})
+}
+
+// cursorMoved applies a move of s's consumer back to sequence from: a
+// consumer that was deleted and created again (moved not nil) is pulled
+// afresh.
+func (r *runner) cursorMoved(s *streamState, moved jetstream.Consumer, from uint64, why string, err error) {
+	c := &s.cur
+	c.checking, c.stuck = false, 0
+	if err != nil {
+		r.log.Warn("the consumer would not deliver sequences the export record lacks, and could not be moved back; trying again", s.logAttrs(
+			"found", why, "error", err)...)
+		return
+	}
+	r.log.Warn("the consumer would not deliver sequences the export record lacks: it delivers from the first of them now", s.logAttrs(
+		"found", why, "deliver_from", from)...)
+	r.rebuilt(s, rebuildSkips)
+	if moved != nil && s.pulling() {
+		r.repull(s, moved)
+	}
+}
+
+// moveConsumer makes cons, s's consumer, deliver from sequence from on:
+// with a reset on servers that have it (2.14+); by deleting and creating
+// it again on older ones, or when its deliver policy does not allow the
+// reset (deliver new, or a start sequence above from). It returns the new
+// consumer when it made one.
+func (e *Exporter) moveConsumer(ctx context.Context, s *streamState, cons jetstream.Consumer, from uint64) (jetstream.Consumer, error) {
+	_, err := e.js.ResetConsumerToSequence(ctx, s.cfg.Stream, s.cfg.Consumer, from)
+	switch {
+	case err == nil:
+		return nil, nil
+	case errors.Is(err, jetstream.ErrConsumerInvalidReset), errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrJetStreamNotEnabled):
+	default:
+		return nil, fmt.Errorf("reset to sequence %d: %w", from, err)
+	}
+	cfg := consumerConfig(e.cfg.Name, s.cfg)
+	if cons != nil {
+		if info := cons.CachedInfo(); info != nil {
+			cfg = info.Config
+		}
+	}
+	if err := s.stream.DeleteConsumer(ctx, s.cfg.Consumer); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("delete to create again from sequence %d: %w", from, err)
+	}
+	made, err := s.stream.CreateConsumer(ctx, consumerFrom(cfg, from))
+	if err != nil {
+		return nil, fmt.Errorf("create again from sequence %d: %w", from, err)
+	}
+	return made, nil
+}

@@ -1,0 +1,124 @@
+package exporter_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter"
+)
+
+// cursorEnv exports 2,000 messages with the given deliver policy, then
+// leaves the consumer to change, while the exporter is stopped, and
+// publishes 1,000 more: it returns the env, the connector and the last
+// sequence.
+func cursorEnv(t *testing.T, policy string, change func(e *env, c *config.Connector)) (*env, *config.Connector, uint64) {
+	t.Helper()
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), "max_messages_per_file = 250\nmax_file_age = \"1s\"")
+	c := e.connector()
+	c.Streams[0].DeliverPolicy = policy
+	e.runUntilIdle(c, time.Minute) // makes the consumer; with "new", at the stream's end
+	e.publish(2000, 5)
+	e.runUntilIdle(c, time.Minute)
+	change(e, c)
+	last := e.publish(1000, 5)
+	return e, c, last
+}
+
+// deleteConsumer deletes the connector's consumer.
+func (e *env) deleteConsumer(c *config.Connector) {
+	e.t.Helper()
+	if err := e.js.DeleteConsumer(context.Background(), e.stream, c.Streams[0].Consumer); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// A consumer deleted while jetlake is stopped (by an operator, or a server
+// that lost a memory consumer) is created again delivering from the first
+// sequence the export record lacks, whatever deliver_policy says: every
+// sequence lands once, and only the messages not exported yet are
+// delivered.
+func TestAConsumerDeletedWhileStoppedResumesFromTheExportRecord(t *testing.T) {
+	for _, policy := range []string{config.DeliverNew, config.DeliverAll} {
+		t.Run(policy, func(t *testing.T) {
+			e, c, last := cursorEnv(t, policy, func(e *env, c *config.Connector) { e.deleteConsumer(c) })
+			reg := prometheus.NewRegistry()
+			e.metrics = exporter.NewMetrics(reg)
+			e.runUntilIdle(c, time.Minute)
+			e.wantExactlyOnce(e.read(), last)
+			e.wantAllAcked()
+			if got := metricSum(reg, "jetlake_messages_received_total", nil); got != 1000 {
+				t.Errorf("received %v messages; want the 1000 not exported yet", got)
+			}
+			if got := metricSum(reg, "jetlake_consumer_rebuilds_total", map[string]string{"reason": "missing"}); got != 1 {
+				t.Errorf("consumer_rebuilds_total{reason=missing} %v; want 1", got)
+			}
+		})
+	}
+}
+
+// A consumer someone else re-created while jetlake was stopped, with
+// deliver policy new, would never deliver what was published while it was
+// missing: jetlake finds the sequences the stream holds and the record
+// lacks below the consumer's ack floor, and moves the consumer back to
+// them.
+func TestAConsumerRecreatedWithDeliverNewIsMovedBackToTheExportRecord(t *testing.T) {
+	e, c, last := cursorEnv(t, config.DeliverAll, func(e *env, c *config.Connector) { e.deleteConsumer(c) })
+	_, err := e.js.CreateConsumer(context.Background(), e.stream, jetstream.ConsumerConfig{
+		Durable:       c.Streams[0].Consumer,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		MaxDeliver:    -1,
+		DeliverPolicy: jetstream.DeliverNewPolicy,
+		AckWait:       c.Streams[0].AckWait,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	e.metrics = exporter.NewMetrics(reg)
+	e.runUntilIdle(c, time.Minute)
+	e.wantExactlyOnce(e.read(), last)
+	e.wantAllAcked()
+	if got := metricSum(reg, "jetlake_consumer_rebuilds_total", map[string]string{"reason": "skips"}); got != 1 {
+		t.Errorf("consumer_rebuilds_total{reason=skips} %v; want 1", got)
+	}
+}
+
+// A consumer deleted while jetlake runs is created again from the export
+// record without stopping the exporter: what was published before and
+// after lands once.
+func TestAConsumerDeletedWhileRunningIsRecreatedInPlace(t *testing.T) {
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), "max_messages_per_file = 250\nmax_file_age = \"1s\"")
+	c := e.connector()
+	reg := prometheus.NewRegistry()
+	e.metrics = exporter.NewMetrics(reg)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	done, _ := e.run(ctx, c, false)
+	first := e.publish(1000, 5)
+	waitFor(t, time.Minute, "the first messages exported", func() bool {
+		return uint64(len(e.read().bySeq)) == first
+	})
+	e.deleteConsumer(c)
+	last := e.publish(1000, 5)
+	waitFor(t, time.Minute, "every message exported", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("the exporter stopped: %v", err)
+		default:
+		}
+		return uint64(len(e.read().bySeq)) == last
+	})
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	e.wantExactlyOnce(e.read(), last)
+	if got := metricSum(reg, "jetlake_consumer_rebuilds_total", map[string]string{"reason": "missing"}); got != 1 {
+		t.Errorf("consumer_rebuilds_total{reason=missing} %v; want 1", got)
+	}
+}
