@@ -68,7 +68,7 @@ var (
 	}
 	streamSpec = spec{
 		name: "streams", where: "in [[streams]]", header: "[[streams]]",
-		keys: []string{"stream", "subjects", "consumer", "deliver_policy", "ack_wait", "max_ack_pending", "failover", "priority_timeout", "partitions", "lease_ttl"},
+		keys: []string{"stream", "subjects", "consumer", "deliver_policy", "ack_wait", "max_ack_pending", "failover", "priority_timeout", "partitions", "lease_ttl", "consumer_storage"},
 	}
 	s3Spec = spec{
 		name: "s3", where: "in [s3]", header: "[s3]",

@@ -156,6 +156,15 @@ func (c *checker) stream(t map[string]any, p keyPath, connector string, rot rota
 		}
 	}
 
+	if d, ok := c.str(t, p, "consumer_storage", ""); ok && has(t, "consumer_storage") {
+		switch d {
+		case StorageMemory, StorageFile:
+			s.ConsumerStorage = d
+		default:
+			c.report(p.key("consumer_storage"), "%q is not a consumer storage; allowed: memory (the server keeps the consumer's state in memory; jetlake rebuilds it from its export record after a server restart), file (on disk)", d)
+		}
+	}
+
 	ackOK := false
 	if d, ok := c.duration(t, p, "ack_wait", defaultAckWait); ok {
 		if d < minAckWait {

@@ -66,6 +66,20 @@ const (
 	DeliverNew = "new"
 )
 
+// Where a consumer keeps its state (consumer_storage).
+const (
+	// StorageMemory: no state on disk, so nats-server does not rewrite the
+	// consumer's unacked set every 100 ms; a server restart (or a whole
+	// cluster's) loses it, and jetlake rebuilds it from its export record.
+	StorageMemory = "memory"
+	// StorageFile: the consumer's state is written to disk, as the
+	// stream's is.
+	StorageFile = "file"
+	// DefaultConsumerStorage is where a consumer jetlake creates keeps its
+	// state when consumer_storage is not set.
+	DefaultConsumerStorage = StorageMemory
+)
+
 // Stream is one [[streams]] entry: a stream and the durable consumer that
 // reads it.
 type Stream struct {
@@ -76,6 +90,13 @@ type Stream struct {
 	AckWait       time.Duration // default 2m, at least 10s and at least twice Rotation.MaxFileAge
 	MaxAckPending int           // resolved: derived from the rotation limits when the file says 0
 	Line          int           // line of the [[streams]] header, for messages
+
+	// ConsumerStorage is StorageMemory, StorageFile, or "" when the file
+	// does not say: a consumer jetlake creates then keeps its state where
+	// DefaultConsumerStorage says, and an existing consumer keeps its own.
+	// When set, an existing consumer kept elsewhere is rebuilt from the
+	// export record.
+	ConsumerStorage string
 
 	// Failover is "" (every instance pulls) or FailoverPinned: the
 	// consumer gets a priority group with the pinned_client policy, one
@@ -93,6 +114,15 @@ type Stream struct {
 	// LeaseTTL is how long a partition's lease lasts unless renewed; an
 	// instance that dies loses its partitions after it. Default 30s.
 	LeaseTTL time.Duration
+}
+
+// MemoryConsumer reports whether a consumer jetlake creates for the entry
+// keeps its state in memory.
+func (s Stream) MemoryConsumer() bool {
+	if s.ConsumerStorage == "" {
+		return DefaultConsumerStorage == StorageMemory
+	}
+	return s.ConsumerStorage == StorageMemory
 }
 
 // Partitioned reports whether the entry splits its stream into partitions.

@@ -114,6 +114,7 @@ func consumerConfig(connector string, s config.Stream) jetstream.ConsumerConfig 
 		MaxAckPending: s.MaxAckPending,
 		MaxDeliver:    -1,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
+		MemoryStorage: s.MemoryConsumer(),
 	}
 	if s.DeliverPolicy == config.DeliverNew {
 		cc.DeliverPolicy = jetstream.DeliverNewPolicy
@@ -133,39 +134,56 @@ func consumerConfig(connector string, s config.Stream) jetstream.ConsumerConfig 
 	return cc
 }
 
+// consumerSetup says what ensureConsumer did to the consumer.
+type consumerSetup int
+
+const (
+	consumerFound   consumerSetup = iota // it was there (and may have been updated)
+	consumerMade                         // it was missing, and was created
+	consumerRebuilt                      // it was kept in the other storage, and was made again
+)
+
 // ensureConsumer returns the durable consumer of s, one of c's streams,
-// creating it (made) when it is missing: delivering from sequence from,
+// creating it (consumerMade) when it is missing: delivering from sequence from,
 // the first the export record does not hold, or, with from 0 (no record),
 // where s's deliver_policy says. An existing consumer that CheckConsumer
 // refuses is a *ConfigError; its AckWait, MaxAckPending, filter subjects
 // and pinned TTL are updated to the configured values. An entry without
 // partitions on a stream that carries the partition transform is refused
-// too, before any consumer is made.
-func ensureConsumer(ctx context.Context, stream jetstream.Stream, c *config.Connector, s config.Stream, from uint64) (cons jetstream.Consumer, made bool, err error) {
+// too, before any consumer is made. A consumer kept in another storage than
+// consumer_storage, when set, asks for is deleted and created again there
+// (consumerRebuilt), delivering from from, or, without a record, from
+// right after its ack floor.
+func ensureConsumer(ctx context.Context, stream jetstream.Stream, c *config.Connector, s config.Stream, from uint64) (cons jetstream.Consumer, did consumerSetup, err error) {
 	if msg := UnpartitionedRefusal(c, s, stream.CachedInfo().Config); msg != "" {
-		return nil, false, &ConfigError{Stream: s.Stream, Consumer: s.Consumer, Msg: msg}
+		return nil, consumerFound, &ConfigError{Stream: s.Stream, Consumer: s.Consumer, Msg: msg}
 	}
 	want := consumerConfig(c.Name, s)
 	cons, err = stream.Consumer(ctx, s.Consumer)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		cons, err = stream.CreateConsumer(ctx, consumerFrom(want, from))
 		if err != nil {
-			return nil, false, fmt.Errorf("stream %s: create consumer %s: %w", s.Stream, s.Consumer, err)
+			return nil, consumerFound, fmt.Errorf("stream %s: create consumer %s: %w", s.Stream, s.Consumer, err)
 		}
-		return cons, true, nil
+		return cons, consumerMade, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("stream %s: consumer %s: %w", s.Stream, s.Consumer, err)
+		return nil, consumerFound, fmt.Errorf("stream %s: consumer %s: %w", s.Stream, s.Consumer, err)
 	}
 	have := cons.CachedInfo().Config
-	problems := CheckConsumer(c, s, streamKey(c, s), have)
-	for _, p := range problems {
-		if p.Refused {
-			return nil, false, &ConfigError{Stream: s.Stream, Consumer: s.Consumer, Msg: p.Msg}
+	if s.ConsumerStorage != "" && have.MemoryStorage != want.MemoryStorage {
+		if refused := refusedProblem(CheckConsumer(c, s, streamKey(c, s), have)); refused != nil {
+			return nil, consumerFound, &ConfigError{Stream: s.Stream, Consumer: s.Consumer, Msg: refused.Msg}
 		}
+		cons, _, err = remakeInStorage(ctx, stream, cons, c, s, from)
+		return cons, consumerRebuilt, err
+	}
+	problems := CheckConsumer(c, s, streamKey(c, s), have)
+	if refused := refusedProblem(problems); refused != nil {
+		return nil, consumerFound, &ConfigError{Stream: s.Stream, Consumer: s.Consumer, Msg: refused.Msg}
 	}
 	if len(problems) == 0 && have.Metadata[MetaConsumerConnector] == c.Name {
-		return cons, false, nil
+		return cons, consumerFound, nil
 	}
 	upd := have
 	upd.Metadata = maps.Clone(have.Metadata)
@@ -177,9 +195,19 @@ func ensureConsumer(ctx context.Context, stream jetstream.Stream, c *config.Conn
 	upd.FilterSubject, upd.FilterSubjects = want.FilterSubject, want.FilterSubjects
 	cons, err = stream.UpdateConsumer(ctx, upd)
 	if err != nil {
-		return nil, false, fmt.Errorf("stream %s: update consumer %s: %w", s.Stream, s.Consumer, err)
+		return nil, consumerFound, fmt.Errorf("stream %s: update consumer %s: %w", s.Stream, s.Consumer, err)
 	}
-	return cons, false, nil
+	return cons, consumerFound, nil
+}
+
+// refusedProblem returns the first of problems that is refused, or nil.
+func refusedProblem(problems []ConsumerProblem) *ConsumerProblem {
+	for i := range problems {
+		if problems[i].Refused {
+			return &problems[i]
+		}
+	}
+	return nil
 }
 
 // streamKey names s in messages the way plan does: streams[N], N counted
@@ -262,11 +290,47 @@ func CheckConsumer(c *config.Connector, s config.Stream, key string, have jetstr
 	if !slices.Equal(haveFilters, s.Subjects) {
 		add(false, false, "filter subjects %s; jetlake sets them to %s on start", listOrWhole(haveFilters), listOrWhole(s.Subjects))
 	}
+	if s.ConsumerStorage != "" && have.MemoryStorage != want.MemoryStorage {
+		add(false, false, "keeps its state %s; jetlake rebuilds it %s from the export record on start (%s.consumer_storage = %q)",
+			storageName(have.MemoryStorage), storageName(want.MemoryStorage), key, s.ConsumerStorage)
+	}
 	if s.Failover == config.FailoverPinned && have.PinnedTTL != want.PinnedTTL {
 		add(false, false, "pinned TTL %s; jetlake sets it to %s (%s.priority_timeout) on start",
 			config.FormatDuration(have.PinnedTTL), config.FormatDuration(want.PinnedTTL), key)
 	}
 	return out
+}
+
+// storageName says where a consumer keeps its state.
+func storageName(memory bool) string {
+	if memory {
+		return "in memory"
+	}
+	return "in a file"
+}
+
+// remakeInStorage deletes cons, an existing consumer of s kept in the other
+// storage than s's consumer_storage asks for, and creates it again there,
+// delivering from from (the first sequence the export record lacks) or,
+// without a record, from right after its ack floor: what it had delivered
+// and not had acked comes back. It returns the new consumer and where it
+// delivers from.
+func remakeInStorage(ctx context.Context, stream jetstream.Stream, cons jetstream.Consumer, c *config.Connector, s config.Stream, from uint64) (jetstream.Consumer, uint64, error) {
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("stream %s: consumer %s: %w", s.Stream, s.Consumer, err)
+	}
+	if from == 0 {
+		from = info.AckFloor.Stream + 1
+	}
+	if err := stream.DeleteConsumer(ctx, s.Consumer); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, 0, fmt.Errorf("stream %s: delete consumer %s to keep it %s: %w", s.Stream, s.Consumer, storageName(s.MemoryConsumer()), err)
+	}
+	cons, err = stream.CreateConsumer(ctx, consumerFrom(consumerConfig(c.Name, s), from))
+	if err != nil {
+		return nil, 0, fmt.Errorf("stream %s: create consumer %s %s: %w", s.Stream, s.Consumer, storageName(s.MemoryConsumer()), err)
+	}
+	return cons, from, nil
 }
 
 func listOrWhole(subjects []string) string {

@@ -46,6 +46,7 @@ const consumerCheckEvery = 2 * time.Second
 const (
 	rebuildMissing = "missing" // the consumer was not there: created from the record
 	rebuildSkips   = "skips"   // it would not deliver sequences the record lacks: moved back
+	rebuildStorage = "storage" // consumer_storage asks for the other storage
 )
 
 // pulling reports whether the runner pulls s now: a partition only while

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/exportertest"
 )
 
 // cursorEnv exports 2,000 messages with the given deliver policy, then
@@ -120,5 +121,87 @@ func TestAConsumerDeletedWhileRunningIsRecreatedInPlace(t *testing.T) {
 	e.wantExactlyOnce(e.read(), last)
 	if got := metricSum(reg, "jetlake_consumer_rebuilds_total", map[string]string{"reason": "missing"}); got != 1 {
 		t.Errorf("consumer_rebuilds_total{reason=missing} %v; want 1", got)
+	}
+}
+
+// A memory consumer is gone after a nats-server restart: jetlake, holding
+// unacked messages in its buffers meanwhile, creates it again from the
+// export record, and every sequence lands once.
+func TestAMemoryConsumerLostInAServerRestartIsRebuiltFromTheRecord(t *testing.T) {
+	ns := exportertest.NATS(t, exportertest.NATSOptions{})
+	e := newEnv(t, ns, shared.MinIO(t), "max_messages_per_file = 5000\nmax_file_age = \"15s\"")
+	c := e.connector()
+	c.Streams[0].ConsumerStorage = config.StorageMemory
+	reg := prometheus.NewRegistry()
+	e.metrics = exporter.NewMetrics(reg)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	done, _ := e.run(ctx, c, false)
+	first := e.publish(500, 5)
+	waitFor(t, 30*time.Second, "the first messages exported", func() bool { return uint64(len(e.read().bySeq)) == first })
+	e.publish(500, 5)
+	waitFor(t, 30*time.Second, "delivery to the exporter", func() bool {
+		info := e.consumerInfo()
+		return info.NumPending == 0 && info.NumAckPending == 500
+	})
+	if !e.consumerInfo().Config.MemoryStorage {
+		t.Fatal("the consumer keeps its state in a file; want memory")
+	}
+	if err := ns.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	last := e.publish(500, 5)
+	waitFor(t, time.Minute, "every message exported", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("the exporter stopped: %v", err)
+		default:
+		}
+		return uint64(len(e.read().bySeq)) == last
+	})
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	e.wantExactlyOnce(e.read(), last)
+	if got := metricSum(reg, "jetlake_consumer_rebuilds_total", map[string]string{"reason": "missing"}); got < 1 {
+		t.Errorf("consumer_rebuilds_total{reason=missing} %v; want at least 1", got)
+	}
+}
+
+// An existing consumer keeps its storage while consumer_storage is not
+// set; set, the consumer is made again where it says, from the export
+// record, and nothing is exported twice.
+func TestConsumerStorageSetRebuildsTheConsumerFromTheRecord(t *testing.T) {
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), "max_messages_per_file = 250\nmax_file_age = \"1s\"")
+	c := e.connector()
+	c.Streams[0].ConsumerStorage = config.StorageFile
+	e.publish(1000, 5)
+	e.runUntilIdle(c, time.Minute)
+	if e.consumerInfo().Config.MemoryStorage {
+		t.Fatal("consumer_storage = file made a memory consumer")
+	}
+	c.Streams[0].ConsumerStorage = ""
+	last := e.publish(500, 5)
+	e.runUntilIdle(c, time.Minute)
+	if e.consumerInfo().Config.MemoryStorage {
+		t.Fatal("without consumer_storage, the file consumer was made again in memory")
+	}
+	c.Streams[0].ConsumerStorage = config.StorageMemory
+	last = e.publish(500, 5)
+	reg := prometheus.NewRegistry()
+	e.metrics = exporter.NewMetrics(reg)
+	e.runUntilIdle(c, time.Minute)
+	info := e.consumerInfo()
+	if !info.Config.MemoryStorage {
+		t.Fatal("consumer_storage = memory left the consumer in a file")
+	}
+	e.wantExactlyOnce(e.read(), last)
+	e.wantAllAcked()
+	if got := metricSum(reg, "jetlake_messages_received_total", nil); got != 500 {
+		t.Errorf("received %v messages after the rebuild; want the 500 not exported yet", got)
+	}
+	if got := metricSum(reg, "jetlake_consumer_rebuilds_total", map[string]string{"reason": "storage"}); got != 1 {
+		t.Errorf("consumer_rebuilds_total{reason=storage} %v; want 1", got)
 	}
 }

@@ -120,7 +120,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		orphans:        counter("iceberg_orphan_files_removed_total", "Data files of an Iceberg table in no snapshot, intent or commit plan, removed once an hour old.", "connector", "table"),
 		expired:        counter("iceberg_snapshots_expired_total", "Snapshots of an Iceberg table expired (beyond keep_snapshots and older than snapshot_retention).", "connector", "table"),
 
-		consumerRebuilds: counter("consumer_rebuilds_total", "Consumers rebuilt from the export record, by reason: missing (created again) or skips (it would not deliver sequences the record lacks, and was moved back).", "connector", "stream", "reason"),
+		consumerRebuilds: counter("consumer_rebuilds_total", "Consumers rebuilt from the export record, by reason: missing (created again), skips (it would not deliver sequences the record lacks, and was moved back) or storage (made again where consumer_storage says).", "connector", "stream", "reason"),
 
 		partitionsHeld:    gauge("partitions_held", "Partitions of a partitioned stream whose lease this instance holds.", cs...),
 		partitionsStalled: gauge("partitions_stalled", "Partitions this instance holds that can not pull: their consumer is missing or does not answer. /readyz fails while any is.", cs...),

@@ -113,13 +113,18 @@ func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *s
 	if err != nil {
 		return fmt.Errorf("stream %s, consumer %s: export record: %w", s.cfg.Stream, s.cfg.Consumer, err)
 	}
-	cons, made, err := ensureConsumer(ctx, stream, e.cfg, s.cfg, from)
+	cons, did, err := ensureConsumer(ctx, stream, e.cfg, s.cfg, from)
 	if err != nil {
 		return err
 	}
-	if made && from > 0 {
+	switch {
+	case did == consumerMade && from > 0:
 		e.log.Warn("the consumer was missing: created from the export record", s.logAttrs("deliver_from", from)...)
 		e.m.consumerRebuilds.WithLabelValues(e.cfg.Name, s.cfg.Stream, rebuildMissing).Inc()
+	case did == consumerRebuilt:
+		e.log.Info("the consumer is rebuilt from the export record where consumer_storage says", s.logAttrs(
+			"consumer_storage", s.cfg.ConsumerStorage, "deliver_from", cons.CachedInfo().Config.OptStartSeq)...)
+		e.m.consumerRebuilds.WithLabelValues(e.cfg.Name, s.cfg.Stream, rebuildStorage).Inc()
 	}
 	s.cons = cons
 	s.book.reset()

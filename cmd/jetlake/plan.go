@@ -176,7 +176,12 @@ func effectiveConfig(c *config.Connector) string {
 			kv("subjects", s.Subjects, "")
 		}
 		kv("consumer", s.Consumer, "")
-		kv("deliver_policy", s.DeliverPolicy, "only when jetlake creates the consumer")
+		kv("deliver_policy", s.DeliverPolicy, "only where a consumer without an export record starts")
+		if s.ConsumerStorage == "" {
+			kv("consumer_storage", config.DefaultConsumerStorage, "for a consumer jetlake creates; an existing one keeps its own")
+		} else {
+			kv("consumer_storage", s.ConsumerStorage, "")
+		}
 		kv("ack_wait", s.AckWait, "")
 		kv("max_ack_pending", s.MaxAckPending, "")
 		if s.Partitions > 1 {

@@ -236,6 +236,7 @@ func TestPlanOfAGoodSetupPassesAndShowsKeysAndPermissions(t *testing.T) {
 		"connector plangood (" + path + ")",
 		// effective configuration, defaults filled in, secrets by name only
 		`max_ack_pending = 250000`,
+		`consumer_storage = "memory"  # for a consumer jetlake creates; an existing one keeps its own`,
 		`path_template = "{stream}/{subject}/{date}/{hour}"`,
 		`compression = "none"  # objects end in .jsonl`,
 		`AWS_ACCESS_KEY_ID (set), AWS_SECRET_ACCESS_KEY (set), AWS_SESSION_TOKEN (not set)`,
