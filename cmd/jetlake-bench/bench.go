@@ -32,7 +32,8 @@ type Config struct {
 	PayloadBytes      int
 	MaxFileSize       int64
 	MaxMessages       int
-	MaxAckPending     int // 0: derived by jetlake
+	MaxAckPending     int    // 0: derived by jetlake
+	ConsumerStorage   string // config.StorageMemory or config.StorageFile, for jetlake's consumers and the consume limit's
 	MaxFileAge        time.Duration
 	MaxBufferedBytes  int64
 	UploadConcurrency int
@@ -100,6 +101,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		Settings: Settings{
 			PayloadBytes: cfg.PayloadBytes, MaxFileSize: cfg.MaxFileSize, MaxMessagesPerFile: cfg.MaxMessages,
 			MaxAckPending:     cfg.MaxAckPending,
+			ConsumerStorage:   cfg.ConsumerStorage,
 			MaxFileAgeSeconds: cfg.MaxFileAge.Seconds(), MaxBufferedBytes: cfg.MaxBufferedBytes,
 			UploadConcurrency: cfg.UploadConcurrency, BudgetSeconds: cfg.Budget.Seconds(),
 		},

@@ -280,6 +280,9 @@ func (b *bench) connector(w *WorkloadResult, spec runSpec, consumer, prefix, cat
 	if b.cfg.MaxAckPending > 0 {
 		fmt.Fprintf(&c, "max_ack_pending = %d\n", b.cfg.MaxAckPending)
 	}
+	if b.cfg.ConsumerStorage != "" {
+		fmt.Fprintf(&c, "consumer_storage = %q\n", b.cfg.ConsumerStorage)
+	}
 	c.WriteString("\n")
 	fmt.Fprintf(&c, "[s3]\nbucket = %q\nendpoint = %q\nprefix = %q\nupload_concurrency = %d\n\n",
 		bucket, b.ms.Endpoint, prefix, b.cfg.UploadConcurrency)

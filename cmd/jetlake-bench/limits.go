@@ -70,6 +70,7 @@ func (b *bench) consumeLimit(ctx context.Context, w *WorkloadResult, round int) 
 		AckWait:       b.ackWait(),
 		MaxDeliver:    -1,
 		MaxAckPending: b.maxAckPending(),
+		MemoryStorage: b.cfg.ConsumerStorage == config.StorageMemory,
 	})
 	cancel()
 	if err != nil {

@@ -114,6 +114,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	maxFileSize := fs.String("max-file-size", "8MiB", "rotation.max_file_size, and the size of the upload limit's objects")
 	maxMessages := fs.Int("max-messages-per-file", 0, "rotation.max_messages_per_file (0: no count limit)")
 	maxAckPending := fs.Int("max-ack-pending", 0, "max_ack_pending of every stream (0: jetlake derives it)")
+	storage := fs.String("consumer-storage", config.DefaultConsumerStorage, "consumer_storage of every stream, and the storage of the consume limit's consumer: memory or file")
 	maxAge := fs.Duration("max-file-age", 30*time.Second, "rotation.max_file_age")
 	maxBuffered := fs.String("max-buffered-bytes", "256MiB", "rotation.max_buffered_bytes")
 	concurrency := fs.Int("upload-concurrency", 4, "s3.upload_concurrency, and the concurrency of the upload limit")
@@ -182,6 +183,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		PayloadBytes:      *payload,
 		MaxMessages:       *maxMessages,
 		MaxAckPending:     *maxAckPending,
+		ConsumerStorage:   *storage,
 		MaxFileAge:        *maxAge,
 		UploadConcurrency: *concurrency,
 		Rounds:            *rounds,
@@ -192,6 +194,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var problems []string
 	var err error
+	if *storage != config.StorageMemory && *storage != config.StorageFile {
+		problems = append(problems, fmt.Sprintf("-consumer-storage %q: want memory or file", *storage))
+	}
 	if cfg.MaxFileSize, err = config.ParseSize(*maxFileSize); err != nil {
 		problems = append(problems, "-max-file-size: "+err.Error())
 	}

@@ -41,6 +41,7 @@ type Settings struct {
 	MaxFileSize        int64   `json:"max_file_size"`
 	MaxMessagesPerFile int     `json:"max_messages_per_file"`
 	MaxAckPending      int     `json:"max_ack_pending,omitempty"` // 0: derived
+	ConsumerStorage    string  `json:"consumer_storage,omitempty"`
 	MaxFileAgeSeconds  float64 `json:"max_file_age_seconds"`
 	MaxBufferedBytes   int64   `json:"max_buffered_bytes"`
 	UploadConcurrency  int     `json:"upload_concurrency"`
@@ -203,6 +204,9 @@ func (r *Report) Markdown() string {
 		fmtMiB(s.MaxFileSize), s.MaxMessagesPerFile, time.Duration(s.MaxFileAgeSeconds*float64(time.Second)), fmtMiB(s.MaxBufferedBytes), s.UploadConcurrency)
 	if s.MaxAckPending > 0 {
 		fmt.Fprintf(&b, "max_ack_pending %d. ", s.MaxAckPending)
+	}
+	if s.ConsumerStorage != "" {
+		fmt.Fprintf(&b, "Consumers (jetlake's and the consume limit's) keep their state: %s. ", s.ConsumerStorage)
 	}
 	fmt.Fprintf(&b, "MB = 10^6 bytes, MiB = 2^20. Total time: %s.\n", fmtSeconds(r.Seconds))
 	if r.Rounds > 1 {
