@@ -14,13 +14,14 @@ import (
 )
 
 // Dial connects to the connector's NATS servers once, without the retries
-// Run does; for commands that inspect rather than export.
-func Dial(cfg *config.Connector) (*nats.Conn, error) {
+// Run does; for commands that inspect rather than export. extra options
+// come last (PermissionWatch.Option among them).
+func Dial(cfg *config.Connector, extra ...nats.Option) (*nats.Conn, error) {
 	opts, err := connectOptions(cfg.NATS, cfg.Name)
 	if err != nil {
 		return nil, err
 	}
-	nc, err := nats.Connect(cfg.NATS.URL, append(opts, nats.MaxReconnects(0))...)
+	nc, err := nats.Connect(cfg.NATS.URL, append(append(opts, nats.MaxReconnects(0)), extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("nats %s: %w", cfg.NATS.URL, err)
 	}
@@ -75,9 +76,12 @@ func (e *Exporter) connect(ctx context.Context) (*nats.Conn, error) {
 			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("NATS reconnected", "url", nc.ConnectedUrlRedacted()) }),
-		// Client errors (a slow consumer, a permission violation) go to the
-		// log like everything else, not raw to stderr.
+		// Client errors (a slow consumer) go to the log like everything
+		// else, not raw to stderr; a permissions violation ends the Run.
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			if e.perms.Observe(err) {
+				return
+			}
 			subject := ""
 			if sub != nil {
 				subject = sub.Subject

@@ -68,6 +68,7 @@ type Exporter struct {
 	encoding    sync.Mutex          // held while a parquet batch is encoded
 	acks        acker               // the connection messages arrive on; set by Run
 	js          jetstream.JetStream // on that connection; set by Run
+	perms       PermissionWatch     // ends a Run that NATS refuses a publish or subscription; see permission.go
 
 	m *Metrics
 
@@ -185,17 +186,23 @@ type bucketChecker interface {
 //
 // Run returns nil after a clean stop, ctx ending while it sets up included.
 // It returns a *ConfigError when a stream or consumer does not fit, a
-// *PermanentError when the store or NATS refuses for good, a
+// *PermanentError when the store or NATS refuses for good (a permissions
+// violation among them: a *PermissionError), a
 // *CollisionError when another writer's object holds a key, and
 // ErrConsumerDeleted when a stream vanishes. A consumer that vanishes is
 // created again from the export record.
 func (e *Exporter) Run(ctx context.Context) error {
+	ctx, unwatch := e.perms.Context(ctx)
+	defer unwatch()
 	nc, streams, err := e.setUp(ctx)
 	if nc != nil {
 		defer nc.Close()
 	}
 	defer e.bound.Store(false)
 	if err != nil {
+		if denied := Denied(ctx); denied != nil {
+			return denied
+		}
 		if ctx.Err() != nil {
 			// Stopped while setting up: nothing is held yet.
 			e.log.Info("stopped while setting up", "error", err)
@@ -206,6 +213,9 @@ func (e *Exporter) Run(ctx context.Context) error {
 	e.bound.Store(true)
 	r := newRunner(e, streams)
 	err = r.run(ctx)
+	if denied := Denied(ctx); denied != nil {
+		err = denied // what else failed followed from it
+	}
 	e.done.Store(err == nil && r.idleDone)
 	if ferr := nc.FlushTimeout(5 * time.Second); ferr != nil && err == nil && !nc.IsClosed() {
 		e.log.Warn("flushing acks to NATS failed; unflushed acks are redelivered", "error", ferr)

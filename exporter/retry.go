@@ -72,6 +72,9 @@ func retry(ctx context.Context, log *slog.Logger, what string, fn func(context.C
 		if !retryable(err) {
 			return err
 		}
+		if denied := Denied(ctx); denied != nil {
+			return denied
+		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: %w (last error: %w)", what, ctx.Err(), err)
 		}

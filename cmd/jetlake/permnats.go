@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -11,18 +12,29 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// natsPermissions lists the subjects jetlake run publishes to and
-// subscribes on, as the nats.go jetstream package uses them: consumers are
-// created and updated on CONSUMER.CREATE.<stream>.<consumer>[.<filter>]
-// (never DURABLE.CREATE, and there is no CONSUMER.UPDATE subject); the
-// state bucket is read with direct gets (STREAM.MSG.GET when the bucket
-// does not allow them) and listed with an ordered consumer, which is
-// created with a name and a filter and deleted afterwards, and answers flow
-// control on $JS.FC. TestPlanPermissionsAreEnoughToRun runs the exporter
-// with exactly this list.
+// natsPermissions lists the subjects jetlake run, plan and verify publish
+// to and subscribe on, as the nats.go jetstream package uses them:
+// consumers are created and updated on
+// CONSUMER.CREATE.<stream>.<consumer>[.<filter>] (never DURABLE.CREATE,
+// and there is no CONSUMER.UPDATE subject); a partitioned entry reads
+// through one pinned consumer per partition, <consumer>-<k>, and jetlake
+// checks that no consumer of the entry's own name exists; pinned consumers
+// are unpinned on a handover; every consumer jetlake owns may be deleted to
+// be created again from its export record. Walks look messages up with
+// STREAM.MSG.GET on the stream's leader. A consumer that sees part of its
+// stream (subjects that do not cover it, or a partition) has its walks and
+// verify read the matching sequences with ordered consumers, which have
+// random names. The state bucket is read with direct gets (STREAM.MSG.GET
+// when the bucket does not allow them) and listed with an ordered
+// consumer, which is created with a name and a filter and deleted
+// afterwards, and answers flow control on $JS.FC. What only the first
+// start does (create the state bucket; for partitions, set the stream's
+// partition transform and let the bucket take per-key TTLs) is listed
+// apart. TestThePrintedNATSPermissionsServeEveryKindOfConnector runs each
+// kind of connector with exactly this list.
 func natsPermissions(c *config.Connector) string {
 	api := exporter.APIPrefix(c.NATS)
-	var pub []string
+	var pub, once []string
 	seen := map[string]bool{}
 	add := func(s string) {
 		if !seen[s] {
@@ -30,18 +42,38 @@ func natsPermissions(c *config.Connector) string {
 			pub = append(pub, s)
 		}
 	}
-	for _, s := range c.Streams {
-		sc := s.Stream + "." + s.Consumer
-		add(api + "STREAM.INFO." + s.Stream)
+	consumer := func(stream, name string, pinned bool) {
+		sc := stream + "." + name
 		add(api + "CONSUMER.INFO." + sc)
 		add(api + "CONSUMER.CREATE." + sc)
 		add(api + "CONSUMER.CREATE." + sc + ".>")
 		add(api + "CONSUMER.MSG.NEXT." + sc)
 		add(api + "CONSUMER.RESET." + sc)
-		add(api + "CONSUMER.LIST." + s.Stream) // plan only: compares filters with other jetlake consumers
+		if pinned {
+			add(api + "CONSUMER.UNPIN." + sc)
+		}
+		add(api + "CONSUMER.DELETE." + sc)
 		add("$JS.ACK." + sc + ".>")
 		if c.NATS.JetStreamDomain != "" {
 			add("$JS.ACK." + c.NATS.JetStreamDomain + ".*." + sc + ".>")
+		}
+	}
+	var readers []string // streams read with ordered consumers
+	for _, s := range c.Streams {
+		add(api + "STREAM.INFO." + s.Stream)
+		add(api + "STREAM.MSG.GET." + s.Stream)
+		if !s.Partitioned() {
+			consumer(s.Stream, s.Consumer, s.Failover == config.FailoverPinned)
+		} else {
+			add(api + "CONSUMER.INFO." + s.Stream + "." + s.Consumer)
+			for k := range s.Partitions {
+				consumer(s.Stream, config.PartitionConsumer(s.Consumer, k), true)
+			}
+			once = append(once, api+"STREAM.UPDATE."+s.Stream)
+		}
+		add(api + "CONSUMER.LIST." + s.Stream) // plan only: compares filters with other jetlake consumers
+		if (len(s.Subjects) > 0 || s.Partitioned()) && !slices.Contains(readers, s.Stream) {
+			readers = append(readers, s.Stream)
 		}
 	}
 	kv := "KV_" + c.State.Bucket
@@ -60,6 +92,9 @@ func natsPermissions(c *config.Connector) string {
 	add(api + "CONSUMER.DELETE." + kv + ".>")
 	add("$JS.FC." + kv + ".>")
 	add(kvPut)
+	if slices.ContainsFunc(c.Streams, config.Stream.Partitioned) {
+		once = append(once, api+"STREAM.UPDATE."+kv)
+	}
 	inbox := c.NATS.InboxPrefix
 	if inbox == "" {
 		inbox = "_INBOX"
@@ -69,8 +104,24 @@ func natsPermissions(c *config.Connector) string {
 	for _, s := range pub {
 		fmt.Fprintf(&b, "      %s\n", strconv.Quote(s))
 	}
-	b.WriteString("      # only on the first start, to create the state bucket:\n")
-	fmt.Fprintf(&b, "      %s\n      %s\n", strconv.Quote(api+"INFO"), strconv.Quote(api+"STREAM.CREATE."+kv))
+	if len(readers) > 0 {
+		b.WriteString("      # when subjects do not cover the whole stream, or with partitions: walks and verify\n")
+		b.WriteString("      # read the matching sequences with ordered consumers of random names:\n")
+		for _, st := range readers {
+			for _, s := range []string{"CONSUMER.CREATE." + st + ".*", "CONSUMER.CREATE." + st + ".*.>", "CONSUMER.MSG.NEXT." + st + ".*", "CONSUMER.DELETE." + st + ".*"} {
+				fmt.Fprintf(&b, "      %s\n", strconv.Quote(api+s))
+			}
+		}
+	}
+	if len(once) > 0 {
+		b.WriteString("      # only on the first start, to create the state bucket, and for partitions to give\n")
+		b.WriteString("      # the stream its partition transform and let the bucket take per-key TTLs:\n")
+	} else {
+		b.WriteString("      # only on the first start, to create the state bucket:\n")
+	}
+	for _, s := range append([]string{api + "INFO", api + "STREAM.CREATE." + kv}, once...) {
+		fmt.Fprintf(&b, "      %s\n", strconv.Quote(s))
+	}
 	b.WriteString("    ]\n  }\n  subscribe: {\n    allow: [\n")
 	fmt.Fprintf(&b, "      %s\n", strconv.Quote(inbox+".>"))
 	b.WriteString("    ]\n  }\n}")

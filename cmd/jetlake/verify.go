@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
@@ -69,23 +70,31 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 }
 
 // verifyConnector connects to the connector's store and NATS servers and
-// verifies its streams.
+// verifies its streams. A request NATS refuses stops it with the
+// permission to add, rather than with the time-out it would end in.
 func verifyConnector(ctx context.Context, c *config.Connector, opts exporter.VerifyOptions) ([]*exporter.Report, error) {
-	store, js, closeNATS, err := connect(c)
+	var perms exporter.PermissionWatch
+	store, js, closeNATS, err := connect(c, perms.Option())
 	if err != nil {
 		return nil, err
 	}
 	defer closeNATS()
-	return exporter.Verify(ctx, c, js, store, opts)
+	ctx, unwatch := perms.Context(ctx)
+	defer unwatch()
+	reports, err := exporter.Verify(ctx, c, js, store, opts)
+	if denied := exporter.Denied(ctx); denied != nil {
+		return nil, denied
+	}
+	return reports, err
 }
 
 // connect opens the connector's object store and JetStream; closeNATS
-// closes the NATS connection.
-func connect(c *config.Connector) (store *exporter.S3Store, js jetstream.JetStream, closeNATS func(), err error) {
+// closes the NATS connection. extra are options of the connection.
+func connect(c *config.Connector, extra ...nats.Option) (store *exporter.S3Store, js jetstream.JetStream, closeNATS func(), err error) {
 	if store, err = exporter.NewS3Store(c.S3); err != nil {
 		return nil, nil, nil, err
 	}
-	nc, err := exporter.Dial(c)
+	nc, err := exporter.Dial(c, extra...)
 	if err != nil {
 		return nil, nil, nil, err
 	}

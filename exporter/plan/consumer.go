@@ -31,7 +31,7 @@ func (p *planner) checkConsumer(ctx context.Context, st jetstream.Stream, key st
 		p.add(Fail, "%s: a push consumer (it has a deliver subject); jetlake reads with a pull consumer: delete the consumer (jetlake re-creates it) or set %s.consumer to another name", name, key)
 		return
 	case err != nil:
-		p.add(Fail, "%s: %v", name, err)
+		p.add(Fail, "%s: %v", name, p.why(octx, err))
 		return
 	}
 	info := cons.CachedInfo()

@@ -35,7 +35,7 @@ func (p *planner) checkCoverage(ctx context.Context, nc *nats.Conn, st jetstream
 		filters[owner{ci.Name, conn}] = f
 	}
 	if err := lister.Err(); err != nil && !errors.Is(err, jetstream.ErrEndOfData) {
-		p.add(Warn, "stream %s: could not list its consumers to compare filters: %v", s.Stream, err)
+		p.add(Warn, "stream %s: could not list its consumers to compare filters: %v", s.Stream, p.why(octx, err))
 		return
 	}
 	if len(filters) == 1 {
@@ -61,7 +61,7 @@ func (p *planner) checkCoverage(ctx context.Context, nc *nats.Conn, st jetstream
 	subjects, _, err := exporter.StreamSubjects(sctx, nc, p.c.NATS, s.Stream, ">", 0)
 	scancel()
 	if err != nil {
-		p.add(Warn, "stream %s: could not list its subjects to check coverage: %v", s.Stream, err)
+		p.add(Warn, "stream %s: could not list its subjects to check coverage: %v", s.Stream, p.why(sctx, err))
 		return
 	}
 	var uncovered []string

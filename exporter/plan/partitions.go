@@ -36,7 +36,9 @@ func (p *planner) checkPartitions(ctx context.Context, js jetstream.JetStream, s
 	octx, cancel := p.op(ctx)
 	_, err := st.Consumer(octx, s.Consumer)
 	cancel()
-	if err == nil {
+	if denied := exporter.Denied(octx); denied != nil {
+		p.add(Fail, "stream %s, consumer %s: %v", s.Stream, s.Consumer, denied)
+	} else if err == nil {
 		p.add(Fail, "stream %s, consumer %s: exists without partitions: the partition consumers would export again what it exported; give %s.consumer another name, or delete this consumer",
 			s.Stream, s.Consumer, key)
 	}
@@ -60,12 +62,12 @@ func (p *planner) checkLeases(ctx context.Context, js jetstream.JetStream, s con
 		return
 	}
 	if err != nil {
-		p.add(Warn, "stream %s: could not read the partition leases: %v", s.Stream, err)
+		p.add(Warn, "stream %s: could not read the partition leases: %v", s.Stream, p.why(octx, err))
 		return
 	}
 	leases, err := exporter.PartitionHolders(octx, kv, p.c.Name, s)
 	if err != nil {
-		p.add(Warn, "stream %s: could not read the partition leases: %v", s.Stream, err)
+		p.add(Warn, "stream %s: could not read the partition leases: %v", s.Stream, p.why(octx, err))
 		return
 	}
 	holders := map[int]string{}

@@ -109,15 +109,30 @@ type planner struct {
 	c *config.Connector
 	o Options
 	r *Result
+	// ends the call in flight when NATS refuses one of its publishes or
+	// subscriptions, which would otherwise only time out
+	perms exporter.PermissionWatch
 }
 
 func (p *planner) add(status Status, format string, args ...any) {
 	p.r.Checks = append(p.r.Checks, Check{status, fmt.Sprintf(format, args...)})
 }
 
-// op bounds one network call.
+// op bounds one network call; a permissions violation ends it too.
 func (p *planner) op(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, p.o.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
+	ctx, unwatch := p.perms.Context(ctx)
+	return ctx, func() { unwatch(); cancel() }
+}
+
+// why is err, the error of a call whose context of op is ctx, or the
+// permissions violation that ended the call, which names the subject and
+// the grant to add where err would say only that the call timed out.
+func (p *planner) why(ctx context.Context, err error) error {
+	if denied := exporter.Denied(ctx); denied != nil {
+		return denied
+	}
+	return err
 }
 
 // checkNATS connects with the connector's credentials and checks every
@@ -140,7 +155,7 @@ func (p *planner) checkNATS(ctx context.Context) {
 	if len(missing) > 0 {
 		err = errors.New(strings.Join(missing, "; "))
 		p.add(Fail, "nats: cannot connect: %v", err)
-	} else if nc, err = exporter.Dial(c); err != nil {
+	} else if nc, err = exporter.Dial(c, p.perms.Option()); err != nil {
 		hint := ""
 		switch {
 		case errors.Is(err, nats.ErrNoServers):
@@ -181,7 +196,7 @@ func (p *planner) checkStream(ctx context.Context, nc *nats.Conn, js jetstream.J
 		p.sampleKeys(s, nil, "examples from the filter subjects: the stream does not exist")
 		return
 	case err != nil:
-		p.add(Fail, "stream %s: %v", s.Stream, err)
+		p.add(Fail, "stream %s: %v", s.Stream, p.why(octx, err))
 		p.sampleKeys(s, nil, "examples from the filter subjects: stream info failed")
 		return
 	}
@@ -231,7 +246,7 @@ func (p *planner) checkStateBucket(ctx context.Context, js jetstream.JetStream) 
 		p.add(OK, "state bucket %s: does not exist yet; jetlake creates it on first start (replicas %d), which needs %sINFO and %sSTREAM.CREATE.KV_%s",
 			b, max(p.c.State.Replicas, 1), api, api, b)
 	case err != nil:
-		p.add(Fail, "state bucket %s: %v", b, err)
+		p.add(Fail, "state bucket %s: %v", b, p.why(octx, err))
 	default:
 		p.add(OK, "state bucket %s: exists", b)
 	}

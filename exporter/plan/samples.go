@@ -41,7 +41,7 @@ func (p *planner) streamSamples(ctx context.Context, nc *nats.Conn, s config.Str
 		subs, total, err := exporter.StreamSubjects(octx, nc, p.c.NATS, s.Stream, f, maxSampleSubjects)
 		cancel()
 		if err != nil {
-			p.add(Note, "stream %s: could not list the subjects matching %s: %v", s.Stream, f, err)
+			p.add(Note, "stream %s: could not list the subjects matching %s: %v", s.Stream, f, p.why(octx, err))
 		}
 		subjects = append(subjects, subjectSample{filter: f, subjects: subs[:min(len(subs), maxSampleSubjects)], total: total})
 	}
