@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go"
@@ -17,15 +19,22 @@ import (
 type PermissionError struct {
 	Op      string // "publish" or "subscribe"; "" when the server's text names neither
 	Subject string // the subject refused; "" when the text names none
-	Err     error  // what the server said, wrapping nats.ErrPermissionViolation
+	// Grant is the permission to add: Subject, or for the ack of a
+	// message the wildcard that covers every ack of its consumer.
+	Grant string
+	Err   error // what the server said, wrapping nats.ErrPermissionViolation
 }
 
 func (e *PermissionError) Error() string {
 	if e.Op == "" || e.Subject == "" {
 		return fmt.Sprintf("%v: check the user's permissions (jetlake plan prints those jetlake needs)", e.Err)
 	}
-	return fmt.Sprintf("nats: permission denied: %s to %q: add it to the user's %s permissions (jetlake plan prints those jetlake needs)",
-		e.Op, e.Subject, e.Op)
+	grant := "it"
+	if e.Grant != e.Subject {
+		grant = strconv.Quote(e.Grant)
+	}
+	return fmt.Sprintf("nats: permission denied: %s to %q: add %s to the user's %s permissions (jetlake plan prints those jetlake needs)",
+		e.Op, e.Subject, grant, e.Op)
 }
 
 func (e *PermissionError) Unwrap() error { return e.Err }
@@ -52,12 +61,33 @@ func ParsePermissionError(err error) *PermissionError {
 	}
 	pe = &PermissionError{Err: err}
 	if m := permissionText.FindStringSubmatch(err.Error()); m != nil {
-		pe.Op, pe.Subject = "publish", m[2]
+		pe.Op, pe.Subject, pe.Grant = "publish", m[2], m[2]
 		if m[1][0] == 's' || m[1][0] == 'S' {
 			pe.Op = "subscribe"
 		}
+		if pe.Op == "publish" {
+			pe.Grant = ackGrant(pe.Subject)
+		}
 	}
 	return pe
+}
+
+// ackGrant is the grant that covers subject when it is the ack subject of
+// a message (see parseAckReply): $JS.ACK.<stream>.<consumer>.>, or with a
+// domain $JS.ACK.<domain>.*.<stream>.<consumer>.>, as plan prints them.
+// Any other subject is its own grant.
+func ackGrant(subject string) string {
+	tokens := strings.Split(subject, ".")
+	if len(tokens) < 9 || tokens[0] != "$JS" || tokens[1] != "ACK" {
+		return subject
+	}
+	if len(tokens) == 9 {
+		return strings.Join(tokens[:4], ".") + ".>"
+	}
+	if len(tokens) >= 11 {
+		return strings.Join([]string{"$JS", "ACK", tokens[2], "*", tokens[4], tokens[5], ">"}, ".")
+	}
+	return subject
 }
 
 // PermissionWatch hears of the permissions violations a NATS connection

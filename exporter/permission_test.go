@@ -31,6 +31,16 @@ func TestAPermissionsViolationNamesTheSubjectAndTheGrantToAdd(t *testing.T) {
 			want: `nats: permission denied: publish to "$JS.API.STREAM.MSG.GET.ORDERS": add it to the user's publish permissions`,
 		},
 		{
+			name: "an ack", err: violation(`Permissions Violation for Publish to "$JS.ACK.ORDERS.jetlake.1.7.7.1796282777901409883.98"`),
+			op: "publish", subject: "$JS.ACK.ORDERS.jetlake.1.7.7.1796282777901409883.98",
+			want: `publish to "$JS.ACK.ORDERS.jetlake.1.7.7.1796282777901409883.98": add "$JS.ACK.ORDERS.jetlake.>" to the user's publish permissions`,
+		},
+		{
+			name: "an ack in a domain", err: violation(`Permissions Violation for Publish to "$JS.ACK.hub.ACCHASH.ORDERS.jetlake.1.7.7.1796282777901409883.98.TOKEN"`),
+			op: "publish", subject: "$JS.ACK.hub.ACCHASH.ORDERS.jetlake.1.7.7.1796282777901409883.98.TOKEN",
+			want: `add "$JS.ACK.hub.*.ORDERS.jetlake.>" to the user's publish permissions`,
+		},
+		{
 			name: "subscription", err: violation(`Permissions Violation for Subscription to "_INBOX.abc.*"`),
 			op: "subscribe", subject: "_INBOX.abc.*",
 			want: `nats: permission denied: subscribe to "_INBOX.abc.*": add it to the user's subscribe permissions`,
