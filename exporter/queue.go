@@ -34,6 +34,7 @@ type job struct {
 	enc      formats.Encoder // the batch's encoder
 	format   string          // and its format's name
 	intentID string          // id of the batch's intent
+	pin      string          // the pin id of a pinned consumer when the batch was sealed: its store is fenced by it
 	// progress is when InProgress was last sent for the batch while it
 	// waited in the queue, or when the batch opened: it paces InProgress.
 	progress time.Time
@@ -274,7 +275,7 @@ func (r *runner) takeSealed() {
 		}
 		for _, b := range set.TakeSealed() {
 			j := &job{batch: b, size: int64(b.Body.MemSize() + b.Overhead() + jobOverhead), stream: r.streamOf(b), set: set, enc: enc, format: format,
-				intentID: nuid.Next(), progress: b.Opened}
+				intentID: nuid.Next(), progress: b.Opened, pin: r.streamOf(b).pin}
 			j.confirmAt(b.Opened)
 			j.stream.book.seal(j.stream.intentPrefix+j.intentID, b.Len())
 			r.enqueue(j)

@@ -212,6 +212,11 @@ func (e *Exporter) storeBatch(ctx context.Context, j *job) *result {
 	crashPoint("before-upload")
 	if res.err = c.do(ctx, "upload", func(ctx context.Context) error {
 		crashSoon("during-upload", time.Millisecond)
+		// In the attempt, after the intent: an instance pinned after the
+		// check finds the intent, and waits for the attempt to end.
+		if err := e.checkPin(ctx, st, j.pin); err != nil {
+			return err
+		}
 		if !e.conditional {
 			// Without conditional writes, look before writing: the check
 			// and the write are not atomic, so two writers can still race.
@@ -382,7 +387,7 @@ func (c *committer) do(ctx context.Context, what string, step func(context.Conte
 		c.e.uploadFailed()
 		c.e.m.uploadErrors.WithLabelValues(c.e.cfg.Name, c.stream, errorKind(err)).Inc()
 		var ce *CollisionError
-		if IsPermanent(err) || errors.As(err, &ce) {
+		if IsPermanent(err) || errors.As(err, &ce) || errors.Is(err, errFenced) {
 			return err
 		}
 		if ctx.Err() != nil {

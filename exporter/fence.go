@@ -1,0 +1,46 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jetlake/jetlake/config"
+)
+
+// errFenced ends the store of a batch of a pinned consumer (failover =
+// "pinned", and every partition) that this instance is no longer pinned
+// to: its messages are another instance's now.
+var errFenced = errors.New("this instance is no longer pinned to the consumer: the batch is left to the instance pinned now")
+
+// checkPin fences the store of a batch of s sealed while this instance was
+// pinned with pin: it asks the consumer's leader which client is pinned,
+// and returns errFenced when it is not pin.
+//
+// Messages sent into a link that froze reach the instance when the link
+// thaws, and their AckWait counts, for it, from then: meanwhile the server
+// may have moved the pin and redelivered them to the instance pinned now,
+// which stores them too. Asked after the batch's intent is recorded and
+// within the upload attempt, the pin closes that window: an instance
+// pinned after this check recovers the intent (pinned first, it lists the
+// intents after) and waits for the attempt to end before it looks for the
+// object; one pinned before makes the check fail.
+func (e *Exporter) checkPin(ctx context.Context, s *streamState, pin string) error {
+	if s.cfg.Failover != config.FailoverPinned || e.js == nil {
+		return nil
+	}
+	cons, err := e.js.Consumer(ctx, s.cfg.Stream, s.cfg.Consumer)
+	if err != nil {
+		return fmt.Errorf("which instance is pinned: %w", err)
+	}
+	pinned := ""
+	for _, g := range cons.CachedInfo().PriorityGroups {
+		if g.Group == PriorityGroup {
+			pinned = g.PinnedClientID
+		}
+	}
+	if pin == "" || pinned != pin {
+		return fmt.Errorf("%w (pinned when sealed %q, now %q)", errFenced, pin, pinned)
+	}
+	return nil
+}
