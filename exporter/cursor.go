@@ -112,6 +112,8 @@ func (r *runner) consumerChecked(s *streamState, cons jetstream.Consumer, made b
 		return
 	}
 	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		r.fail(fmt.Errorf("stream %s, consumer %s: %w: %w", s.cfg.Stream, s.cfg.Consumer, ErrConsumerDeleted, err))
 	case err != nil:
 		c.stalled = err.Error()
 		r.log.Warn("a consumer can not pull", s.logAttrs("error", err)...)

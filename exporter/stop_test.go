@@ -44,23 +44,26 @@ func TestMissingStreamStopsBeforeWritingToTheStore(t *testing.T) {
 	}
 }
 
-func TestDeletedConsumerStopsTheExporter(t *testing.T) {
+// A stream deleted under the exporter stops it: there is nothing to read
+// from, and nothing to rebuild the consumer on. (A consumer deleted alone is
+// created again from the export record; see cursor_test.go.)
+func TestDeletedStreamStopsTheExporter(t *testing.T) {
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `max_file_age = "1s"`)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	done, _ := e.run(ctx, e.connector(), false)
 	e.publish(10, 1)
 	waitFor(t, 20*time.Second, "export", func() bool { return e.consumerInfo().AckFloor.Stream == 10 })
-	if err := e.js.DeleteConsumer(ctx, e.stream, "c"+e.stream); err != nil {
+	if err := e.js.DeleteStream(ctx, e.stream); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "deleted") {
-			t.Fatalf("Run = %v, want an error saying the consumer was deleted", err)
+		if !errors.Is(err, exporter.ErrConsumerDeleted) || !strings.Contains(err.Error(), "stream not found") {
+			t.Fatalf("Run = %v, want an error saying the stream was deleted", err)
 		}
 	case <-time.After(45 * time.Second):
-		t.Fatal("exporter kept running after its consumer was deleted")
+		t.Fatal("exporter kept running after its stream was deleted")
 	}
 }
 
