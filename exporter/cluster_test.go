@@ -14,6 +14,7 @@ import (
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/exportertest"
+	"github.com/jetlake/jetlake/exporter/progress"
 )
 
 func TestThreeNodeClusterSurvivesLeaderChangeAndANodeLoss(t *testing.T) {
@@ -161,7 +162,7 @@ replicas = 3
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := reports[0]; !r.OK() || r.Messages != n || r.Scope != (exporter.Range{First: 1, Last: n}) || len(r.Markers) != 0 {
+	if r := reports[0]; !r.OK() || r.Messages != n || r.Scope != (progress.Range{First: 1, Last: n}) || len(r.Markers) != 0 {
 		t.Fatalf("verify: scope %v, %d messages, missing %v, overlaps %v, problems %v, loss markers %d (nothing was lost)",
 			r.Scope, r.Messages, r.Missing, r.Overlaps, r.Problems, len(r.Markers))
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/iceberg"
+	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/formats"
 )
 
@@ -310,7 +311,7 @@ func compactGroup(ctx context.Context, cfg *config.Connector, t *iceberg.Table, 
 		},
 		IfNoneMatch: true,
 	}
-	if enc, err := newSeqSet(c.Seqs).MarshalJSON(); err == nil && len(enc) <= maxMetaSeqs+2 {
+	if enc, err := progress.NewSeqs(c.Seqs).MarshalJSON(); err == nil && len(enc) <= maxMetaSeqs+2 {
 		opts.Metadata[MetaSeqs] = string(enc[1 : len(enc)-1])
 	}
 	err = store.Put(ctx, key, formats.NewBody(c.Body), opts)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/lossmarker"
 )
 
@@ -17,15 +18,15 @@ const maxOverlaps = 100
 // of its records hold the same sequence.
 type objectRuns struct {
 	key  string
-	runs []Range
+	runs []progress.Range
 }
 
 // coverageInput is what checkCoverage compares: the sequences that must be
 // covered, and what covers them.
 type coverageInput struct {
-	scope    Range        // sequences checked; empty when Last < First
-	data     []objectRuns // data objects, in the order they were listed
-	rejected []objectRuns // objects of rejected messages
+	scope    progress.Range // sequences checked; empty when Last < First
+	data     []objectRuns   // data objects, in the order they were listed
+	rejected []objectRuns   // objects of rejected messages
 	markers  []*lossmarker.Marker
 	// filtered: only the sequences in stream must be covered, not every
 	// sequence in scope. stream holds the sequences of the matching
@@ -36,8 +37,8 @@ type coverageInput struct {
 
 // coverage is what checkCoverage found.
 type coverage struct {
-	missing  []Range  // sequences that must be covered and are not
-	overlaps []string // at most maxOverlaps lines
+	missing  []progress.Range // sequences that must be covered and are not
+	overlaps []string         // at most maxOverlaps lines
 	// messages counts the sequences in scope in data objects;
 	// rejectedMessages those in rejected objects and in no data object.
 	messages, rejectedMessages int
@@ -59,7 +60,7 @@ func checkCoverage(in coverageInput) coverage {
 	// Every run of every object, clipped to the scope and sorted by first
 	// sequence; obj indexes data objects first, then rejected ones.
 	type run struct {
-		Range
+		progress.Range
 		obj int
 	}
 	keys := make([]string, 0, len(in.data)+len(in.rejected))
@@ -105,100 +106,49 @@ func checkCoverage(in coverageInput) coverage {
 
 	// What the objects hold, each sequence once: a sequence in a data
 	// object and a rejected one too counts as a message only.
-	var data, rejected ranges
+	var data, rejected progress.Set
 	for _, r := range runs {
 		if r.obj < len(in.data) {
-			data = data.add(r.Range)
+			data.Add(r.Range)
 		} else {
-			rejected = rejected.add(r.Range)
+			rejected.Add(r.Range)
 		}
 	}
-	objects := union(data, rejected)
-	c.messages = int(data.len())
-	c.rejectedMessages = int(objects.len()) - c.messages
+	var covered progress.Set
+	covered.AddAll(data.Runs())
+	covered.AddAll(rejected.Runs())
+	c.messages = int(data.Count())
+	c.rejectedMessages = int(covered.Count()) - c.messages
 
-	var marked ranges
 	for _, r := range markedRanges(in.markers) {
 		if r, ok := clip(r, scope); ok {
-			marked = append(marked, r)
+			covered.Add(r)
 		}
 	}
-	covered := union(objects, marked)
 
 	if in.filtered {
-		c.missing = uncoveredOf(in.stream, covered, scope)
+		c.missing = uncoveredOf(in.stream, &covered, scope)
 	} else {
-		c.missing = gaps(covered, scope)
+		c.missing = covered.Outside(scope)
 	}
 	return c
 }
 
 // clip returns the part of r within scope, and false if there is none.
-func clip(r, scope Range) (Range, bool) {
-	r = Range{max(r.First, scope.First), min(r.Last, scope.Last)}
+func clip(r, scope progress.Range) (progress.Range, bool) {
+	r = progress.Range{First: max(r.First, scope.First), Last: min(r.Last, scope.Last)}
 	return r, r.First <= r.Last
-}
-
-// add appends r to rs, sorted and merged, which must hold no range that
-// starts after r. It merges r with the last range when they overlap or
-// touch.
-func (rs ranges) add(r Range) ranges {
-	if n := len(rs); n > 0 && (r.First <= rs[n-1].Last || r.First-1 == rs[n-1].Last) {
-		rs[n-1].Last = max(rs[n-1].Last, r.Last)
-		return rs
-	}
-	return append(rs, r)
-}
-
-// len returns the number of sequences in rs, which are disjoint.
-func (rs ranges) len() uint64 {
-	var n uint64
-	for _, r := range rs {
-		n += r.Last - r.First + 1
-	}
-	return n
-}
-
-// union returns the sequences in a or b, both sorted and merged, as sorted
-// and merged ranges.
-func union(a, b ranges) ranges {
-	out := make(ranges, 0, len(a)+len(b))
-	for len(a) > 0 || len(b) > 0 {
-		if len(b) == 0 || len(a) > 0 && a[0].First <= b[0].First {
-			out, a = out.add(a[0]), a[1:]
-		} else {
-			out, b = out.add(b[0]), b[1:]
-		}
-	}
-	return out
-}
-
-// gaps returns the ranges of scope that covered leaves out. Covered must
-// be sorted, merged and within scope.
-func gaps(covered ranges, scope Range) []Range {
-	var out []Range
-	next := scope.First // the first sequence not known to be covered
-	for _, r := range covered {
-		if r.First > next {
-			out = append(out, Range{next, r.First - 1})
-		}
-		if r.Last == scope.Last {
-			return out
-		}
-		next = r.Last + 1
-	}
-	return append(out, Range{next, scope.Last})
 }
 
 // uncoveredOf returns the sequences of seqs within scope that covered leaves
 // out, as ranges of sequences next to each other in the stream. Seqs must be
 // sorted; covered sorted and merged.
-func uncoveredOf(seqs []uint64, covered ranges, scope Range) []Range {
-	var out ranges
+func uncoveredOf(seqs []uint64, covered *progress.Set, scope progress.Range) []progress.Range {
+	var out progress.Set
 	for _, q := range seqs {
-		if q >= scope.First && q <= scope.Last && !covered.has(q) {
-			out = out.add(Range{q, q})
+		if scope.Contains(q) && !covered.Has(q) {
+			out.Add(progress.Range{First: q, Last: q})
 		}
 	}
-	return out
+	return out.Runs()
 }

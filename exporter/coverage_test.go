@@ -8,11 +8,12 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/lossmarker"
 )
 
 // objs returns objects named a, b, c... holding the given ranges.
-func objs(runs ...[]Range) []objectRuns {
+func objs(runs ...[]progress.Range) []objectRuns {
 	out := make([]objectRuns, len(runs))
 	for i, rs := range runs {
 		out[i] = objectRuns{key: string(rune('a' + i)), runs: rs}
@@ -34,89 +35,89 @@ func TestCheckCoverage(t *testing.T) {
 		{
 			name: "empty scope",
 			in: coverageInput{
-				scope:   Range{5, 4},
-				data:    objs([]Range{{1, 10}}, []Range{{3, 4}}),
+				scope:   progress.Range{First: 5, Last: 4},
+				data:    objs([]progress.Range{{First: 1, Last: 10}}, []progress.Range{{First: 3, Last: 4}}),
 				markers: []*lossmarker.Marker{marker(1, 20)},
 			},
 		},
 		{
 			name: "nothing in scope is in an object",
-			in:   coverageInput{scope: Range{1, 30}},
-			want: coverage{missing: []Range{{1, 30}}},
+			in:   coverageInput{scope: progress.Range{First: 1, Last: 30}},
+			want: coverage{missing: []progress.Range{{First: 1, Last: 30}}},
 		},
 		{
 			name: "objects tile the scope exactly",
 			in: coverageInput{
-				scope: Range{1, 30},
-				data:  objs([]Range{{11, 20}}, []Range{{1, 10}}, []Range{{21, 30}}),
+				scope: progress.Range{First: 1, Last: 30},
+				data:  objs([]progress.Range{{First: 11, Last: 20}}, []progress.Range{{First: 1, Last: 10}}, []progress.Range{{First: 21, Last: 30}}),
 			},
 			want: coverage{messages: 30},
 		},
 		{
 			name: "missing at the start",
 			in: coverageInput{
-				scope: Range{1, 10},
-				data:  objs([]Range{{4, 10}}),
+				scope: progress.Range{First: 1, Last: 10},
+				data:  objs([]progress.Range{{First: 4, Last: 10}}),
 			},
-			want: coverage{missing: []Range{{1, 3}}, messages: 7},
+			want: coverage{missing: []progress.Range{{First: 1, Last: 3}}, messages: 7},
 		},
 		{
 			name: "missing in the middle, between and within objects",
 			in: coverageInput{
-				scope: Range{1, 20},
-				data:  objs([]Range{{1, 4}, {6, 6}}, []Range{{9, 20}}),
+				scope: progress.Range{First: 1, Last: 20},
+				data:  objs([]progress.Range{{First: 1, Last: 4}, {First: 6, Last: 6}}, []progress.Range{{First: 9, Last: 20}}),
 			},
-			want: coverage{missing: []Range{{5, 5}, {7, 8}}, messages: 17},
+			want: coverage{missing: []progress.Range{{First: 5, Last: 5}, {First: 7, Last: 8}}, messages: 17},
 		},
 		{
 			name: "missing at the end",
 			in: coverageInput{
-				scope: Range{1, 10},
-				data:  objs([]Range{{1, 7}}),
+				scope: progress.Range{First: 1, Last: 10},
+				data:  objs([]progress.Range{{First: 1, Last: 7}}),
 			},
-			want: coverage{missing: []Range{{8, 10}}, messages: 7},
+			want: coverage{missing: []progress.Range{{First: 8, Last: 10}}, messages: 7},
 		},
 		{
 			name: "overlap between two objects, named in listing order",
 			in: coverageInput{
-				scope: Range{1, 12},
-				data:  objs([]Range{{5, 12}}, []Range{{1, 6}}),
+				scope: progress.Range{First: 1, Last: 12},
+				data:  objs([]progress.Range{{First: 5, Last: 12}}, []progress.Range{{First: 1, Last: 6}}),
 			},
 			want: coverage{overlaps: []string{"sequence 5 is in a and b"}, messages: 12},
 		},
 		{
 			name: "overlap inside one object",
 			in: coverageInput{
-				scope: Range{1, 3},
-				data:  objs(toRanges([]uint64{1, 2, 2, 3})),
+				scope: progress.Range{First: 1, Last: 3},
+				data:  objs(progress.FromSorted([]uint64{1, 2, 2, 3})),
 			},
 			want: coverage{overlaps: []string{"sequence 2 is in a and a"}, messages: 3},
 		},
 		{
 			name: "an object overlapping two runs of another",
 			in: coverageInput{
-				scope: Range{1, 10},
-				data:  objs([]Range{{1, 3}, {6, 8}}, []Range{{2, 10}}),
+				scope: progress.Range{First: 1, Last: 10},
+				data:  objs([]progress.Range{{First: 1, Last: 3}, {First: 6, Last: 8}}, []progress.Range{{First: 2, Last: 10}}),
 			},
 			want: coverage{overlaps: []string{"sequence 2 is in a and b", "sequence 6 is in a and b"}, messages: 10},
 		},
 		{
 			name: "overlap outside the scope",
 			in: coverageInput{
-				scope: Range{1, 9},
-				data:  objs([]Range{{1, 10}}, []Range{{10, 12}}),
+				scope: progress.Range{First: 1, Last: 9},
+				data:  objs([]progress.Range{{First: 1, Last: 10}}, []progress.Range{{First: 10, Last: 12}}),
 			},
 			want: coverage{messages: 9},
 		},
 		{
 			name: "rejected messages cover, and count once",
 			in: coverageInput{
-				scope:    Range{1, 10},
-				data:     objs([]Range{{1, 5}}),
-				rejected: []objectRuns{{key: "r", runs: []Range{{5, 7}, {9, 10}}}},
+				scope:    progress.Range{First: 1, Last: 10},
+				data:     objs([]progress.Range{{First: 1, Last: 5}}),
+				rejected: []objectRuns{{key: "r", runs: []progress.Range{{First: 5, Last: 7}, {First: 9, Last: 10}}}},
 			},
 			want: coverage{
-				missing:          []Range{{8, 8}},
+				missing:          []progress.Range{{First: 8, Last: 8}},
 				overlaps:         []string{"sequence 5 is in a and r"},
 				messages:         5,
 				rejectedMessages: 4,
@@ -125,20 +126,20 @@ func TestCheckCoverage(t *testing.T) {
 		{
 			name: "a marker's ranges leave a hole between them",
 			in: coverageInput{
-				scope: Range{1, 30},
-				data:  objs([]Range{{1, 10}}, []Range{{21, 30}}),
+				scope: progress.Range{First: 1, Last: 30},
+				data:  objs([]progress.Range{{First: 1, Last: 10}}, []progress.Range{{First: 21, Last: 30}}),
 				markers: []*lossmarker.Marker{{
 					FirstSeq: 11, LastSeq: 20, Count: 8,
-					Ranges: []lossmarker.Range{{11, 12}, {15, 20}},
+					Ranges: []progress.Range{{First: 11, Last: 12}, {First: 15, Last: 20}},
 				}},
 			},
-			want: coverage{missing: []Range{{13, 14}}, messages: 20},
+			want: coverage{missing: []progress.Range{{First: 13, Last: 14}}, messages: 20},
 		},
 		{
 			name: "a marker of 300,000,000 sequences",
 			in: coverageInput{
-				scope:   Range{1, 300_000_020},
-				data:    objs([]Range{{1, 10}}, []Range{{300_000_011, 300_000_020}}),
+				scope:   progress.Range{First: 1, Last: 300_000_020},
+				data:    objs([]progress.Range{{First: 1, Last: 10}}, []progress.Range{{First: 300_000_011, Last: 300_000_020}}),
 				markers: []*lossmarker.Marker{marker(11, 300_000_010)},
 			},
 			want: coverage{messages: 20},
@@ -146,28 +147,28 @@ func TestCheckCoverage(t *testing.T) {
 		{
 			name: "markers overlapping objects and each other",
 			in: coverageInput{
-				scope:   Range{1, 40},
-				data:    objs([]Range{{1, 10}}),
+				scope:   progress.Range{First: 1, Last: 40},
+				data:    objs([]progress.Range{{First: 1, Last: 10}}),
 				markers: []*lossmarker.Marker{marker(25, 35), marker(5, 20), marker(30, 38)},
 			},
-			want: coverage{missing: []Range{{21, 24}, {39, 40}}, messages: 10},
+			want: coverage{missing: []progress.Range{{First: 21, Last: 24}, {First: 39, Last: 40}}, messages: 10},
 		},
 		{
 			name: "filtered: only the stream's sequences must be covered",
 			in: coverageInput{
-				scope:    Range{2, 100},
-				data:     objs([]Range{{2, 3}}),
+				scope:    progress.Range{First: 2, Last: 100},
+				data:     objs([]progress.Range{{First: 2, Last: 3}}),
 				markers:  []*lossmarker.Marker{marker(50, 50)},
 				filtered: true,
 				stream:   []uint64{1, 2, 3, 4, 10, 11, 50, 99, 101},
 			},
-			want: coverage{missing: []Range{{4, 4}, {10, 11}, {99, 99}}, messages: 2},
+			want: coverage{missing: []progress.Range{{First: 4, Last: 4}, {First: 10, Last: 11}, {First: 99, Last: 99}}, messages: 2},
 		},
 		{
 			name: "filtered: nothing in the stream",
 			in: coverageInput{
-				scope:    Range{1, 100},
-				data:     objs([]Range{{2, 3}}),
+				scope:    progress.Range{First: 1, Last: 100},
+				data:     objs([]progress.Range{{First: 2, Last: 3}}),
 				filtered: true,
 			},
 			want: coverage{messages: 2},
@@ -175,13 +176,13 @@ func TestCheckCoverage(t *testing.T) {
 		{
 			name: "objects and markers clipped to the scope",
 			in: coverageInput{
-				scope:    Range{40, 60},
-				data:     objs([]Range{{1, 45}}, []Range{{58, 100}}),
-				rejected: []objectRuns{{key: "r", runs: []Range{{30, 41}, {59, 70}}}},
+				scope:    progress.Range{First: 40, Last: 60},
+				data:     objs([]progress.Range{{First: 1, Last: 45}}, []progress.Range{{First: 58, Last: 100}}),
+				rejected: []objectRuns{{key: "r", runs: []progress.Range{{First: 30, Last: 41}, {First: 59, Last: 70}}}},
 				markers:  []*lossmarker.Marker{marker(46, 50), marker(55, 1000)},
 			},
 			want: coverage{
-				missing:          []Range{{51, 54}},
+				missing:          []progress.Range{{First: 51, Last: 54}},
 				overlaps:         []string{"sequence 40 is in a and r", "sequence 59 is in b and r"},
 				messages:         9,
 				rejectedMessages: 0,
@@ -190,11 +191,11 @@ func TestCheckCoverage(t *testing.T) {
 		{
 			name: "scope up to the highest sequence",
 			in: coverageInput{
-				scope: Range{math.MaxUint64 - 3, math.MaxUint64},
-				data:  objs([]Range{{math.MaxUint64 - 2, math.MaxUint64}}, []Range{{math.MaxUint64, math.MaxUint64}}),
+				scope: progress.Range{First: math.MaxUint64 - 3, Last: math.MaxUint64},
+				data:  objs([]progress.Range{{First: math.MaxUint64 - 2, Last: math.MaxUint64}}, []progress.Range{{First: math.MaxUint64, Last: math.MaxUint64}}),
 			},
 			want: coverage{
-				missing:  []Range{{math.MaxUint64 - 3, math.MaxUint64 - 3}},
+				missing:  []progress.Range{{First: math.MaxUint64 - 3, Last: math.MaxUint64 - 3}},
 				overlaps: []string{fmt.Sprintf("sequence %d is in a and b", uint64(math.MaxUint64))},
 				messages: 3,
 			},
@@ -220,9 +221,9 @@ func TestCheckCoverage(t *testing.T) {
 func TestCheckCoverageReportsAtMostAHundredOverlaps(t *testing.T) {
 	var data []objectRuns
 	for i := range 150 {
-		data = append(data, objectRuns{key: fmt.Sprint(i), runs: []Range{{1, 1}}})
+		data = append(data, objectRuns{key: fmt.Sprint(i), runs: []progress.Range{{First: 1, Last: 1}}})
 	}
-	got := checkCoverage(coverageInput{scope: Range{1, 1}, data: data})
+	got := checkCoverage(coverageInput{scope: progress.Range{First: 1, Last: 1}, data: data})
 	if len(got.overlaps) != maxOverlaps {
 		t.Errorf("%d overlap lines, want %d", len(got.overlaps), maxOverlaps)
 	}
@@ -245,7 +246,7 @@ func bigCoverage() coverageInput {
 	for i := range objects {
 		in.data = append(in.data, objectRuns{
 			key:  fmt.Sprintf("%020d-%020d.jsonl", next, next+perObject-1),
-			runs: []Range{{next, next + perObject - 1}},
+			runs: []progress.Range{{First: next, Last: next + perObject - 1}},
 		})
 		next += perObject
 		if i < objects-1 {
@@ -254,7 +255,7 @@ func bigCoverage() coverageInput {
 		}
 	}
 	in.markers = append(in.markers, marker(next, next+300_000_000-1))
-	in.scope = Range{1, next + 300_000_000 - 1}
+	in.scope = progress.Range{First: 1, Last: next + 300_000_000 - 1}
 	return in
 }
 
@@ -291,13 +292,13 @@ func BenchmarkCoverageTenMillionSequences(b *testing.B) {
 // scopes.
 func TestCheckCoverageAgreesWithCheckingEachSequence(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	randomRuns := func(n int) []Range {
+	randomRuns := func(n int) []progress.Range {
 		var seqs []uint64
 		for range n {
 			seqs = append(seqs, 1+rng.Uint64N(60))
 		}
 		slices.Sort(seqs)
-		return toRanges(seqs)
+		return progress.FromSorted(seqs)
 	}
 	for i := range 2000 {
 		var in coverageInput
@@ -311,11 +312,11 @@ func TestCheckCoverageAgreesWithCheckingEachSequence(t *testing.T) {
 			rs := randomRuns(rng.IntN(6) + 1)
 			m := &lossmarker.Marker{FirstSeq: rs[0].First, LastSeq: rs[len(rs)-1].Last}
 			for _, r := range rs {
-				m.Ranges = append(m.Ranges, lossmarker.Range{r.First, r.Last})
+				m.Ranges = append(m.Ranges, progress.Range{First: r.First, Last: r.Last})
 			}
 			in.markers = append(in.markers, m)
 		}
-		in.scope = Range{1 + rng.Uint64N(20), 20 + rng.Uint64N(45)}
+		in.scope = progress.Range{First: 1 + rng.Uint64N(20), Last: 20 + rng.Uint64N(45)}
 		if in.filtered = rng.IntN(2) == 0; in.filtered {
 			for q := uint64(1); q <= 70; q++ {
 				if rng.IntN(3) == 0 {
@@ -346,8 +347,10 @@ func TestCheckCoverageAgreesWithCheckingEachSequence(t *testing.T) {
 			}
 		}
 		var missing []uint64
+		var marked progress.Set
+		marked.AddAll(markedRanges(in.markers))
 		check := func(q uint64) {
-			if !holder[q] && !markedRanges(in.markers).has(q) {
+			if !holder[q] && !marked.Has(q) {
 				missing = append(missing, q)
 			}
 		}
@@ -362,7 +365,7 @@ func TestCheckCoverageAgreesWithCheckingEachSequence(t *testing.T) {
 				check(q)
 			}
 		}
-		want.missing = toRanges(missing)
+		want.missing = progress.FromSorted(missing)
 
 		got := checkCoverage(in)
 		if !slices.Equal(got.missing, want.missing) || got.messages != want.messages ||

@@ -96,7 +96,7 @@ func (r *runner) resumeFrom(s *streamState) uint64 {
 	if s.ledger == nil {
 		return 0
 	}
-	return s.ledger.floor + 1
+	return s.ledger.Floor() + 1
 }
 
 // consumerChecked applies the look-up of a stalled stream's consumer: a
@@ -252,7 +252,7 @@ func (r *runner) checkCursor(s *streamState, res *walkResult, now time.Time) {
 	c := &s.cur
 	var q uint64
 	for _, e := range res.existing {
-		if s.ledger.holes.has(e) {
+		if s.ledger.IsHole(e) {
 			q = e
 			break
 		}

@@ -73,13 +73,13 @@ func (r *runner) add(d delivery) {
 		// stored.
 		return
 	}
-	if s.ledger.accounted(seq) {
+	if s.ledger.Accounted(seq) {
 		// In a stored object or loss marker already, as the export record
 		// says: ack without writing it again.
 		r.ackCommitted(s, seq, msg)
 		return
 	}
-	s.ledger.delivered(seq)
+	s.ledger.Delivered(seq)
 	s.book.hold(seq)
 	out := &r.e.cfg.Output
 	r.rec = formats.Record{

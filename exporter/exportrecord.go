@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/jetlake/jetlake/exporter/progress"
 )
 
 // exportRecord is what the state bucket keeps about one stream and
@@ -18,10 +20,10 @@ import (
 // stream, and what the stream no longer holds and the record does not
 // name is lost.
 type exportRecord struct {
-	StreamCreated time.Time `json:"stream_created"`
-	Floor         uint64    `json:"floor"`
-	Done          seqSet    `json:"done"`
-	Updated       time.Time `json:"updated"`
+	StreamCreated time.Time     `json:"stream_created"`
+	Floor         uint64        `json:"floor"`
+	Done          progress.Seqs `json:"done"`
+	Updated       time.Time     `json:"updated"`
 }
 
 // claims returns the highest sequence the record says is exported.
@@ -124,7 +126,7 @@ func saveRecord(ctx context.Context, st intentStore, key string, rec exportRecor
 			return 0, nil, err
 		}
 		if len(value) > maxRecordDone {
-			out.Done = seqSet{}
+			out.Done = progress.Seqs{}
 			if value, err = json.Marshal(&out); err != nil {
 				return 0, nil, err
 			}
@@ -146,20 +148,16 @@ var errRecordChanged = errors.New("export record changed meanwhile")
 // mergeRecords returns what both records say is exported: the higher floor,
 // and the union of the done ranges above it.
 func mergeRecords(a, b exportRecord) exportRecord {
-	var done rangeSet
-	done.addAll(a.Done.ranges())
-	done.addAll(b.Done.ranges())
-	out := exportRecord{StreamCreated: a.StreamCreated, Floor: done.absorb(max(a.Floor, b.Floor)), Updated: a.Updated}
-	out.Done = rangesToSeqSet(done.runs())
+	var done progress.Set
+	done.AddAll(a.Done.Ranges())
+	done.AddAll(b.Done.Ranges())
+	out := exportRecord{StreamCreated: a.StreamCreated, Floor: done.Absorb(max(a.Floor, b.Floor)), Updated: a.Updated}
+	out.Done = progress.SeqsOf(done.Runs())
 	return out
 }
 
-// rangesToSeqSet returns the seqSet of sorted, disjoint, non-adjacent
-// ranges.
-func rangesToSeqSet(rs []Range) seqSet {
-	runs := make([][2]uint64, len(rs))
-	for i, r := range rs {
-		runs[i] = [2]uint64{r.First, r.Last}
-	}
-	return seqSet{runs: runs}
+// ledgerRecord returns the export record of l, a ledger of the stream
+// created at created.
+func ledgerRecord(l *progress.Ledger, created, now time.Time) exportRecord {
+	return exportRecord{StreamCreated: created, Floor: l.Floor(), Done: progress.SeqsOf(l.Done()), Updated: now.UTC()}
 }

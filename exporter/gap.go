@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/lossmarker"
 )
 
@@ -40,7 +41,7 @@ const maxMarkerRanges = 10_000
 // saveResult is the outcome of writing a stream's export record.
 type saveResult struct {
 	stream *streamState
-	l      *ledger
+	l      *progress.Ledger
 	rev    uint64 // the ledger revision written
 	floor  uint64 // the floor the record holds now
 	// untrusted is the stored record the write replaced because it
@@ -76,17 +77,17 @@ func (r *runner) tend(ctx context.Context, now time.Time) {
 			// when it is drained, and leaves its walks to the next holder.
 			continue
 		}
-		if !s.walking && (!l.holes.empty() && now.Sub(s.lastWalk) >= s.walkEvery || now.Sub(s.lastWalk) >= walkIdle) {
+		if !s.walking && (l.HasHoles() && now.Sub(s.lastWalk) >= s.walkEvery || now.Sub(s.lastWalk) >= walkIdle) {
 			s.walking = true
-			holes, cons := l.toWalk(walkMaxRanges), s.cons
+			holes, cons := l.ToWalk(walkMaxRanges), s.cons
 			r.beside(func() func() {
 				res := r.e.walk(ctx, s, cons, holes)
 				return func() { r.walked(res) }
 			})
 		}
-		if r.e.intents != nil && !s.saving && l.rev != s.savedRev && now.Sub(s.lastSave) >= saveEvery(len(l.done.runs())) {
+		if r.e.intents != nil && !s.saving && l.Rev() != s.savedRev && now.Sub(s.lastSave) >= saveEvery(len(l.Done())) {
 			s.saving = true
-			rec, rev := l.record(s.created, now), l.rev
+			rec, rev := ledgerRecord(l, s.created, now), l.Rev()
 			r.beside(func() func() {
 				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 				defer cancel()
@@ -114,7 +115,7 @@ func (r *runner) walked(res *walkResult) {
 	if l == nil {
 		return
 	}
-	lost, headLost := l.walked(res.scanned, res.existing)
+	lost, headLost := l.Walked(res.scanned, res.existing)
 	// Holes the stream still holds come back only when they are
 	// redelivered: look again less often while nothing else is found.
 	s.walkEvery = walkHoles
@@ -125,7 +126,7 @@ func (r *runner) walked(res *walkResult) {
 		r.checkCursor(s, res, s.lastWalk)
 	}
 	if res.firstSeq > 0 {
-		l.reach(res.firstSeq-1, true)
+		l.Reach(res.firstSeq-1, true)
 	}
 	for _, m := range gapMarkers(s, lost, "the stream removed these sequences before they were exported (limits, a purge or a delete)") {
 		r.enqueue(&job{stream: s, marker: m})
@@ -138,7 +139,7 @@ func (r *runner) walked(res *walkResult) {
 
 // gapMarkers returns the loss markers of lost ranges, sorted: one per
 // maxMarkerRanges ranges.
-func gapMarkers(s *streamState, lost []Range, why string) []*lossmarker.Marker {
+func gapMarkers(s *streamState, lost []progress.Range, why string) []*lossmarker.Marker {
 	var out []*lossmarker.Marker
 	for len(lost) > 0 {
 		part := lost[:min(len(lost), maxMarkerRanges)]
@@ -151,7 +152,7 @@ func gapMarkers(s *streamState, lost []Range, why string) []*lossmarker.Marker {
 		for _, r := range part {
 			m.Count += r.Last - r.First + 1
 			if len(part) > 1 {
-				m.Ranges = append(m.Ranges, lossmarker.Range{r.First, r.Last})
+				m.Ranges = append(m.Ranges, r)
 			}
 		}
 		m.Error = fmt.Sprintf("%s: %d sequences from %d to %d", why, m.Count, m.FirstSeq, m.LastSeq)
@@ -191,12 +192,12 @@ func (r *runner) saved(res *saveResult) {
 func (r *runner) saveNow(ctx context.Context) {
 	defer r.forgetNow(ctx)
 	for _, s := range r.streams {
-		if s.ledger == nil || r.e.intents == nil || s.ledger.rev == s.savedRev {
+		if s.ledger == nil || r.e.intents == nil || s.ledger.Rev() == s.savedRev {
 			continue
 		}
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		res := &saveResult{stream: s, l: s.ledger, rev: s.ledger.rev}
-		res.floor, res.untrusted, res.err = saveRecord(sctx, r.e.intents, s.recordKey, s.ledger.record(s.created, time.Now()), r.e.lastSeq(s))
+		res := &saveResult{stream: s, l: s.ledger, rev: s.ledger.Rev()}
+		res.floor, res.untrusted, res.err = saveRecord(sctx, r.e.intents, s.recordKey, ledgerRecord(s.ledger, s.created, time.Now()), r.e.lastSeq(s))
 		cancel()
 		r.saved(res)
 	}

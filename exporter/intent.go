@@ -3,14 +3,13 @@ package exporter
 import (
 	"context"
 	"encoding/base64"
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlake/jetlake/exporter/progress"
 )
 
 // An intent is written to the state store before a batch is uploaded and
@@ -18,129 +17,13 @@ import (
 // set of stream sequences the object holds, so that after a crash the
 // exporter knows which redelivered messages are already stored.
 type intent struct {
-	ID            string    `json:"id"`
-	Key           string    `json:"key"` // object key
-	Stream        string    `json:"stream"`
-	StreamCreated time.Time `json:"stream_created"` // the stream's identity with its name
-	Consumer      string    `json:"consumer"`
-	Seqs          seqSet    `json:"seqs"`
-	Created       time.Time `json:"created"`
-}
-
-// seqSet is a sorted set of stream sequences, stored as runs.
-type seqSet struct {
-	runs [][2]uint64 // [first, last], sorted, disjoint, not adjacent
-}
-
-// newSeqSet returns the set of the given sequences, in any order.
-func newSeqSet(seqs []uint64) seqSet {
-	s := slices.Clone(seqs)
-	slices.Sort(s)
-	var runs [][2]uint64
-	for i, q := range s {
-		if i > 0 && q == s[i-1] {
-			continue
-		}
-		if n := len(runs); n > 0 && runs[n-1][1]+1 == q {
-			runs[n-1][1] = q
-			continue
-		}
-		runs = append(runs, [2]uint64{q, q})
-	}
-	return seqSet{runs: runs}
-}
-
-// ranges returns the runs as ranges.
-func (s seqSet) ranges() []Range {
-	rs := make([]Range, len(s.runs))
-	for i, r := range s.runs {
-		rs[i] = Range{r[0], r[1]}
-	}
-	return rs
-}
-
-// Len is the number of sequences in the set.
-func (s seqSet) Len() int {
-	n := 0
-	for _, r := range s.runs {
-		n += int(r[1] - r[0] + 1)
-	}
-	return n
-}
-
-// First is the lowest sequence, or 0 for an empty set.
-func (s seqSet) First() uint64 {
-	if len(s.runs) == 0 {
-		return 0
-	}
-	return s.runs[0][0]
-}
-
-// Last is the highest sequence, or 0 for an empty set.
-func (s seqSet) Last() uint64 {
-	if len(s.runs) == 0 {
-		return 0
-	}
-	return s.runs[len(s.runs)-1][1]
-}
-
-// All calls fn for every sequence in order.
-func (s seqSet) All(fn func(uint64)) {
-	for _, r := range s.runs {
-		for q := r[0]; ; q++ {
-			fn(q)
-			if q == r[1] {
-				break
-			}
-		}
-	}
-}
-
-// MarshalJSON encodes the runs as base64 of unsigned varints: for each run,
-// the distance from the end of the previous run, then its length minus one.
-// A batch of one subject among ten takes about two bytes a sequence.
-func (s seqSet) MarshalJSON() ([]byte, error) {
-	buf := make([]byte, 0, len(s.runs)*3)
-	var prev uint64
-	for _, r := range s.runs {
-		buf = binary.AppendUvarint(buf, r[0]-prev)
-		buf = binary.AppendUvarint(buf, r[1]-r[0])
-		prev = r[1]
-	}
-	return json.Marshal(base64.StdEncoding.EncodeToString(buf))
-}
-
-// UnmarshalJSON decodes what MarshalJSON wrote.
-func (s *seqSet) UnmarshalJSON(data []byte) error {
-	var str string
-	if err := json.Unmarshal(data, &str); err != nil {
-		return err
-	}
-	buf, err := base64.StdEncoding.DecodeString(str)
-	if err != nil {
-		return fmt.Errorf("sequence set: %w", err)
-	}
-	s.runs = nil
-	var prev uint64
-	for len(buf) > 0 {
-		gap, n := binary.Uvarint(buf)
-		if n <= 0 {
-			return errors.New("sequence set: bad varint")
-		}
-		buf = buf[n:]
-		length, n := binary.Uvarint(buf)
-		if n <= 0 {
-			return errors.New("sequence set: bad varint")
-		}
-		buf = buf[n:]
-		first := prev + gap
-		if (len(s.runs) > 0 && gap < 2) || first == 0 || first < prev || first+length < first {
-			return errors.New("sequence set: runs out of order")
-		}
-		s.runs = append(s.runs, [2]uint64{first, first + length})
-		prev = first + length
-	}
-	return nil
+	ID            string        `json:"id"`
+	Key           string        `json:"key"` // object key
+	Stream        string        `json:"stream"`
+	StreamCreated time.Time     `json:"stream_created"` // the stream's identity with its name
+	Consumer      string        `json:"consumer"`
+	Seqs          progress.Seqs `json:"seqs"`
+	Created       time.Time     `json:"created"`
 }
 
 // intentStore keeps intents. It is implemented on a JetStream key-value

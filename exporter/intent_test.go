@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/jetlake/jetlake/buffer"
+	"github.com/jetlake/jetlake/exporter/progress"
 )
 
 func TestSeqSetRoundTrips(t *testing.T) {
@@ -16,12 +17,12 @@ func TestSeqSetRoundTrips(t *testing.T) {
 		{1, 11, 21, 31},
 		{1<<63 + 5, 1<<63 + 6, 1 << 40},
 	} {
-		set := newSeqSet(seqs)
+		set := progress.NewSeqs(seqs)
 		data, err := json.Marshal(set)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var back seqSet
+		var back progress.Seqs
 		if err := json.Unmarshal(data, &back); err != nil {
 			t.Fatalf("%v: %v", seqs, err)
 		}
@@ -40,37 +41,10 @@ func TestSeqSetOfAStridedBatchIsSmall(t *testing.T) {
 	for q := uint64(1_000_000); len(seqs) < 10000; q += 10 {
 		seqs = append(seqs, q)
 	}
-	data, _ := json.Marshal(newSeqSet(seqs))
+	data, _ := json.Marshal(progress.NewSeqs(seqs))
 	if per := float64(len(data)) / float64(len(seqs)); per > 3 {
 		t.Fatalf("%.1f bytes a sequence, want at most 3", per)
 	}
-}
-
-func FuzzSeqSetUnmarshal(f *testing.F) {
-	f.Add([]byte(`"AQI="`))
-	f.Add([]byte(`""`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		var s seqSet
-		if err := json.Unmarshal(data, &s); err != nil {
-			return
-		}
-		// Whatever decodes is sorted, disjoint and re-encodes to itself.
-		var prev uint64
-		for i, r := range s.runs {
-			if r[1] < r[0] || i > 0 && r[0] <= prev+1 {
-				t.Fatalf("runs out of order: %v", s.runs)
-			}
-			prev = r[1]
-		}
-		again, err := json.Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var back seqSet
-		if err := json.Unmarshal(again, &back); err != nil || !slices.Equal(back.runs, s.runs) {
-			t.Fatalf("re-encoding changed %v to %v (%v)", s.runs, back.runs, err)
-		}
-	})
 }
 
 // batchSeqs builds the runs of a batch in one pass when its items are in
@@ -89,9 +63,9 @@ func TestBatchSeqsMatchesNewSeqSet(t *testing.T) {
 		for _, q := range seqs {
 			b.Items = append(b.Items, buffer.Item[ackRef]{Seq: q})
 		}
-		got, want := batchSeqs(b), newSeqSet(seqs)
-		if !slices.Equal(got.runs, want.runs) {
-			t.Errorf("batchSeqs(%v) = %v, want %v", seqs, got.runs, want.runs)
+		got, want := batchSeqs(b), progress.NewSeqs(seqs)
+		if !slices.Equal(got.Ranges(), want.Ranges()) {
+			t.Errorf("batchSeqs(%v) = %v, want %v", seqs, got.Ranges(), want.Ranges())
 		}
 	}
 }
@@ -105,8 +79,8 @@ func BenchmarkBatchSeqs(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if s := batchSeqs(batch); len(s.runs) != 20_000 {
-			b.Fatal(len(s.runs))
+		if s := batchSeqs(batch); len(s.Ranges()) != 20_000 {
+			b.Fatal(len(s.Ranges()))
 		}
 	}
 }

@@ -343,9 +343,9 @@ func (r *runner) checkHandovers(ctx context.Context) {
 		// record as it is now, and the lease as it is now.
 		l, rev := s.ledger, uint64(0)
 		var rec exportRecord
-		save := l != nil && r.e.intents != nil && l.rev != s.savedRev
+		save := l != nil && r.e.intents != nil && l.Rev() != s.savedRev
 		if save {
-			rec, rev = l.record(s.created, time.Now()), l.rev
+			rec, rev = ledgerRecord(l, s.created, time.Now()), l.Rev()
 		}
 		lease := s.leaseRef()
 		r.beside(func() func() {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jetlake/jetlake/buffer"
 	"github.com/jetlake/jetlake/exporter/iceberg"
+	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/lossmarker"
 )
@@ -72,8 +73,8 @@ type result struct {
 	stored    bool          // the object is in the store
 	confirmed bool          // the acks were sent and the last one confirmed
 	intentKey string        // the batch's intent
-	seqs      []byte        // the batch's sequences, as seqSet.MarshalJSON encodes them
-	set       seqSet        // and as runs, when the uploader built them
+	seqs      []byte        // the batch's sequences, as progress.Seqs.MarshalJSON encodes them
+	set       progress.Seqs // and as runs, when the uploader built them
 	tail      *iceberg.Tail // an Iceberg data file's end, for its commit
 
 	// acks, when set, still has to ack the stored batch's messages and set
@@ -284,7 +285,7 @@ func (r *runner) takeSealed() {
 }
 
 // batchSeqs returns the sequences of a batch's messages.
-func batchSeqs(b *msgBatch) seqSet {
+func batchSeqs(b *msgBatch) progress.Seqs {
 	// Items are in the order they arrived, which is the order of the
 	// stream but for redeliveries: count the runs and build them in two
 	// passes, and sort only when that order is broken.
@@ -298,21 +299,21 @@ func batchSeqs(b *msgBatch) seqSet {
 			for i, it := range b.Items {
 				seqs[i] = it.Seq
 			}
-			return newSeqSet(seqs)
+			return progress.NewSeqs(seqs)
 		}
 	}
 	if n == 0 {
-		return seqSet{}
+		return progress.Seqs{}
 	}
-	runs := make([][2]uint64, 0, n)
+	runs := make([]progress.Range, 0, n)
 	for i, it := range b.Items {
 		if i > 0 && it.Seq == b.Items[i-1].Seq+1 {
-			runs[len(runs)-1][1] = it.Seq
+			runs[len(runs)-1].Last = it.Seq
 		} else {
-			runs = append(runs, [2]uint64{it.Seq, it.Seq})
+			runs = append(runs, progress.Range{First: it.Seq, Last: it.Seq})
 		}
 	}
-	return seqSet{runs: runs}
+	return progress.SeqsOf(runs)
 }
 
 // streamOf returns the stream a batch belongs to, from the index its group
@@ -372,14 +373,14 @@ func (r *runner) finish(res *result) error {
 		if s.ledger != nil {
 			for _, run := range j.marker.Runs() {
 				if res.stored {
-					s.ledger.marked(Range{run[0], run[1]})
+					s.ledger.Marked(run)
 				} else if j.term == nil {
-					s.ledger.unmarked(Range{run[0], run[1]})
+					s.ledger.Unmarked(run)
 				}
 			}
 			if !res.stored {
 				for _, ref := range j.term {
-					s.ledger.returned(ref.seq())
+					s.ledger.Returned(ref.seq())
 				}
 			}
 		}
@@ -395,19 +396,19 @@ func (r *runner) finish(res *result) error {
 	if res.stored && j.set == r.set && r.e.table != nil && res.intentKey != "" {
 		r.e.table.storedWith(res.intentKey, res.key, b.First, b.Last, res.tail)
 	}
-	var seqs seqSet
+	var seqs progress.Seqs
 	if res.stored {
 		seqs = res.set
-		if len(seqs.runs) == 0 {
+		if len(seqs.Ranges()) == 0 {
 			seqs = batchSeqs(b)
 		}
 	}
 	if s.ledger != nil {
 		if res.stored {
-			s.ledger.storedAll(seqs.ranges())
+			s.ledger.StoredAll(seqs.Ranges())
 		} else {
 			for _, it := range b.Items {
-				s.ledger.returned(it.Seq)
+				s.ledger.Returned(it.Seq)
 			}
 		}
 	}
@@ -459,15 +460,15 @@ func (r *runner) awaitUnsure(s *streamState, j *job, res *result) {
 	if res.intentKey == "" || len(res.seqs) == 0 {
 		return
 	}
-	var seqs seqSet
+	var seqs progress.Seqs
 	if err := seqs.UnmarshalJSON(res.seqs); err != nil {
 		return
 	}
 	in := &intent{ID: j.intentID, Key: res.key, Stream: s.cfg.Stream, Consumer: s.cfg.Consumer, Seqs: seqs}
 	s.book.await(res.intentKey, in, time.Now().Add(resolveAfter(s.cfg.AckWait, false)))
 	if s.ledger != nil {
-		for _, run := range seqs.runs {
-			s.ledger.wait(Range{run[0], run[1]})
+		for _, run := range seqs.Ranges() {
+			s.ledger.Wait(run)
 		}
 	}
 }

@@ -129,7 +129,7 @@ func (s *streamState) applyRecovery(rec *recovery, now time.Time, table *lakeTab
 		s.book.commit(ikey, seqs)
 		s.recovered++
 		if s.ledger != nil {
-			s.ledger.storedAll(seqs.ranges())
+			s.ledger.StoredAll(seqs.Ranges())
 		}
 	}
 	for ikey, in := range rec.unresolved {
@@ -137,8 +137,8 @@ func (s *streamState) applyRecovery(rec *recovery, now time.Time, table *lakeTab
 		// otherwise its writer was the process before.
 		s.book.await(ikey, in, now.Add(resolveAfter(s.cfg.AckWait, s.cfg.Failover == config.FailoverPinned)))
 		if s.ledger != nil {
-			for _, run := range in.Seqs.runs {
-				s.ledger.wait(Range{run[0], run[1]})
+			for _, run := range in.Seqs.Ranges() {
+				s.ledger.Wait(run)
 			}
 		}
 	}
@@ -267,9 +267,9 @@ func (r *runner) resolved(s *streamState, ikey string, u *unresolved, stored boo
 	}
 	if s.ledger != nil {
 		if stored {
-			s.ledger.storedAll(u.in.Seqs.ranges())
+			s.ledger.StoredAll(u.in.Seqs.Ranges())
 		} else {
-			u.in.Seqs.All(s.ledger.returned)
+			u.in.Seqs.All(s.ledger.Returned)
 		}
 	}
 	for _, d := range s.book.resolve(ikey) {
@@ -396,15 +396,15 @@ func maxIntentSeqs(cfg *config.Connector, s *streamState) uint64 {
 // intent is never expanded: a run of 2^36 sequences would take a map
 // entry each.
 func implausible(in *intent, lastSeq, max uint64) string {
-	if len(in.Seqs.runs) == 0 {
+	if len(in.Seqs.Ranges()) == 0 {
 		return "it names no sequence"
 	}
 	if last := in.Seqs.Last(); last > lastSeq {
 		return fmt.Sprintf("it names sequence %d, past the stream's last sequence %d", last, lastSeq)
 	}
 	var n uint64
-	for _, r := range in.Seqs.runs {
-		n += r[1] - r[0] + 1 // no overflow: every run lies within 1..lastSeq
+	for _, r := range in.Seqs.Ranges() {
+		n += r.Last - r.First + 1 // no overflow: every run lies within 1..lastSeq
 		if n > max {
 			return fmt.Sprintf("it names more than %d sequences, more than one batch holds", max)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/progress"
 )
 
 // memIntents is an in-memory intentStore.
@@ -116,7 +117,7 @@ func TestRecoveryAfterACrashAtEachCommitStep(t *testing.T) {
 				intentPrefix: intentPrefix("c", "S", "c"),
 			}
 			in := intent{ID: "I1", Key: key, Stream: "S", StreamCreated: created, Consumer: "c",
-				Seqs: newSeqSet([]uint64{10, 11, 12}), Created: time.Now()}
+				Seqs: progress.NewSeqs([]uint64{10, 11, 12}), Created: time.Now()}
 			value, _ := json.Marshal(&in)
 			ikey := s.intentPrefix + in.ID
 			intents.m[ikey] = value
@@ -162,7 +163,7 @@ func TestALatePutOfAStalledWriterIsFoundWhenResolving(t *testing.T) {
 	s := &streamState{
 		cfg: config.Stream{Stream: "S", Consumer: "c", AckWait: time.Minute}, intentPrefix: "p.",
 	}
-	in := &intent{ID: "I1", Key: key, Seqs: newSeqSet([]uint64{5, 6})}
+	in := &intent{ID: "I1", Key: key, Seqs: progress.NewSeqs([]uint64{5, 6})}
 	intents.m["p.I1"] = []byte("{}")
 	s.book.await("p.I1", in, time.Now())
 	// The stalled writer's PUT lands after recovery looked.
@@ -228,16 +229,16 @@ func TestForgettingManyIntentsRunsAFewDeletionsAtATime(t *testing.T) {
 func TestImplausibleIntents(t *testing.T) {
 	for _, tt := range []struct {
 		name string
-		seqs seqSet
+		seqs progress.Seqs
 		want bool
 	}{
-		{"a batch", newSeqSet([]uint64{3, 4, 5, 9}), false},
-		{"up to the last sequence", seqSet{runs: [][2]uint64{{41, 100}}}, false},
-		{"empty", seqSet{}, true},
-		{"past the last sequence", seqSet{runs: [][2]uint64{{99, 101}}}, true},
-		{"2^36 sequences", seqSet{runs: [][2]uint64{{1, 1 << 36}}}, true},
-		{"more than a batch", seqSet{runs: [][2]uint64{{1, 40}, {50, 70}}}, true},
-		{"the whole range of uint64", seqSet{runs: [][2]uint64{{1, ^uint64(0)}}}, true},
+		{"a batch", progress.NewSeqs([]uint64{3, 4, 5, 9}), false},
+		{"up to the last sequence", progress.SeqsOf([]progress.Range{{First: 41, Last: 100}}), false},
+		{"empty", progress.Seqs{}, true},
+		{"past the last sequence", progress.SeqsOf([]progress.Range{{First: 99, Last: 101}}), true},
+		{"2^36 sequences", progress.SeqsOf([]progress.Range{{First: 1, Last: 1 << 36}}), true},
+		{"more than a batch", progress.SeqsOf([]progress.Range{{First: 1, Last: 40}, {First: 50, Last: 70}}), true},
+		{"the whole range of uint64", progress.SeqsOf([]progress.Range{{First: 1, Last: ^uint64(0)}}), true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			why := implausible(&intent{Seqs: tt.seqs}, 100, 60)

@@ -213,7 +213,7 @@ func (e *env) holders() []held {
 	}
 	for _, m := range e.markers() {
 		for _, r := range m.Runs() {
-			out = append(out, held{r[0], r[1], fmt.Sprintf("marker %d-%d", m.FirstSeq, m.LastSeq)})
+			out = append(out, held{r.First, r.Last, fmt.Sprintf("marker %d-%d", m.FirstSeq, m.LastSeq)})
 		}
 	}
 	slices.SortFunc(out, func(a, b held) int { return cmp.Compare(a.first, b.first) })

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/exporter/iceberg"
+	"github.com/jetlake/jetlake/exporter/progress"
 )
 
 // restoreIntents gives back their intents to the data files of s that this
@@ -134,7 +135,7 @@ func (e *Exporter) alone(found []*intent) []*intent {
 	clash := make([]bool, len(found))
 	for i := range found {
 		for j := i + 1; j < len(found) && found[j].Seqs.First() <= found[i].Seqs.Last(); j++ {
-			if found[i].Seqs.common(found[j].Seqs) > 0 {
+			if found[i].Seqs.Common(found[j].Seqs) > 0 {
 				clash[i], clash[j] = true, true
 			}
 		}
@@ -155,24 +156,24 @@ func (e *Exporter) alone(found []*intent) []*intent {
 // metaSeqs returns the sequences a data object's metadata says it holds:
 // its sequence set, or its first to last sequence when the count says
 // there is no gap.
-func metaSeqs(md map[string]string) (seqSet, bool) {
+func metaSeqs(md map[string]string) (progress.Seqs, bool) {
 	first, err1 := strconv.ParseUint(md[MetaFirstSeq], 10, 64)
 	last, err2 := strconv.ParseUint(md[MetaLastSeq], 10, 64)
 	count, err3 := strconv.ParseUint(md[MetaCount], 10, 64)
 	if err1 != nil || err2 != nil || err3 != nil || first == 0 || last < first {
-		return seqSet{}, false
+		return progress.Seqs{}, false
 	}
 	if enc := md[MetaSeqs]; enc != "" {
-		var s seqSet
+		var s progress.Seqs
 		if err := s.UnmarshalJSON([]byte(strconv.Quote(enc))); err != nil || s.First() != first || s.Last() != last || uint64(s.Len()) != count {
-			return seqSet{}, false
+			return progress.Seqs{}, false
 		}
 		return s, true
 	}
 	if last-first+1 != count {
-		return seqSet{}, false
+		return progress.Seqs{}, false
 	}
-	return seqSet{runs: [][2]uint64{{first, last}}}, true
+	return progress.SeqsOf([]progress.Range{{First: first, Last: last}}), true
 }
 
 // tableSeqs answers which sequences the table's current snapshot holds:
@@ -182,14 +183,14 @@ type tableSeqs struct {
 	store  ObjectStore
 	bucket string // s3://bucket/
 	held   []iceberg.HeldRange
-	exact  map[string]seqSet // by location; absent: not read yet
-	bad    map[string]bool   // files whose metadata names no exact set
+	exact  map[string]progress.Seqs // by location; absent: not read yet
+	bad    map[string]bool          // files whose metadata names no exact set
 }
 
 // holds returns how many of seqs of stream the table's files hold, and
 // whether it could tell: a file whose bounds overlap but whose metadata
 // does not say its sequences leaves it unknown.
-func (ts *tableSeqs) holds(ctx context.Context, stream string, seqs seqSet) (n int, known bool, err error) {
+func (ts *tableSeqs) holds(ctx context.Context, stream string, seqs progress.Seqs) (n int, known bool, err error) {
 	known = true
 	for _, h := range ts.held {
 		if !h.Overlaps(stream, seqs.First(), seqs.Last()) {
@@ -203,54 +204,37 @@ func (ts *tableSeqs) holds(ctx context.Context, stream string, seqs seqSet) (n i
 			known = false
 			continue
 		}
-		n += set.common(seqs)
+		n += set.Common(seqs)
 	}
 	return n, known, nil
 }
 
 // seqsOf returns the sequences a file of the table holds, by its metadata.
-func (ts *tableSeqs) seqsOf(ctx context.Context, loc string) (seqSet, bool, error) {
+func (ts *tableSeqs) seqsOf(ctx context.Context, loc string) (progress.Seqs, bool, error) {
 	if ts.exact == nil {
-		ts.exact, ts.bad = map[string]seqSet{}, map[string]bool{}
+		ts.exact, ts.bad = map[string]progress.Seqs{}, map[string]bool{}
 	}
 	if set, ok := ts.exact[loc]; ok {
 		return set, true, nil
 	}
 	if ts.bad[loc] || !strings.HasPrefix(loc, ts.bucket) {
-		return seqSet{}, false, nil
+		return progress.Seqs{}, false, nil
 	}
 	md, err := ts.store.Head(ctx, strings.TrimPrefix(loc, ts.bucket))
 	if errors.Is(err, ErrNotFound) {
 		ts.bad[loc] = true
-		return seqSet{}, false, nil
+		return progress.Seqs{}, false, nil
 	}
 	if err != nil {
-		return seqSet{}, false, fmt.Errorf("data file %s: %w", loc, err)
+		return progress.Seqs{}, false, fmt.Errorf("data file %s: %w", loc, err)
 	}
 	set, ok := metaSeqs(md)
 	if !ok {
 		ts.bad[loc] = true
-		return seqSet{}, false, nil
+		return progress.Seqs{}, false, nil
 	}
 	ts.exact[loc] = set
 	return set, true, nil
-}
-
-// common is how many sequences s and o share.
-func (s seqSet) common(o seqSet) int {
-	n := 0
-	for i, j := 0, 0; i < len(s.runs) && j < len(o.runs); {
-		a, b := s.runs[i], o.runs[j]
-		if lo, hi := max(a[0], b[0]), min(a[1], b[1]); lo <= hi {
-			n += int(hi - lo + 1)
-		}
-		if a[1] < b[1] {
-			i++
-		} else {
-			j++
-		}
-	}
-	return n
 }
 
 // namedFiles returns the object keys the intents of a connector name.

@@ -3,13 +3,15 @@ package exporter
 import (
 	"slices"
 	"testing"
+
+	"github.com/jetlake/jetlake/exporter/progress"
 )
 
 // A data object's metadata gives its exact sequences only when its
 // sequence set, or a count without gaps, says which they are.
 func TestMetaSeqs(t *testing.T) {
 	enc := func(seqs ...uint64) string {
-		b, err := newSeqSet(seqs).MarshalJSON()
+		b, err := progress.NewSeqs(seqs).MarshalJSON()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -21,11 +23,11 @@ func TestMetaSeqs(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		md   map[string]string
-		want [][2]uint64 // nil: not known
+		want []progress.Range // nil: not known
 	}{
-		{"no gap", md("5", "9", "5", ""), [][2]uint64{{5, 9}}},
+		{"no gap", md("5", "9", "5", ""), []progress.Range{{First: 5, Last: 9}}},
 		{"gaps, no set", md("5", "9", "3", ""), nil},
-		{"gaps with the set", md("5", "9", "3", enc(5, 7, 9)), [][2]uint64{{5, 5}, {7, 7}, {9, 9}}},
+		{"gaps with the set", md("5", "9", "3", enc(5, 7, 9)), []progress.Range{{First: 5, Last: 5}, {First: 7, Last: 7}, {First: 9, Last: 9}}},
 		{"a set that is not the bounds", md("5", "9", "3", enc(5, 7, 8)), nil},
 		{"a set of another count", md("5", "9", "2", enc(5, 7, 9)), nil},
 		{"no metadata", map[string]string{}, nil},
@@ -35,8 +37,8 @@ func TestMetaSeqs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ok := metaSeqs(tc.md)
-			if ok != (tc.want != nil) || ok && !slices.Equal(got.runs, tc.want) {
-				t.Fatalf("metaSeqs = %v, %v; want %v", got.runs, ok, tc.want)
+			if ok != (tc.want != nil) || ok && !slices.Equal(got.Ranges(), tc.want) {
+				t.Fatalf("metaSeqs = %v, %v; want %v", got.Ranges(), ok, tc.want)
 			}
 		})
 	}
@@ -57,8 +59,8 @@ func TestSeqSetCommon(t *testing.T) {
 		{"empty", nil, []uint64{5, 6}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, b := newSeqSet(tc.a), newSeqSet(tc.b)
-			if n, m := a.common(b), b.common(a); n != tc.want || m != tc.want {
+			a, b := progress.NewSeqs(tc.a), progress.NewSeqs(tc.b)
+			if n, m := a.Common(b), b.Common(a); n != tc.want || m != tc.want {
 				t.Fatalf("common = %d and %d, want %d", n, m, tc.want)
 			}
 		})

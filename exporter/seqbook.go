@@ -4,6 +4,8 @@ import (
 	"iter"
 	"slices"
 	"time"
+
+	"github.com/jetlake/jetlake/exporter/progress"
 )
 
 // seqBook is what the runner knows about the sequences of one stream: which
@@ -17,7 +19,7 @@ import (
 //
 // The zero value is an empty book. Only the runner goroutine uses it.
 type seqBook struct {
-	held       heldSet                // received and not yet acked or abandoned
+	held       progress.Held          // received and not yet acked or abandoned
 	sealed     int                    // of those, messages in sealed batches
 	committed  map[uint64]*committed  // stored in an object whose acks are not confirmed
 	unresolved map[string]*unresolved // intents of others whose object was missing, by intent key
@@ -37,7 +39,7 @@ type committed struct {
 	// while the acks went out, earlier ones can be lost, and their
 	// messages come back. expand makes them committed then.
 	first uint64
-	seqs  []byte // seqSet.MarshalJSON, until expanded
+	seqs  []byte // progress.Seqs.MarshalJSON, until expanded
 }
 
 // unresolved is an intent whose object was missing when it was found.
@@ -72,7 +74,7 @@ func (b *seqBook) classify(seq uint64, redelivered bool) seqClass {
 	if _, ok := b.committed[seq]; ok {
 		return seqCommitted
 	}
-	if b.held.has(seq) {
+	if b.held.Has(seq) {
 		return seqHeld
 	}
 	return seqNew
@@ -91,14 +93,14 @@ func (b *seqBook) wait(seq uint64, d delivery) {
 }
 
 // hold records a sequence the runner keeps until it is acked or abandoned.
-func (b *seqBook) hold(seq uint64) { b.held.add(seq) }
+func (b *seqBook) hold(seq uint64) { b.held.Add(seq) }
 
 // release forgets a held sequence: acked, terminated or abandoned.
-func (b *seqBook) release(seq uint64) { b.held.remove(seq) }
+func (b *seqBook) release(seq uint64) { b.held.Remove(seq) }
 
 // counts returns how many sequences are held and how many of those are in
 // sealed batches.
-func (b *seqBook) counts() (held, sealed int) { return b.held.len(), b.sealed }
+func (b *seqBook) counts() (held, sealed int) { return b.held.Len(), b.sealed }
 
 // seal records a sealed batch of n held messages under its intent key: the
 // intent is this process's own until unseal.
@@ -120,7 +122,7 @@ func (b *seqBook) unseal(ikey string, n int) {
 // commit records a stored batch whose acks are not confirmed: its messages
 // are acked, not written, when they come back. Its intent is kept until the
 // ack floor passes it.
-func (b *seqBook) commit(ikey string, seqs seqSet) {
+func (b *seqBook) commit(ikey string, seqs progress.Seqs) {
 	c := &committed{intentKey: ikey, last: seqs.Last()}
 	if b.committed == nil {
 		b.committed = map[uint64]*committed{}
@@ -134,7 +136,7 @@ func (b *seqBook) commit(ikey string, seqs seqSet) {
 func (b *seqBook) acked(seq uint64) { delete(b.committed, seq) }
 
 // retire records a stored batch whose acks were confirmed, with its
-// sequences (seqSet.MarshalJSON) for expand. Its intent is kept until the
+// sequences (progress.Seqs.MarshalJSON) for expand. Its intent is kept until the
 // ack floor passes the batch: a consumer reset after a crash replays acked
 // messages above the floor, and the intent is what tells recovery they are
 // stored.
@@ -150,7 +152,7 @@ func (b *seqBook) expand(seq uint64) {
 		if len(c.seqs) == 0 || seq < c.first || seq > c.last {
 			continue
 		}
-		var set seqSet
+		var set progress.Seqs
 		if err := set.UnmarshalJSON(c.seqs); err == nil {
 			if b.committed == nil {
 				b.committed = map[uint64]*committed{}

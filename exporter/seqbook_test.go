@@ -5,12 +5,14 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/jetlake/jetlake/exporter/progress"
 )
 
 func TestSeqBookClassifiesADeliveredSequence(t *testing.T) {
 	deadline := time.Unix(1000, 0)
-	unsure := func() *intent { return &intent{ID: "u", Key: "k", Seqs: newSeqSet([]uint64{20, 21})} }
-	confirmed, err := newSeqSet([]uint64{30, 32}).MarshalJSON()
+	unsure := func() *intent { return &intent{ID: "u", Key: "k", Seqs: progress.NewSeqs([]uint64{20, 21})} }
+	confirmed, err := progress.NewSeqs([]uint64{30, 32}).MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,11 +28,11 @@ func TestSeqBookClassifiesADeliveredSequence(t *testing.T) {
 		{name: "a released sequence is new again", setup: func(b *seqBook) { b.hold(1); b.release(1) }, seq: 1, redelivered: true, want: seqNew},
 		{name: "a sealed sequence is held", setup: func(b *seqBook) { b.hold(1); b.seal("i", 1) }, seq: 1, redelivered: true, want: seqHeld},
 		{name: "a sequence of a stored, unconfirmed batch is committed",
-			setup: func(b *seqBook) { b.commit("c", newSeqSet([]uint64{10, 11, 12})) }, seq: 11, redelivered: true, want: seqCommitted},
+			setup: func(b *seqBook) { b.commit("c", progress.NewSeqs([]uint64{10, 11, 12})) }, seq: 11, redelivered: true, want: seqCommitted},
 		{name: "a committed sequence acked again is new",
-			setup: func(b *seqBook) { b.commit("c", newSeqSet([]uint64{10, 11, 12})); b.acked(11) }, seq: 11, redelivered: true, want: seqNew},
+			setup: func(b *seqBook) { b.commit("c", progress.NewSeqs([]uint64{10, 11, 12})); b.acked(11) }, seq: 11, redelivered: true, want: seqNew},
 		{name: "acking one committed sequence leaves the others committed",
-			setup: func(b *seqBook) { b.commit("c", newSeqSet([]uint64{10, 11, 12})); b.acked(11) }, seq: 12, redelivered: true, want: seqCommitted},
+			setup: func(b *seqBook) { b.commit("c", progress.NewSeqs([]uint64{10, 11, 12})); b.acked(11) }, seq: 12, redelivered: true, want: seqCommitted},
 		{name: "a sequence of an unresolved intent waits",
 			setup: func(b *seqBook) { b.await("u", unsure(), deadline) }, seq: 21, redelivered: true, want: seqWaiting},
 		{name: "waiting comes before held",
@@ -45,7 +47,7 @@ func TestSeqBookClassifiesADeliveredSequence(t *testing.T) {
 				b.resolve("u")
 			}, seq: 20, redelivered: true, want: seqCommitted},
 		{name: "a committed sequence held again is committed",
-			setup: func(b *seqBook) { b.hold(11); b.commit("c", newSeqSet([]uint64{11})) }, seq: 11, redelivered: true, want: seqCommitted},
+			setup: func(b *seqBook) { b.hold(11); b.commit("c", progress.NewSeqs([]uint64{11})) }, seq: 11, redelivered: true, want: seqCommitted},
 		{name: "a first delivery in a confirmed batch's range is new",
 			setup: func(b *seqBook) { b.retire("r", 30, 32, confirmed) }, seq: 32, want: seqNew},
 		{name: "a confirmed batch's message that comes back after its ack was lost is committed",
@@ -57,13 +59,13 @@ func TestSeqBookClassifiesADeliveredSequence(t *testing.T) {
 		{name: "a redelivery outside every confirmed batch's range is new",
 			setup: func(b *seqBook) { b.retire("r", 30, 32, confirmed) }, seq: 33, redelivered: true, want: seqNew},
 		{name: "a committed sequence the ack floor passed is new",
-			setup: func(b *seqBook) { b.commit("c", newSeqSet([]uint64{10, 11, 12})); b.passFloor(12) }, seq: 11, redelivered: true, want: seqNew},
+			setup: func(b *seqBook) { b.commit("c", progress.NewSeqs([]uint64{10, 11, 12})); b.passFloor(12) }, seq: 11, redelivered: true, want: seqNew},
 		{name: "a committed sequence of a batch the ack floor did not pass stays committed",
-			setup: func(b *seqBook) { b.commit("c", newSeqSet([]uint64{10, 11, 12})); b.passFloor(11) }, seq: 11, redelivered: true, want: seqCommitted},
+			setup: func(b *seqBook) { b.commit("c", progress.NewSeqs([]uint64{10, 11, 12})); b.passFloor(11) }, seq: 11, redelivered: true, want: seqCommitted},
 		{name: "a confirmed batch the ack floor passed is not expanded",
 			setup: func(b *seqBook) { b.retire("r", 30, 32, confirmed); b.passFloor(32) }, seq: 32, redelivered: true, want: seqNew},
 		{name: "after a reset a committed sequence is new",
-			setup: func(b *seqBook) { b.commit("c", newSeqSet([]uint64{11})); b.reset() }, seq: 11, redelivered: true, want: seqNew},
+			setup: func(b *seqBook) { b.commit("c", progress.NewSeqs([]uint64{11})); b.reset() }, seq: 11, redelivered: true, want: seqNew},
 		{name: "after a reset a waiting sequence is new",
 			setup: func(b *seqBook) { b.await("u", unsure(), deadline); b.reset() }, seq: 20, redelivered: true, want: seqNew},
 		{name: "after a reset a confirmed batch is not expanded",
@@ -123,11 +125,11 @@ func TestSeqBookKnowsTheIntentsItAccountsFor(t *testing.T) {
 		{"empty", func() {}, nil},
 		{"a batch in flight", func() { b.seal("own", 2) }, []string{"own"}},
 		{"an unresolved intent", func() {
-			b.await("unsure", &intent{Seqs: newSeqSet([]uint64{7})}, time.Unix(1000, 0))
+			b.await("unsure", &intent{Seqs: progress.NewSeqs([]uint64{7})}, time.Unix(1000, 0))
 		}, []string{"own", "unsure"}},
 		{"the batch stored, acks unconfirmed", func() {
 			b.unseal("own", 2)
-			b.commit("own", newSeqSet([]uint64{1, 2}))
+			b.commit("own", progress.NewSeqs([]uint64{1, 2}))
 		}, []string{"own", "unsure"}},
 		{"a batch stored and confirmed", func() { b.retire("confirmed", 3, 4, nil) }, []string{"confirmed", "own", "unsure"}},
 		{"the unresolved intent resolved", func() { b.resolve("unsure") }, []string{"confirmed", "own"}},
@@ -144,8 +146,8 @@ func TestSeqBookKnowsTheIntentsItAccountsFor(t *testing.T) {
 func TestSeqBookKeepsTheLatestDeliveryOfAWaitingMessage(t *testing.T) {
 	var b seqBook
 	deadline := time.Unix(1000, 0)
-	b.await("u", &intent{Seqs: newSeqSet([]uint64{20, 21})}, deadline)
-	b.await("later", &intent{Seqs: newSeqSet([]uint64{40})}, deadline.Add(time.Minute))
+	b.await("u", &intent{Seqs: progress.NewSeqs([]uint64{20, 21})}, deadline)
+	b.await("later", &intent{Seqs: progress.NewSeqs([]uint64{40})}, deadline.Add(time.Minute))
 	b.wait(20, delivery{stream: 1})
 	b.wait(20, delivery{stream: 2}) // redelivered after AckWait: only this one can be acked
 	b.wait(21, delivery{stream: 3})
@@ -185,13 +187,13 @@ func TestSeqBookKeepsTheLatestDeliveryOfAWaitingMessage(t *testing.T) {
 
 func TestSeqBookForgetsIntentsOnceTheAckFloorPassesThem(t *testing.T) {
 	var b seqBook
-	seqs, err := newSeqSet([]uint64{4, 6}).MarshalJSON()
+	seqs, err := progress.NewSeqs([]uint64{4, 6}).MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.commit("a", newSeqSet([]uint64{1, 2, 3}))
+	b.commit("a", progress.NewSeqs([]uint64{1, 2, 3}))
 	b.retire("b", 4, 6, seqs)
-	b.commit("c", newSeqSet([]uint64{10}))
+	b.commit("c", progress.NewSeqs([]uint64{10}))
 	if b.classify(6, true) != seqCommitted { // expands b: its ack was lost
 		t.Fatal("a lost ack's message of a confirmed batch is not committed")
 	}

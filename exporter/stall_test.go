@@ -17,6 +17,7 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/exportertest"
+	"github.com/jetlake/jetlake/exporter/progress"
 )
 
 // stallingState is a state store whose calls, all but intent creation,
@@ -162,7 +163,7 @@ max_file_age = "1s"
 	}
 	created := st.CachedInfo().Created.UTC()
 	in := intent{ID: "lost", Key: "raw/S/S.x/00000000000000000005-00000000000000000010.jsonl", Stream: "S",
-		StreamCreated: created, Consumer: c.Streams[0].Consumer, Seqs: newSeqSet([]uint64{5, 10}), Created: time.Now()}
+		StreamCreated: created, Consumer: c.Streams[0].Consumer, Seqs: progress.NewSeqs([]uint64{5, 10}), Created: time.Now()}
 	value, _ := json.Marshal(&in)
 	if err := kv.Create(ctx, intentPrefix(c.Name, "S", c.Streams[0].Consumer)+in.ID, value); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/progress"
 )
 
 // streamState is what the runner keeps per configured stream. Set up
@@ -55,7 +56,7 @@ type streamState struct {
 	// What is exported, in ranges, compared with the stream by walks beside
 	// the runner; nil until recovery ran (on a pinned consumer, until this
 	// instance is pinned).
-	ledger    *ledger
+	ledger    *progress.Ledger
 	filtered  bool             // the consumer sees only some of the stream's subjects
 	retained  bool             // work-queue or interest retention: see ledger.retained
 	stream    jetstream.Stream // for walks
@@ -168,7 +169,7 @@ func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *s
 // and the consumer's delivered sequence.
 type ledgerStart struct {
 	floor               uint64
-	done                []Range
+	done                []progress.Range
 	firstSeq, delivered uint64
 }
 
@@ -215,9 +216,7 @@ func (e *Exporter) loadLedgerStart(ctx context.Context, s *streamState) (*ledger
 		e.m.untrusted.WithLabelValues(e.cfg.Name, "export_record").Inc()
 	case rec.StreamCreated.Equal(s.created):
 		start.floor = rec.Floor
-		for _, r := range rec.Done.runs {
-			start.done = append(start.done, Range{r[0], r[1]})
-		}
+		start.done = append(start.done, rec.Done.Ranges()...)
 	default:
 		e.log.Warn("the stream was re-created: its export record is of the earlier one", "stream", s.cfg.Stream,
 			"record_stream_created", rec.StreamCreated, "stream_created", s.created)
@@ -231,20 +230,20 @@ func (e *Exporter) loadLedgerStart(ctx context.Context, s *streamState) (*ledger
 // holds: a purge moves the consumer's delivered sequence and ack floor past
 // what it removed, exported or not.
 func (s *streamState) startLedger(start *ledgerStart, log *slog.Logger) {
-	l := newLedger(start.floor, start.done, start.firstSeq, start.delivered, s.filtered)
+	l := progress.NewLedger(start.floor, start.done, start.firstSeq, start.delivered, s.filtered)
 	if s.retained {
-		l.retain()
+		l.Retain()
 	}
 	for q := range s.book.committed {
-		l.stored(Range{q, q})
+		l.Stored(progress.Range{First: q, Last: q})
 	}
 	for q := range s.book.pending {
-		l.wait(Range{q, q})
+		l.Wait(progress.Range{First: q, Last: q})
 	}
 	s.ledger = l
 	s.savedRev = 0
-	if !l.holes.empty() {
+	if l.HasHoles() {
 		log.Info("export record: checking sequences not known to be exported", "stream", s.cfg.Stream,
-			"floor", l.floor, "holes", len(l.holes.runs()), "first_hole", l.holes.runs()[0].First)
+			"floor", l.Floor(), "holes", len(l.Holes()), "first_hole", l.Holes()[0].First)
 	}
 }

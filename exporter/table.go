@@ -273,7 +273,7 @@ func (lt *lakeTable) found(ikey string, in *intent) {
 	if lt.claimed[ikey] {
 		return
 	}
-	lt.stored(ikey, in.Key, in.Seqs.runs[0][0], in.Seqs.Last())
+	lt.stored(ikey, in.Key, in.Seqs.First(), in.Seqs.Last())
 }
 
 // stored records a data file stored under its intent: it goes into the

@@ -12,7 +12,6 @@ import (
 	"io"
 	"path"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/lossmarker"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
@@ -45,25 +45,15 @@ type VerifyOptions struct {
 	Progress       io.Writer // progress lines on long runs; nil for none
 }
 
-// Range is an inclusive range of stream sequences.
-type Range struct{ First, Last uint64 }
-
-func (r Range) String() string {
-	if r.First == r.Last {
-		return strconv.FormatUint(r.First, 10)
-	}
-	return fmt.Sprintf("%d-%d", r.First, r.Last)
-}
-
 // Report is the result of verifying one stream of a connector.
 type Report struct {
 	Connector string
 	Stream    string
 	Consumer  string
-	Scope     Range // sequences checked
-	Filtered  bool  // the consumer sees only some subjects: only messages still in the stream are checked
-	Objects   int   // data objects of the stream
-	Messages  int   // sequences in data objects within scope
+	Scope     progress.Range // sequences checked
+	Filtered  bool           // the consumer sees only some subjects: only messages still in the stream are checked
+	Objects   int            // data objects of the stream
+	Messages  int            // sequences in data objects within scope
 	// MetadataOnly counts the data objects a deep check could read only
 	// from their metadata: raw records carry no sequence.
 	MetadataOnly     int
@@ -71,9 +61,9 @@ type Report struct {
 	RejectedMessages int      // sequences within scope in those objects
 	Notes            []string // how the scope or the checks were narrowed, and why
 	Markers          []*lossmarker.Marker
-	Missing          []Range  // in scope, in no object and no marker
-	Overlaps         []string // sequences in more than one object, with the objects
-	Problems         []string // objects whose name, metadata and records disagree
+	Missing          []progress.Range // in scope, in no object and no marker
+	Overlaps         []string         // sequences in more than one object, with the objects
+	Problems         []string         // objects whose name, metadata and records disagree
 }
 
 // OK reports whether every sequence in scope is in exactly one data object
@@ -94,7 +84,7 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 	if cfg.S3.Prefix != "" {
 		prefix = cfg.S3.Prefix + "/"
 	}
-	progress := func(format string, args ...any) {
+	say := func(format string, args ...any) {
 		if opts.Progress != nil {
 			fmt.Fprintf(opts.Progress, format+"\n", args...)
 		}
@@ -122,7 +112,7 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 		}
 		listed++
 		if listed%1000 == 0 {
-			progress("listed %d objects", listed)
+			say("listed %d objects", listed)
 		}
 		first, last, ok := parseObjectName(path.Base(key))
 		if !ok {
@@ -145,7 +135,7 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 			}
 			seqs, err := recordSequences(key, body)
 			slices.Sort(seqs)
-			o.runs = toRanges(seqs)
+			o.runs = progress.FromSorted(seqs)
 			switch {
 			case errors.Is(err, errNoRecords) && meta != "":
 				fromRecords, o.fromMeta = false, opts.Deep
@@ -157,19 +147,16 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 			}
 		}
 		if !fromRecords {
-			var set seqSet
+			var set progress.Seqs
 			if err := set.UnmarshalJSON([]byte(strconv.Quote(meta))); err != nil {
 				o.problem = fmt.Sprintf("%s: metadata %s: %v", key, MetaSeqs, err)
 			}
-			o.runs = make([]Range, len(set.runs))
-			for i, r := range set.runs {
-				o.runs[i] = Range{r[0], r[1]}
-			}
+			o.runs = slices.Clone(set.Ranges())
 		}
 		// The runs are sorted by first sequence, and the last one ends with
 		// the highest; a repeated sequence counts each time.
 		if o.problem == "" && (len(o.runs) == 0 || o.runs[0].First != first || o.runs[len(o.runs)-1].Last != last ||
-			md[MetaCount] != "" && md[MetaCount] != strconv.FormatUint(ranges(o.runs).len(), 10)) {
+			md[MetaCount] != "" && md[MetaCount] != strconv.FormatUint(progress.Count(o.runs), 10)) {
 			o.problem = fmt.Sprintf("%s: its name, metadata and records disagree on the sequences it holds", key)
 		}
 		byStream[stream] = append(byStream[stream], o)
@@ -221,7 +208,7 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 				return nil
 			}
 			slices.Sort(seqs)
-			rejected = append(rejected, object{objectRuns: objectRuns{key: key, runs: toRanges(seqs)}})
+			rejected = append(rejected, object{objectRuns: objectRuns{key: key, runs: progress.FromSorted(seqs)}})
 			return nil
 		}); err != nil {
 			return nil, fmt.Errorf("list rejected messages: %w", err)
@@ -264,12 +251,12 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 			}
 			for _, m := range rep.Markers {
 				for _, r := range m.Runs() {
-					from = min(from, r[0])
+					from = min(from, r.First)
 				}
 			}
 			from = max(from, 1)
 		}
-		rep.Scope = Range{from, to}
+		rep.Scope = progress.Range{First: from, Last: to}
 
 		in := coverageInput{scope: rep.Scope, markers: rep.Markers, filtered: rep.Filtered}
 		for _, o := range byStream[sc.Stream] {
@@ -304,7 +291,7 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 		// sees the whole stream; the matching messages still in the stream
 		// for a filtered one.
 		if rep.Filtered {
-			progress("stream %s: reading the sequences of the filtered subjects", sc.Stream)
+			say("stream %s: reading the sequences of the filtered subjects", sc.Stream)
 			if in.stream, _, err = readSequences(ctx, js, sc.Stream, entryFilters(sc, si.Config.Subjects), from, to, 0, time.Second); err != nil {
 				return nil, err
 			}
@@ -412,45 +399,18 @@ func recordSequences(key string, body []byte) ([]uint64, error) {
 // raw objects hold the payloads only.
 var errNoRecords = errors.New("raw objects hold payloads only, with no sequence per record")
 
-// ranges is a sorted list of disjoint ranges.
-type ranges []Range
-
-// markedRanges returns the sequences the markers name, sorted and merged, so
-// that looking one up costs O(log M) for M marker ranges.
-func markedRanges(markers []*lossmarker.Marker) ranges {
-	var all []Range
+// markedRanges returns the sequences the markers name, sorted and merged.
+func markedRanges(markers []*lossmarker.Marker) []progress.Range {
+	var all []progress.Range
 	for _, m := range markers {
-		for _, r := range m.Runs() {
-			all = append(all, Range{r[0], r[1]})
-		}
+		all = append(all, m.Runs()...)
 	}
-	slices.SortFunc(all, func(a, b Range) int { return cmp.Compare(a.First, b.First) })
-	merged := ranges(all[:0])
+	slices.SortFunc(all, func(a, b progress.Range) int { return cmp.Compare(a.First, b.First) })
+	var merged progress.Set
 	for _, r := range all {
-		merged = merged.add(r)
+		merged.Add(r)
 	}
-	return merged
-}
-
-// has reports whether q is in one of the ranges.
-func (rs ranges) has(q uint64) bool {
-	i := sort.Search(len(rs), func(i int) bool { return rs[i].Last >= q })
-	return i < len(rs) && rs[i].First <= q
-}
-
-// toRanges turns sorted sequences into ranges. A sequence that repeats
-// starts a new range, which overlaps the one before it: the ranges' lengths
-// add up to len(seqs).
-func toRanges(seqs []uint64) []Range {
-	var out []Range
-	for _, q := range seqs {
-		if n := len(out); n > 0 && out[n-1].Last+1 == q {
-			out[n-1].Last = q
-			continue
-		}
-		out = append(out, Range{q, q})
-	}
-	return out
+	return merged.Runs()
 }
 
 // entryConsumers are the consumers that export stream entry sc: its own,

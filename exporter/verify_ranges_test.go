@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/lossmarker"
 )
 
@@ -15,9 +16,11 @@ func TestMarkedRangesFindsEverySequenceOfEveryMarker(t *testing.T) {
 		{FirstSeq: 55, LastSeq: 70}, // overlaps 50-60
 		{FirstSeq: 300_000_000, LastSeq: 300_000_000},
 	}
-	rs := markedRanges(markers)
-	if want := (ranges{{1, 4}, {50, 70}, {300_000_000, 300_000_000}}); len(rs) != len(want) || rs[0] != want[0] || rs[1] != want[1] || rs[2] != want[2] {
-		t.Fatalf("markedRanges = %v, want %v", rs, want)
+	var rs progress.Set
+	rs.AddAll(markedRanges(markers))
+	runs := rs.Runs()
+	if want := ([]progress.Range{{First: 1, Last: 4}, {First: 50, Last: 70}, {First: 300_000_000, Last: 300_000_000}}); !slices.Equal(runs, want) {
+		t.Fatalf("markedRanges = %v, want %v", runs, want)
 	}
 	tests := []struct {
 		seq  uint64
@@ -27,25 +30,25 @@ func TestMarkedRangesFindsEverySequenceOfEveryMarker(t *testing.T) {
 		{70, true}, {71, false}, {299_999_999, false}, {300_000_000, true}, {300_000_001, false},
 	}
 	for _, tt := range tests {
-		if got := rs.has(tt.seq); got != tt.want {
+		if got := rs.Has(tt.seq); got != tt.want {
 			t.Errorf("has(%d) = %v, want %v", tt.seq, got, tt.want)
 		}
 	}
-	if markedRanges(nil).has(1) {
-		t.Error("no markers: has(1) = true")
+	if got := markedRanges(nil); len(got) != 0 {
+		t.Errorf("no markers: %v", got)
 	}
 }
 
 func TestMarkedRangesNamesOnlyAMarkersRanges(t *testing.T) {
 	markers := []*lossmarker.Marker{
-		{FirstSeq: 10, LastSeq: 30, Count: 6, Ranges: []lossmarker.Range{{10, 12}, {20, 20}, {29, 30}}},
+		{FirstSeq: 10, LastSeq: 30, Count: 6, Ranges: []progress.Range{{First: 10, Last: 12}, {First: 20, Last: 20}, {First: 29, Last: 30}}},
 		{FirstSeq: 21, LastSeq: 21}, // joins 20
 		{FirstSeq: 1, LastSeq: 300_000_000},
 	}
-	if got, want := markedRanges(markers[:2]), (ranges{{10, 12}, {20, 21}, {29, 30}}); !slices.Equal(got, want) {
+	if got, want := markedRanges(markers[:2]), ([]progress.Range{{First: 10, Last: 12}, {First: 20, Last: 21}, {First: 29, Last: 30}}); !slices.Equal(got, want) {
 		t.Errorf("markedRanges = %v, want %v", got, want)
 	}
-	if got, want := markedRanges(markers), (ranges{{1, 300_000_000}}); !slices.Equal(got, want) {
+	if got, want := markedRanges(markers), ([]progress.Range{{First: 1, Last: 300_000_000}}); !slices.Equal(got, want) {
 		t.Errorf("markedRanges with a wide marker = %v, want %v", got, want)
 	}
 }
@@ -53,18 +56,18 @@ func TestMarkedRangesNamesOnlyAMarkersRanges(t *testing.T) {
 func TestToRanges(t *testing.T) {
 	tests := []struct {
 		seqs []uint64
-		want []Range
+		want []progress.Range
 	}{
 		{nil, nil},
-		{[]uint64{7}, []Range{{7, 7}}},
-		{[]uint64{1, 2, 3, 5, 8, 9}, []Range{{1, 3}, {5, 5}, {8, 9}}},
+		{[]uint64{7}, []progress.Range{{First: 7, Last: 7}}},
+		{[]uint64{1, 2, 3, 5, 8, 9}, []progress.Range{{First: 1, Last: 3}, {First: 5, Last: 5}, {First: 8, Last: 9}}},
 		// A repeated sequence starts a range that overlaps the one before.
-		{[]uint64{1, 2, 2, 3}, []Range{{1, 2}, {2, 3}}},
-		{[]uint64{4, 4, 4}, []Range{{4, 4}, {4, 4}, {4, 4}}},
+		{[]uint64{1, 2, 2, 3}, []progress.Range{{First: 1, Last: 2}, {First: 2, Last: 3}}},
+		{[]uint64{4, 4, 4}, []progress.Range{{First: 4, Last: 4}, {First: 4, Last: 4}, {First: 4, Last: 4}}},
 	}
 	for _, tt := range tests {
-		if got := toRanges(tt.seqs); !slices.Equal(got, tt.want) {
-			t.Errorf("toRanges(%v) = %v, want %v", tt.seqs, got, tt.want)
+		if got := progress.FromSorted(tt.seqs); !slices.Equal(got, tt.want) {
+			t.Errorf("progress.FromSorted(%v) = %v, want %v", tt.seqs, got, tt.want)
 		}
 	}
 }

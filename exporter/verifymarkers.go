@@ -3,8 +3,8 @@ package exporter
 import (
 	"cmp"
 	"slices"
-	"sort"
 
+	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/lossmarker"
 )
 
@@ -14,25 +14,25 @@ import (
 // sequences, which another partition or connector exported: those were
 // never lost. A marker left with nothing is dropped.
 func withoutExported(markers []*lossmarker.Marker, data []objectRuns) ([]*lossmarker.Marker, uint64) {
-	var all []Range
+	var all []progress.Range
 	for _, o := range data {
 		all = append(all, o.runs...)
 	}
-	slices.SortFunc(all, func(a, b Range) int { return cmp.Compare(a.First, b.First) })
-	var stored ranges
+	slices.SortFunc(all, func(a, b progress.Range) int { return cmp.Compare(a.First, b.First) })
+	var stored progress.Set
 	for _, r := range all {
-		stored = stored.add(r)
+		stored.Add(r)
 	}
 	var out []*lossmarker.Marker
 	var taken uint64
 	for _, m := range markers {
-		var left []Range
+		var left []progress.Range
 		var total uint64
 		for _, r := range m.Runs() {
-			total += r[1] - r[0] + 1
-			left = append(left, stored.outside(Range{r[0], r[1]})...)
+			total += r.Last - r.First + 1
+			left = append(left, stored.Outside(r)...)
 		}
-		n := ranges(left).len()
+		n := progress.Count(left)
 		if n == total {
 			out = append(out, m)
 			continue
@@ -45,21 +45,10 @@ func withoutExported(markers []*lossmarker.Marker, data []objectRuns) ([]*lossma
 		trimmed.FirstSeq, trimmed.LastSeq, trimmed.Count, trimmed.Ranges = left[0].First, left[len(left)-1].Last, n, nil
 		if len(left) > 1 {
 			for _, r := range left {
-				trimmed.Ranges = append(trimmed.Ranges, lossmarker.Range{r.First, r.Last})
+				trimmed.Ranges = append(trimmed.Ranges, r)
 			}
 		}
 		out = append(out, &trimmed)
 	}
 	return out, taken
-}
-
-// outside returns the parts of r that rs, sorted and merged, leaves out.
-func (rs ranges) outside(r Range) []Range {
-	i := sort.Search(len(rs), func(i int) bool { return rs[i].Last >= r.First })
-	var in ranges
-	for ; i < len(rs) && rs[i].First <= r.Last; i++ {
-		c, _ := clip(rs[i], r)
-		in = append(in, c)
-	}
-	return gaps(in, r)
 }

@@ -8,15 +8,17 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlake/jetlake/exporter/progress"
 )
 
 // walkResult is what a walk of a stream found about a ledger's holes.
 type walkResult struct {
 	stream   *streamState
-	scanned  []Range  // the hole ranges looked up
-	existing []uint64 // sorted: the sequences in them the stream still holds
-	firstSeq uint64   // the stream's first sequence
-	lastSeq  uint64   // and its last
+	scanned  []progress.Range // the hole ranges looked up
+	existing []uint64         // sorted: the sequences in them the stream still holds
+	firstSeq uint64           // the stream's first sequence
+	lastSeq  uint64           // and its last
 	// The consumer's ack floor and last delivered stream sequence, read
 	// before the holes were looked up; both 0 when it could not be read.
 	ackFloor, delivered uint64
@@ -37,7 +39,7 @@ const (
 // longer holds any of costs one lookup, however long it is. It runs beside
 // the runner, which applies the result. cons is the consumer s pulls:
 // where it stands tells whether it still delivers the holes found.
-func (e *Exporter) walk(ctx context.Context, s *streamState, cons jetstream.Consumer, holes []Range) *walkResult {
+func (e *Exporter) walk(ctx context.Context, s *streamState, cons jetstream.Consumer, holes []progress.Range) *walkResult {
 	res := &walkResult{stream: s}
 	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	if len(holes) > 0 && cons != nil {
@@ -93,7 +95,7 @@ func (e *Exporter) walk(ctx context.Context, s *streamState, cons jetstream.Cons
 		case at == 0 || at > h.Last:
 			res.scanned = append(res.scanned, h)
 		case at > h.First:
-			res.scanned = append(res.scanned, Range{h.First, at - 1})
+			res.scanned = append(res.scanned, progress.Range{First: h.First, Last: at - 1})
 		}
 		if calls >= walkMaxCalls {
 			break
@@ -114,7 +116,7 @@ const walkMaxRead = 200_000
 // res the holes it covered and the sequences in them. It returns the holes
 // past the last message it read, for lookups: a replica the consumer reads
 // from may lag the leader, so only what it delivered counts as read.
-func (e *Exporter) readHoles(ctx context.Context, s *streamState, holes []Range, filters []string, res *walkResult) ([]Range, error) {
+func (e *Exporter) readHoles(ctx context.Context, s *streamState, holes []progress.Range, filters []string, res *walkResult) ([]progress.Range, error) {
 	start := max(holes[0].First, res.firstSeq)
 	end := holes[len(holes)-1].Last
 	if start > end {
@@ -135,16 +137,16 @@ func (e *Exporter) readHoles(ctx context.Context, s *streamState, holes []Range,
 	}
 	full := len(seqs) >= walkMaxRead // the rest is for the next walk
 	// Holes up to read are scanned; what was read inside them exists.
-	var rest []Range
+	var rest []progress.Range
 	i := 0
 	for _, h := range holes {
 		switch {
 		case h.Last <= read:
 			res.scanned = append(res.scanned, h)
 		case h.First <= read:
-			res.scanned = append(res.scanned, Range{h.First, read})
+			res.scanned = append(res.scanned, progress.Range{First: h.First, Last: read})
 			if !full {
-				rest = append(rest, Range{read + 1, h.Last})
+				rest = append(rest, progress.Range{First: read + 1, Last: h.Last})
 			}
 		default:
 			if !full {

@@ -13,10 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 
@@ -48,51 +47,20 @@ type Marker struct {
 	// Ranges, when set, are the exact sequences the marker names: sorted,
 	// disjoint, not adjacent, from FirstSeq to LastSeq, Count in all. A
 	// marker without them names every sequence from FirstSeq to LastSeq.
-	Ranges          []Range   `json:"ranges,omitempty"`
-	Reason          Reason    `json:"reason"`
-	Error           string    `json:"error"`
-	DetectedAt      time.Time `json:"detected_at"`
-	ExporterVersion string    `json:"exporter_version"`
-}
-
-// Range is an inclusive range of stream sequences, [first, last]. Its text
-// form is "first-last", or "first" for a single sequence.
-type Range [2]uint64
-
-// MarshalText returns "first-last", or "first" when first == last.
-func (r Range) MarshalText() ([]byte, error) {
-	b := strconv.AppendUint(nil, r[0], 10)
-	if r[1] != r[0] {
-		b = append(b, '-')
-		b = strconv.AppendUint(b, r[1], 10)
-	}
-	return b, nil
-}
-
-// UnmarshalText parses what MarshalText writes.
-func (r *Range) UnmarshalText(text []byte) error {
-	first, last, found := strings.Cut(string(text), "-")
-	f, err := strconv.ParseUint(first, 10, 64)
-	if err != nil {
-		return fmt.Errorf("range %q: %w", text, err)
-	}
-	l := f
-	if found {
-		if l, err = strconv.ParseUint(last, 10, 64); err != nil {
-			return fmt.Errorf("range %q: %w", text, err)
-		}
-	}
-	*r = Range{f, l}
-	return nil
+	Ranges          []progress.Range `json:"ranges,omitempty"`
+	Reason          Reason           `json:"reason"`
+	Error           string           `json:"error"`
+	DetectedAt      time.Time        `json:"detected_at"`
+	ExporterVersion string           `json:"exporter_version"`
 }
 
 // Runs returns the ranges the marker names: its Ranges, or the one range
 // from FirstSeq to LastSeq.
-func (m *Marker) Runs() []Range {
+func (m *Marker) Runs() []progress.Range {
 	if len(m.Ranges) > 0 {
 		return m.Ranges
 	}
-	return []Range{{m.FirstSeq, m.LastSeq}}
+	return []progress.Range{{First: m.FirstSeq, Last: m.LastSeq}}
 }
 
 // Key returns the marker's object key:
@@ -144,15 +112,15 @@ func (m *Marker) Validate() error {
 func (m *Marker) validateRanges() error {
 	var n uint64
 	for i, r := range m.Ranges {
-		if r[0] == 0 || r[1] < r[0] {
-			return fmt.Errorf("ranges[%d] %d-%d is not a range of stream sequences", i, r[0], r[1])
+		if r.First == 0 || r.Last < r.First {
+			return fmt.Errorf("ranges[%d] %d-%d is not a range of stream sequences", i, r.First, r.Last)
 		}
-		if i > 0 && (r[0] <= m.Ranges[i-1][1] || r[0]-m.Ranges[i-1][1] < 2) {
-			return fmt.Errorf("ranges[%d] %d-%d does not follow %d-%d with a gap", i, r[0], r[1], m.Ranges[i-1][0], m.Ranges[i-1][1])
+		if prev := m.Ranges[max(i-1, 0)]; i > 0 && (r.First <= prev.Last || r.First-prev.Last < 2) {
+			return fmt.Errorf("ranges[%d] %d-%d does not follow %d-%d with a gap", i, r.First, r.Last, prev.First, prev.Last)
 		}
-		n += r[1] - r[0] + 1
+		n += r.Last - r.First + 1
 	}
-	if first, last := m.Ranges[0][0], m.Ranges[len(m.Ranges)-1][1]; first != m.FirstSeq || last != m.LastSeq {
+	if first, last := m.Ranges[0].First, m.Ranges[len(m.Ranges)-1].Last; first != m.FirstSeq || last != m.LastSeq {
 		return fmt.Errorf("ranges span %d-%d, not %d-%d", first, last, m.FirstSeq, m.LastSeq)
 	}
 	if n != m.Count {

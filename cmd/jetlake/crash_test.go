@@ -221,7 +221,7 @@ func (c *crashEnv) eachOnce(n uint64) int {
 				c.t.Fatalf("%s: %v", obj.Key, err)
 			}
 			for _, run := range m.Runs() {
-				for q := run[0]; q <= run[1]; q++ {
+				for q := run.First; q <= run.Last; q++ {
 					seqs = append(seqs, q)
 				}
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/progress"
 )
 
 // cmdVerify checks that every sequence in scope is in exactly one data
@@ -131,7 +132,7 @@ func printReport(w io.Writer, r *exporter.Report) {
 		if len(m.Ranges) > 1 {
 			subject += fmt.Sprintf(" in %d ranges", len(m.Ranges))
 		}
-		fmt.Fprintf(w, "  LOST %s (%s, %d messages%s): %s\n", exporter.Range{First: m.FirstSeq, Last: m.LastSeq}, m.Reason, m.Count, subject, m.Error)
+		fmt.Fprintf(w, "  LOST %s (%s, %d messages%s): %s\n", progress.Range{First: m.FirstSeq, Last: m.LastSeq}, m.Reason, m.Count, subject, m.Error)
 	}
 	for i, p := range r.Problems {
 		if i == maxProblems {

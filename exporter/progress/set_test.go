@@ -1,4 +1,4 @@
-package exporter
+package progress
 
 import (
 	"math"
@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestRangeSetMatchesAModel applies random adds and removes to a rangeSet
+// TestRangeSetMatchesAModel applies random adds and removes to a Set
 // and to a plain set of sequences, and checks after each step that they
 // hold the same sequences and that the ranges stay sorted, disjoint and
 // not adjacent.
@@ -16,18 +16,18 @@ func TestRangeSetMatchesAModel(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	for round := range 200 {
-		var s rangeSet
+		var s Set
 		model := map[uint64]bool{}
 		for step := range 50 {
 			a := 1 + rng.Uint64N(60)
 			r := Range{a, a + rng.Uint64N(8)}
 			if rng.IntN(3) == 0 {
-				s.remove(r)
+				s.Remove(r)
 				for q := r.First; q <= r.Last; q++ {
 					delete(model, q)
 				}
 			} else {
-				s.add(r)
+				s.Add(r)
 				for q := r.First; q <= r.Last; q++ {
 					model[q] = true
 				}
@@ -38,7 +38,7 @@ func TestRangeSetMatchesAModel(t *testing.T) {
 		w := Range{1 + rng.Uint64N(60), 0}
 		w.Last = w.First + rng.Uint64N(20)
 		var got []uint64
-		for _, r := range s.within(w) {
+		for _, r := range s.Within(w) {
 			for q := r.First; q <= r.Last; q++ {
 				got = append(got, q)
 			}
@@ -53,7 +53,7 @@ func TestRangeSetMatchesAModel(t *testing.T) {
 			t.Fatalf("round %d: within(%v) = %v, want %v", round, w, got, want)
 		}
 		cut := rng.Uint64N(70)
-		s.dropThrough(cut)
+		s.Remove(Range{0, cut})
 		for q := range model {
 			if q <= cut {
 				delete(model, q)
@@ -63,61 +63,61 @@ func TestRangeSetMatchesAModel(t *testing.T) {
 	}
 }
 
-func checkRangeSet(t *testing.T, s *rangeSet, model map[uint64]bool, round, step int) {
+func checkRangeSet(t *testing.T, s *Set, model map[uint64]bool, round, step int) {
 	t.Helper()
 	for q := uint64(0); q < 80; q++ {
-		if s.has(q) != model[q] {
-			t.Fatalf("round %d step %d: before a merge, has(%d) = %v, want %v; ranges %v + %v", round, step, q, s.has(q), model[q], s.rs, s.recent)
+		if s.Has(q) != model[q] {
+			t.Fatalf("round %d step %d: before a merge, has(%d) = %v, want %v; ranges %v + %v", round, step, q, s.Has(q), model[q], s.rs, s.recent)
 		}
 	}
-	rs := s.runs()
+	rs := s.Runs()
 	for i, r := range rs {
 		if r.First > r.Last || i > 0 && r.First <= rs[i-1].Last+1 {
 			t.Fatalf("round %d step %d: ranges %v are not sorted, disjoint and apart", round, step, rs)
 		}
 	}
 	for q := uint64(0); q < 80; q++ {
-		if s.has(q) != model[q] {
-			t.Fatalf("round %d step %d: has(%d) = %v, want %v; ranges %v", round, step, q, s.has(q), model[q], s.rs)
+		if s.Has(q) != model[q] {
+			t.Fatalf("round %d step %d: has(%d) = %v, want %v; ranges %v", round, step, q, s.Has(q), model[q], s.rs)
 		}
 	}
-	if got := s.count(); got != uint64(len(model)) {
+	if got := s.Count(); got != uint64(len(model)) {
 		t.Fatalf("round %d step %d: count = %d, want %d", round, step, got, len(model))
 	}
 }
 
 func TestRangeSetAtTheEndsOfTheSequenceSpace(t *testing.T) {
-	var s rangeSet
-	s.add(Range{math.MaxUint64 - 1, math.MaxUint64})
-	s.add(Range{1, math.MaxUint64 - 2})
-	if want := []Range{{1, math.MaxUint64}}; !slices.Equal(s.runs(), want) {
-		t.Fatalf("ranges %v, want %v", s.runs(), want)
+	var s Set
+	s.Add(Range{math.MaxUint64 - 1, math.MaxUint64})
+	s.Add(Range{1, math.MaxUint64 - 2})
+	if want := []Range{{1, math.MaxUint64}}; !slices.Equal(s.Runs(), want) {
+		t.Fatalf("ranges %v, want %v", s.Runs(), want)
 	}
-	if s.count() != math.MaxUint64 {
-		t.Errorf("count = %d", s.count())
+	if s.Count() != math.MaxUint64 {
+		t.Errorf("count = %d", s.Count())
 	}
-	s.remove(Range{math.MaxUint64, math.MaxUint64})
-	s.remove(Range{1, 1})
-	if want := []Range{{2, math.MaxUint64 - 1}}; !slices.Equal(s.runs(), want) {
-		t.Fatalf("ranges %v, want %v", s.runs(), want)
+	s.Remove(Range{math.MaxUint64, math.MaxUint64})
+	s.Remove(Range{1, 1})
+	if want := []Range{{2, math.MaxUint64 - 1}}; !slices.Equal(s.Runs(), want) {
+		t.Fatalf("ranges %v, want %v", s.Runs(), want)
 	}
 	// 300 million sequences are one range.
-	var big rangeSet
-	big.add(Range{401, 300_000_000})
-	big.remove(Range{1000, 1000})
-	if len(big.runs()) != 2 || big.count() != 300_000_000-401 {
-		t.Errorf("ranges %v, count %d", big.runs(), big.count())
+	var big Set
+	big.Add(Range{401, 300_000_000})
+	big.Remove(Range{1000, 1000})
+	if len(big.Runs()) != 2 || big.Count() != 300_000_000-401 {
+		t.Errorf("ranges %v, count %d", big.Runs(), big.Count())
 	}
 }
 
 // TestRangeSetBulkOperationsMatchAModel applies addAll and removeAll of
-// random sorted lists, short and long, to a rangeSet and to a plain set.
+// random sorted lists, short and long, to a Set and to a plain set.
 func TestRangeSetBulkOperationsMatchAModel(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	for round := range 300 {
-		var s rangeSet
+		var s Set
 		model := map[uint64]bool{}
 		for step := range 20 {
 			var rs []Range
@@ -133,9 +133,9 @@ func TestRangeSetBulkOperationsMatchAModel(t *testing.T) {
 			}
 			remove := rng.IntN(3) == 0
 			if remove {
-				s.removeAll(rs)
+				s.RemoveAll(rs)
 			} else {
-				s.addAll(rs)
+				s.AddAll(rs)
 			}
 			for _, r := range rs {
 				for q := r.First; q <= r.Last; q++ {
@@ -169,11 +169,11 @@ func BenchmarkRangeSetAddInterleavedBatches(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		var s rangeSet
+		var s Set
 		for _, rs := range lists {
-			s.addAll(rs)
+			s.AddAll(rs)
 		}
-		if got, want := s.count(), uint64(batches*perBatch); got != want {
+		if got, want := s.Count(), uint64(batches*perBatch); got != want {
 			b.Fatalf("count %d, want %d", got, want)
 		}
 	}
@@ -187,7 +187,7 @@ func TestALargeRangeSetMatchesAModel(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 3))
 	const span = 20_000
-	var s rangeSet
+	var s Set
 	model := map[uint64]bool{}
 	floor := uint64(0)
 	for step := range 30_000 {
@@ -196,26 +196,26 @@ func TestALargeRangeSetMatchesAModel(t *testing.T) {
 			// Past the end, touching it or not, as a filtered consumer's
 			// gaps come.
 			end := floor
-			for _, r := range s.runs() {
+			for _, r := range s.Runs() {
 				end = max(end, r.Last)
 			}
 			a := end + 1 + rng.Uint64N(2)
 			r := Range{a, a + rng.Uint64N(3)}
-			s.add(r)
+			s.Add(r)
 			for q := r.First; q <= r.Last; q++ {
 				model[q] = true
 			}
 		case k < 85:
 			a := floor + 1 + rng.Uint64N(span)
 			r := Range{a, a + rng.Uint64N(3)}
-			s.add(r)
+			s.Add(r)
 			for q := r.First; q <= r.Last; q++ {
 				model[q] = true
 			}
 		case k < 90:
 			a := floor + 1 + rng.Uint64N(span)
 			r := Range{a, a + rng.Uint64N(50)}
-			s.remove(r)
+			s.Remove(r)
 			for q := r.First; q <= r.Last; q++ {
 				delete(model, q)
 			}
@@ -225,7 +225,7 @@ func TestALargeRangeSetMatchesAModel(t *testing.T) {
 			for model[floor+1] {
 				floor++
 			}
-			if got := s.absorb(floor); got != floor {
+			if got := s.Absorb(floor); got != floor {
 				t.Fatalf("step %d: absorb = %d, want %d", step, got, floor)
 			}
 			for q := range model {
@@ -235,13 +235,13 @@ func TestALargeRangeSetMatchesAModel(t *testing.T) {
 			}
 		default:
 			q := floor + 1 + rng.Uint64N(span)
-			if s.has(q) != model[q] {
-				t.Fatalf("step %d: has(%d) = %v, want %v", step, q, s.has(q), model[q])
+			if s.Has(q) != model[q] {
+				t.Fatalf("step %d: has(%d) = %v, want %v", step, q, s.Has(q), model[q])
 			}
 		}
 		if step%3000 == 2999 {
 			got := map[uint64]bool{}
-			for _, r := range s.runs() {
+			for _, r := range s.Runs() {
 				for q := r.First; q <= r.Last; q++ {
 					got[q] = true
 				}
@@ -254,8 +254,8 @@ func TestALargeRangeSetMatchesAModel(t *testing.T) {
 					t.Fatalf("step %d: %d missing", step, q)
 				}
 			}
-			if len(s.runs()) < smallSet {
-				t.Fatalf("step %d: only %d ranges: the second list is not exercised", step, len(s.runs()))
+			if len(s.Runs()) < smallSet {
+				t.Fatalf("step %d: only %d ranges: the second list is not exercised", step, len(s.Runs()))
 			}
 		}
 	}
@@ -269,7 +269,7 @@ func BenchmarkRangeSetAddScattered(b *testing.B) {
 	order := rand.New(rand.NewPCG(1, 2)).Perm(subjects)
 	b.ReportAllocs()
 	for b.Loop() {
-		var s rangeSet
+		var s Set
 		floor := uint64(0)
 		rs := make([]Range, per)
 		for _, subj := range order {
@@ -277,8 +277,8 @@ func BenchmarkRangeSetAddScattered(b *testing.B) {
 				q := uint64(i*subjects + subj + 1)
 				rs[i] = Range{q, q}
 			}
-			s.addAll(rs)
-			floor = s.absorb(floor)
+			s.AddAll(rs)
+			floor = s.Absorb(floor)
 		}
 		if floor != subjects*per {
 			b.Fatalf("floor %d", floor)
@@ -294,7 +294,7 @@ func BenchmarkRangeSetPartitionDeliveries(b *testing.B) {
 	const messages, every, batch, behind = 200_000, 4, 1000, 50_000
 	b.ReportAllocs()
 	for b.Loop() {
-		var s rangeSet
+		var s Set
 		floor, frontier := uint64(0), uint64(0)
 		stored := make([]Range, 0, batch)
 		storedUpTo := 0
@@ -303,15 +303,15 @@ func BenchmarkRangeSetPartitionDeliveries(b *testing.B) {
 				q := uint64(storedUpTo*every + every)
 				stored = append(stored, Range{q, q})
 				if len(stored) == batch {
-					s.addAll(stored)
+					s.AddAll(stored)
 					stored = stored[:0]
-					floor = s.absorb(floor)
+					floor = s.Absorb(floor)
 				}
 			}
 		}
 		for i := range messages {
 			q := uint64(i*every + every)
-			s.add(Range{frontier + 1, q - 1})
+			s.Add(Range{frontier + 1, q - 1})
 			frontier = q
 			store(max(i-behind, 0))
 		}

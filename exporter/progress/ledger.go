@@ -1,8 +1,6 @@
-package exporter
+package progress
 
-import "time"
-
-// ledger is the runner's own account of which sequences of a stream are
+// Ledger is the runner's own account of which sequences of a stream are
 // exported, in ranges. It never trusts the consumer's delivered sequence or
 // ack floor alone: a purge moves both past what it removed, whether it was
 // exported or not. Every sequence up to the frontier is in one of these
@@ -21,18 +19,18 @@ import "time"
 //     is lost.
 //
 // The floor is what the export record in the state bucket keeps; done
-// ranges go there too. Only the runner goroutine uses a ledger.
-type ledger struct {
+// ranges go there too. Only the runner goroutine uses a Ledger.
+type Ledger struct {
 	floor    uint64
 	frontier uint64
-	done     rangeSet
-	holes    rangeSet
-	marking  rangeSet
+	done     Set
+	holes    Set
+	marking  Set
 	// head holds the holes the consumer never reached because the stream's
 	// first sequence moved past them. A filtered consumer can not tell
 	// which removed sequences matched its filter: head holes that are gone
 	// get a marker that says so; other gone holes were of other subjects.
-	head     rangeSet
+	head     Set
 	filtered bool
 	// retained: the stream keeps each message the consumer's filter
 	// matches until the consumer acks it (work-queue and interest
@@ -43,132 +41,149 @@ type ledger struct {
 	rev      uint64 // counts changes of the floor and done ranges
 }
 
-// newLedger starts a ledger whose floor is floor, with what the export
+// NewLedger starts a Ledger whose floor is floor, with what the export
 // record says is done above it, for a stream whose first sequence is
 // firstSeq and whose consumer was last delivered delivered. Everything
 // between the floor and the highest of those is a hole until the stream is
 // walked.
-func newLedger(floor uint64, done []Range, firstSeq, delivered uint64, filtered bool) *ledger {
-	l := &ledger{floor: floor, frontier: floor, filtered: filtered}
+func NewLedger(floor uint64, done []Range, firstSeq, delivered uint64, filtered bool) *Ledger {
+	l := &Ledger{floor: floor, frontier: floor, filtered: filtered}
 	for _, r := range done {
-		l.done.add(r)
+		l.done.Add(r)
 	}
 	l.settle()
-	l.reach(max(firstSeq, 1)-1, true)
-	l.reach(delivered, false)
+	l.Reach(max(firstSeq, 1)-1, true)
+	l.Reach(delivered, false)
 	return l
 }
 
-// retain marks the ledger's stream as one that keeps the consumer's
+// Retain marks the Ledger's stream as one that keeps the consumer's
 // messages until it acks them: the head holes made so far were made by the
 // first sequence alone, and are taken back.
-func (l *ledger) retain() {
+func (l *Ledger) Retain() {
 	l.retained = true
-	l.head.removeAll(l.head.runs())
+	l.head = Set{}
 }
 
-// reach moves the frontier up to q: the sequences between are holes. head
+// Reach moves the frontier up to q: the sequences between are holes. head
 // says the consumer never reached them.
-func (l *ledger) reach(q uint64, head bool) {
+func (l *Ledger) Reach(q uint64, head bool) {
 	if q <= l.frontier {
 		return
 	}
 	r := Range{l.frontier + 1, q}
 	l.frontier = q
-	for _, gap := range l.freeOf(r, &l.done) {
-		l.holes.add(gap)
+	for _, gap := range l.done.Outside(r) {
+		l.holes.Add(gap)
 		if head && l.filtered && !l.retained {
-			l.head.add(gap)
+			l.head.Add(gap)
 		}
 	}
 }
 
-// accounted reports whether q is exported, marked or out of scope already:
+// Accounted reports whether q is exported, marked or out of scope already:
 // a delivery of it is acked, not written again.
-func (l *ledger) accounted(q uint64) bool {
-	return q <= l.floor || l.done.has(q) || l.marking.has(q)
+func (l *Ledger) Accounted(q uint64) bool {
+	return q <= l.floor || l.done.Has(q) || l.marking.Has(q)
 }
 
-// delivered records the delivery of q, a sequence not accounted for, which
+// Delivered records the delivery of q, a sequence not accounted for, which
 // the runner now holds. Above the frontier, the sequences skipped are holes
 // of a consumer that sees the whole stream; a filtered consumer delivers in
 // order, so what it skipped was of other subjects (or removed, which it can
 // not tell).
-func (l *ledger) delivered(q uint64) {
+func (l *Ledger) Delivered(q uint64) {
 	if q > l.frontier {
 		if l.filtered {
 			if l.frontier+1 < q {
-				l.done.add(Range{l.frontier + 1, q - 1})
+				l.done.Add(Range{l.frontier + 1, q - 1})
 			}
 			l.frontier = q
 			l.settle()
 			return
 		}
-		l.reach(q-1, false)
+		l.Reach(q-1, false)
 		l.frontier = q
 		return
 	}
 	r := Range{q, q}
-	l.holes.remove(r)
-	l.head.remove(r)
+	l.holes.Remove(r)
+	l.head.Remove(r)
 }
 
-// stored records sequences in a stored object or marker.
-func (l *ledger) stored(r Range) { l.storedAll([]Range{r}) }
+// Stored records sequences in a stored object or marker.
+func (l *Ledger) Stored(r Range) { l.StoredAll([]Range{r}) }
 
-// storedAll records the sequences of a stored object, sorted and disjoint
+// StoredAll records the sequences of a stored object, sorted and disjoint
 // ranges.
-func (l *ledger) storedAll(rs []Range) {
-	l.holes.removeAll(rs)
-	l.head.removeAll(rs)
-	l.done.addAll(rs)
+func (l *Ledger) StoredAll(rs []Range) {
+	l.holes.RemoveAll(rs)
+	l.head.RemoveAll(rs)
+	l.done.AddAll(rs)
 	l.settle()
 }
 
-// wait takes r, the sequences of an unresolved intent, out of the holes:
+// Wait takes r, the sequences of an unresolved intent, out of the holes:
 // whether they are stored is up to the intent's object.
-func (l *ledger) wait(r Range) {
-	l.holes.remove(r)
-	l.head.remove(r)
+func (l *Ledger) Wait(r Range) {
+	l.holes.Remove(r)
+	l.head.Remove(r)
 }
 
-// returned records held sequences that were not stored: their messages
+// Returned records held sequences that were not stored: their messages
 // come back, unless the stream removes them first.
-func (l *ledger) returned(q uint64) {
-	if q > l.floor && !l.done.has(q) {
-		l.holes.add(Range{q, q})
+func (l *Ledger) Returned(q uint64) {
+	if q > l.floor && !l.done.Has(q) {
+		l.holes.Add(Range{q, q})
 	}
 }
 
 // settle moves the floor over the done ranges that start right above it.
-func (l *ledger) settle() {
+func (l *Ledger) settle() {
 	l.rev++
-	l.floor = l.done.absorb(l.floor)
+	l.floor = l.done.Absorb(l.floor)
 	l.frontier = max(l.frontier, l.floor)
 }
 
-// record returns the export record of the ledger.
-func (l *ledger) record(created, now time.Time) exportRecord {
-	return exportRecord{StreamCreated: created, Floor: l.floor, Done: rangesToSeqSet(l.done.runs()), Updated: now.UTC()}
-}
+// Floor returns the floor: every sequence up to it is exported (or out of
+// scope).
+func (l *Ledger) Floor() uint64 { return l.floor }
 
-// toWalk returns up to n hole ranges to look up in the stream.
-func (l *ledger) toWalk(n int) []Range {
-	rs := l.holes.runs()
+// Done returns the ranges above the floor that are exported; the caller
+// must not change them.
+func (l *Ledger) Done() []Range { return l.done.Runs() }
+
+// Rev counts the changes of the floor and the done ranges: what the
+// export record is written from.
+func (l *Ledger) Rev() uint64 { return l.rev }
+
+// Holes returns the hole ranges; the caller must not change them.
+func (l *Ledger) Holes() []Range { return l.holes.Runs() }
+
+// IsHole reports whether q is a hole.
+func (l *Ledger) IsHole(q uint64) bool { return l.holes.Has(q) }
+
+// Unsettled reports whether sequences are holes or being marked lost:
+// not known to be exported yet.
+func (l *Ledger) Unsettled() bool { return !l.holes.Empty() || !l.marking.Empty() }
+
+// ToWalk returns up to n hole ranges to look up in the stream.
+func (l *Ledger) ToWalk(n int) []Range {
+	rs := l.holes.Runs()
 	return append([]Range(nil), rs[:min(n, len(rs))]...)
 }
 
-// walked applies what a walk of the stream found: of the ranges scanned,
+// Walked applies what a walk of the stream found: of the ranges scanned,
 // the sequences in existing are still in the stream and stay holes until
 // they come back; the others are gone. It returns the gone holes that need
 // a loss marker, now marking, and whether they are head holes of a
 // filtered consumer (which may hold other subjects' sequences). Gone holes
 // of a filtered consumer outside the head were of other subjects: done.
-func (l *ledger) walked(scanned []Range, existing []uint64) (lost, headLost []Range) {
+func (l *Ledger) Walked(scanned []Range, existing []uint64) (lost, headLost []Range) {
 	for _, sc := range scanned {
-		for _, h := range l.holes.within(sc) {
+		for _, h := range l.holes.Within(sc) {
 			at := h.First
-			for _, q := range existingWithin(existing, h) {
+			for _, q := range Within(existing, h) {
 				if q > at {
 					lost, headLost = l.gone(Range{at, q - 1}, lost, headLost)
 				}
@@ -184,71 +199,37 @@ func (l *ledger) walked(scanned []Range, existing []uint64) (lost, headLost []Ra
 }
 
 // gone records hole r as removed from the stream.
-func (l *ledger) gone(r Range, lost, headLost []Range) ([]Range, []Range) {
-	l.holes.remove(r)
+func (l *Ledger) gone(r Range, lost, headLost []Range) ([]Range, []Range) {
+	l.holes.Remove(r)
 	if !l.filtered {
-		l.marking.add(r)
+		l.marking.Add(r)
 		return append(lost, r), headLost
 	}
-	for _, h := range l.head.within(r) {
-		l.marking.add(h)
+	for _, h := range l.head.Within(r) {
+		l.marking.Add(h)
 		headLost = append(headLost, h)
 	}
-	l.head.remove(r)
-	for _, other := range l.freeOf(r, &l.marking) {
-		l.done.add(other)
+	l.head.Remove(r)
+	for _, other := range l.marking.Outside(r) {
+		l.done.Add(other)
 	}
 	return lost, headLost
 }
 
-// freeOf returns the parts of r not in s.
-func (l *ledger) freeOf(r Range, s *rangeSet) []Range {
-	var out []Range
-	at := r.First
-	for _, d := range s.within(r) {
-		if d.First > at {
-			out = append(out, Range{at, d.First - 1})
-		}
-		at = next(d.Last)
-		if d.Last == r.Last {
-			return out
-		}
-	}
-	if at <= r.Last {
-		out = append(out, Range{at, r.Last})
-	}
-	return out
+// Marked records a stored loss marker of r.
+func (l *Ledger) Marked(r Range) {
+	l.marking.Remove(r)
+	l.Stored(r)
 }
 
-// marked records a stored loss marker of r.
-func (l *ledger) marked(r Range) {
-	l.marking.remove(r)
-	l.stored(r)
-}
-
-// unmarked records a loss marker of r that was not stored: r is a hole
+// Unmarked records a loss marker of r that was not stored: r is a hole
 // again, and the next walk finds it gone again.
-func (l *ledger) unmarked(r Range) {
-	l.marking.remove(r)
-	for _, h := range l.freeOf(r, &l.done) {
-		l.holes.add(h)
+func (l *Ledger) Unmarked(r Range) {
+	l.marking.Remove(r)
+	for _, h := range l.done.Outside(r) {
+		l.holes.Add(h)
 	}
 }
 
-// existingWithin returns the sequences of sorted seqs inside r.
-func existingWithin(seqs []uint64, r Range) []uint64 {
-	lo, hi := 0, len(seqs)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if seqs[m] < r.First {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	end := lo
-	for end < len(seqs) && seqs[end] <= r.Last {
-		end++
-	}
-	return seqs[lo:end]
-}
+// HasHoles reports whether any sequence is a hole.
+func (l *Ledger) HasHoles() bool { return !l.holes.Empty() }

@@ -1,10 +1,10 @@
-package exporter
+package progress
 
-// heldSet is the set of stream sequences a runner holds: delivered, not yet
+// Held is the set of stream sequences a runner holds: delivered, not yet
 // acked. They lie close together, so a bitmap in pages of 64Ki sequences is
 // smaller and faster than a map: adding, finding and removing one is a page
 // lookup among a few and a bit operation.
-type heldSet struct {
+type Held struct {
 	pages map[uint64]*heldPage // by seq / pageSeqs
 	n     int
 	spare *heldPage // an emptied page, kept so that steady state does not allocate
@@ -17,16 +17,16 @@ type heldPage struct {
 	n    int
 }
 
-func (h *heldSet) page(seq uint64) *heldPage { return h.pages[seq/pageSeqs] }
+func (h *Held) page(seq uint64) *heldPage { return h.pages[seq/pageSeqs] }
 
-// has reports whether seq is in the set.
-func (h *heldSet) has(seq uint64) bool {
+// Has reports whether seq is in the set.
+func (h *Held) Has(seq uint64) bool {
 	p := h.page(seq)
 	return p != nil && p.bits[seq%pageSeqs/64]&(1<<(seq%64)) != 0
 }
 
-// add adds seq to the set.
-func (h *heldSet) add(seq uint64) {
+// Add adds seq to the set.
+func (h *Held) Add(seq uint64) {
 	p := h.page(seq)
 	if p == nil {
 		if h.pages == nil {
@@ -46,8 +46,8 @@ func (h *heldSet) add(seq uint64) {
 	}
 }
 
-// remove removes seq from the set.
-func (h *heldSet) remove(seq uint64) {
+// Remove removes seq from the set.
+func (h *Held) Remove(seq uint64) {
 	p := h.page(seq)
 	if p == nil {
 		return
@@ -65,5 +65,5 @@ func (h *heldSet) remove(seq uint64) {
 	}
 }
 
-// len is the number of sequences in the set.
-func (h *heldSet) len() int { return h.n }
+// Len is the number of sequences in the set.
+func (h *Held) Len() int { return h.n }

@@ -1,4 +1,4 @@
-package exporter
+package progress
 
 import (
 	"math"
@@ -6,7 +6,7 @@ import (
 	"sort"
 )
 
-// rangeSet is a set of stream sequences kept as sorted, disjoint,
+// Set is a set of stream sequences kept as sorted, disjoint,
 // non-adjacent ranges, so that what it costs grows with the number of
 // ranges, never with the number of sequences: a purge of 300 million
 // sequences is one range. The zero value is an empty set.
@@ -18,7 +18,7 @@ import (
 // 100,000 ranges, where inserting each into one slice would move half of
 // it every time. Lookups search both lists; the operations that need the
 // ranges as one list merge first.
-type rangeSet struct {
+type Set struct {
 	rs     []Range
 	recent []Range // sorted, disjoint and apart among themselves; empty while rs is small
 	spare  []Range // the memory of an earlier rs, which the next merge reuses
@@ -27,20 +27,12 @@ type rangeSet struct {
 // smallSet is the size of rs below which ranges are added to it directly.
 const smallSet = 256
 
-// next returns q+1, saturating at the largest sequence.
-func next(q uint64) uint64 {
-	if q == math.MaxUint64 {
-		return q
-	}
-	return q + 1
-}
-
-// add adds every sequence of r (First <= Last).
-func (s *rangeSet) add(r Range) {
+// Add adds every sequence of r (First <= Last).
+func (s *Set) Add(r Range) {
 	if n := len(s.rs); n > 0 && len(s.recent) == 0 && r.First > s.rs[n-1].Last {
 		// Past the end, as a filtered consumer's gaps come: no search, no
 		// move.
-		if r.First == next(s.rs[n-1].Last) {
+		if r.First == Next(s.rs[n-1].Last) {
 			s.rs[n-1].Last = r.Last
 		} else {
 			s.rs = append(s.rs, r)
@@ -62,8 +54,8 @@ func (s *rangeSet) add(r Range) {
 func addTo(rs []Range, r Range) []Range {
 	// The ranges that touch or overlap r: from the first whose Last+1 is
 	// at least r.First to the last whose First is at most r.Last+1.
-	i := sort.Search(len(rs), func(i int) bool { return next(rs[i].Last) >= r.First })
-	j := sort.Search(len(rs), func(j int) bool { return rs[j].First > next(r.Last) })
+	i := sort.Search(len(rs), func(i int) bool { return Next(rs[i].Last) >= r.First })
+	j := sort.Search(len(rs), func(j int) bool { return rs[j].First > Next(r.Last) })
 	if i < j {
 		r.First = min(r.First, rs[i].First)
 		r.Last = max(r.Last, rs[j-1].Last)
@@ -71,13 +63,13 @@ func addTo(rs []Range, r Range) []Range {
 	return slices.Replace(rs, i, j, r)
 }
 
-// addAll adds every sequence of rs, sorted and disjoint ranges: one by one
+// AddAll adds every sequence of rs, sorted and disjoint ranges: one by one
 // when they are few, in one merge with the set when they are many (a batch
 // of one subject among ten is thousands of single-sequence ranges).
-func (s *rangeSet) addAll(rs []Range) {
+func (s *Set) AddAll(rs []Range) {
 	if len(rs) <= 16 {
 		for _, r := range rs {
-			s.add(r)
+			s.Add(r)
 		}
 		return
 	}
@@ -86,7 +78,7 @@ func (s *rangeSet) addAll(rs []Range) {
 }
 
 // flush merges the recent ranges into rs.
-func (s *rangeSet) flush() {
+func (s *Set) flush() {
 	if len(s.recent) == 0 {
 		return
 	}
@@ -100,7 +92,7 @@ func (s *rangeSet) flush() {
 func merge(out, a, b []Range) []Range {
 	out = slices.Grow(out, len(a)+len(b))
 	push := func(r Range) {
-		if n := len(out); n > 0 && next(out[n-1].Last) >= r.First {
+		if n := len(out); n > 0 && Next(out[n-1].Last) >= r.First {
 			out[n-1].Last = max(out[n-1].Last, r.Last)
 			return
 		}
@@ -119,16 +111,16 @@ func merge(out, a, b []Range) []Range {
 	return out
 }
 
-// removeAll removes every sequence of rs, sorted and disjoint ranges, in
+// RemoveAll removes every sequence of rs, sorted and disjoint ranges, in
 // one pass over both lists.
-func (s *rangeSet) removeAll(rs []Range) {
+func (s *Set) RemoveAll(rs []Range) {
 	s.flush()
 	if len(s.rs) == 0 || len(rs) == 0 {
 		return
 	}
 	if len(rs) <= 4 {
 		for _, r := range rs {
-			s.remove(r)
+			s.Remove(r)
 		}
 		return
 	}
@@ -156,8 +148,8 @@ func (s *rangeSet) removeAll(rs []Range) {
 	s.rs = out
 }
 
-// remove removes every sequence of r (First <= Last).
-func (s *rangeSet) remove(r Range) {
+// Remove removes every sequence of r (First <= Last).
+func (s *Set) Remove(r Range) {
 	s.flush()
 	i := sort.Search(len(s.rs), func(i int) bool { return s.rs[i].Last >= r.First })
 	j := sort.Search(len(s.rs), func(j int) bool { return s.rs[j].First > r.Last })
@@ -177,8 +169,8 @@ func (s *rangeSet) remove(r Range) {
 	s.rs = slices.Replace(s.rs, i, j, keep[:n]...)
 }
 
-// has reports whether q is in the set.
-func (s *rangeSet) has(q uint64) bool { return contains(s.rs, q) || contains(s.recent, q) }
+// Has reports whether q is in the set.
+func (s *Set) Has(q uint64) bool { return contains(s.rs, q) || contains(s.recent, q) }
 
 // contains reports whether q is in one of the sorted ranges rs.
 func contains(rs []Range, q uint64) bool {
@@ -186,31 +178,23 @@ func contains(rs []Range, q uint64) bool {
 	return i < len(rs) && rs[i].First <= q
 }
 
-// empty reports whether the set holds no sequence.
-func (s *rangeSet) empty() bool { return len(s.rs) == 0 && len(s.recent) == 0 }
+// Empty reports whether the set holds no sequence.
+func (s *Set) Empty() bool { return len(s.rs) == 0 && len(s.recent) == 0 }
 
-// runs returns the ranges; the caller must not change them.
-func (s *rangeSet) runs() []Range {
+// Runs returns the ranges; the caller must not change them.
+func (s *Set) Runs() []Range {
 	s.flush()
 	return s.rs
 }
 
-// count returns the number of sequences, saturating at the largest uint64.
-func (s *rangeSet) count() uint64 {
+// Count returns the number of sequences, saturating at the largest uint64.
+func (s *Set) Count() uint64 {
 	s.flush()
-	var n uint64
-	for _, r := range s.rs {
-		c := r.Last - r.First + 1
-		if c == 0 || n+c < n {
-			return math.MaxUint64
-		}
-		n += c
-	}
-	return n
+	return Count(s.rs)
 }
 
-// within returns the parts of the set inside r, as new ranges.
-func (s *rangeSet) within(r Range) []Range {
+// Within returns the parts of the set inside r, as new ranges.
+func (s *Set) Within(r Range) []Range {
 	s.flush()
 	i := sort.Search(len(s.rs), func(i int) bool { return s.rs[i].Last >= r.First })
 	var out []Range
@@ -220,29 +204,54 @@ func (s *rangeSet) within(r Range) []Range {
 	return out
 }
 
-// dropThrough removes every sequence up to q.
-func (s *rangeSet) dropThrough(q uint64) {
-	s.flush()
-	if len(s.rs) > 0 && s.rs[0].First <= q {
-		s.remove(Range{s.rs[0].First, q})
-	}
-}
-
-// absorb removes the ranges that start at or below floor+1 and returns the
+// Absorb removes the ranges that start at or below floor+1 and returns the
 // floor moved over them: the highest q such that every sequence from the
 // old floor+1 to q was in the set.
-func (s *rangeSet) absorb(floor uint64) uint64 {
+func (s *Set) Absorb(floor uint64) uint64 {
 	// Both lists from their fronts, without merging them.
 	for {
 		switch {
-		case len(s.rs) > 0 && s.rs[0].First <= next(floor):
+		case len(s.rs) > 0 && s.rs[0].First <= Next(floor):
 			floor = max(floor, s.rs[0].Last)
 			s.rs = s.rs[1:]
-		case len(s.recent) > 0 && s.recent[0].First <= next(floor):
+		case len(s.recent) > 0 && s.recent[0].First <= Next(floor):
 			floor = max(floor, s.recent[0].Last)
 			s.recent = s.recent[1:]
 		default:
 			return floor
 		}
 	}
+}
+
+// Outside returns the parts of r the set leaves out, as new ranges.
+func (s *Set) Outside(r Range) []Range {
+	var out []Range
+	at := r.First
+	for _, d := range s.Within(r) {
+		if d.First > at {
+			out = append(out, Range{at, d.First - 1})
+		}
+		if d.Last == r.Last {
+			return out
+		}
+		at = Next(d.Last)
+	}
+	if at <= r.Last {
+		out = append(out, Range{at, r.Last})
+	}
+	return out
+}
+
+// Count returns the number of sequences in rs, disjoint ranges, saturating
+// at the largest uint64.
+func Count(rs []Range) uint64 {
+	var n uint64
+	for _, r := range rs {
+		c := r.Len()
+		if n+c < n {
+			return math.MaxUint64
+		}
+		n += c
+	}
+	return n
 }

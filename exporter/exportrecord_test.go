@@ -1,0 +1,95 @@
+package exporter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jetlake/jetlake/exporter/progress"
+)
+
+func TestMergeRecordsKeepsWhatEitherSaysIsExported(t *testing.T) {
+	created := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	a := exportRecord{StreamCreated: created, Floor: 100, Done: progress.SeqsOf([]progress.Range{{First: 150, Last: 160}, {First: 300, Last: 300}})}
+	b := exportRecord{StreamCreated: created, Floor: 149, Done: progress.SeqsOf([]progress.Range{{First: 200, Last: 250}})}
+	got := mergeRecords(a, b)
+	if got.Floor != 160 {
+		t.Errorf("floor %d, want 160", got.Floor)
+	}
+	want := []progress.Range{{First: 200, Last: 250}, {First: 300, Last: 300}}
+	if !slices.Equal(got.Done.Ranges(), want) {
+		t.Errorf("done %v, want %v", got.Done.Ranges(), want)
+	}
+	// The record round-trips through JSON.
+	body, err := json.Marshal(&got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back exportRecord
+	if err := json.Unmarshal(body, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Floor != got.Floor || !slices.Equal(back.Done.Ranges(), want) || !back.StreamCreated.Equal(created) {
+		t.Errorf("decoded %+v from %s", back, body)
+	}
+}
+
+func TestAnUnreadableRecordIsReplaced(t *testing.T) {
+	st := &memIntents{m: map[string][]byte{}}
+	ctx := t.Context()
+	if _, err := st.Update(ctx, "export.k", []byte("not json"), 0); err != nil {
+		t.Fatal(err)
+	}
+	var bad *unreadableRecordError
+	if _, _, err := loadRecord(ctx, st, "export.k"); !errors.As(err, &bad) {
+		t.Fatalf("loadRecord: %v, want an unreadable record", err)
+	}
+	created := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	floor, _, err := saveRecord(ctx, st, "export.k", exportRecord{StreamCreated: created, Floor: 42}, lastSeqIs(100))
+	if err != nil || floor != 42 {
+		t.Fatalf("saveRecord = %d, %v", floor, err)
+	}
+	rec, _, err := loadRecord(ctx, st, "export.k")
+	if err != nil || rec.Floor != 42 {
+		t.Fatalf("loadRecord = %+v, %v", rec, err)
+	}
+}
+
+func lastSeqIs(q uint64) lastSeqFunc {
+	return func(context.Context) (uint64, error) { return q, nil }
+}
+
+func TestASavedRecordDoesNotTakeAFloorPastTheStream(t *testing.T) {
+	created := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		name          string
+		stored        exportRecord
+		wantFloor     uint64
+		wantUntrusted bool
+	}{
+		{"forged floor", exportRecord{StreamCreated: created, Floor: 1_000_000_000_000}, 42, true},
+		{"forged done", exportRecord{StreamCreated: created, Floor: 10, Done: progress.NewSeqs([]uint64{500})}, 42, true},
+		{"another instance ahead", exportRecord{StreamCreated: created, Floor: 90}, 90, false},
+		{"behind", exportRecord{StreamCreated: created, Floor: 7}, 42, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &memIntents{m: map[string][]byte{}}
+			ctx := t.Context()
+			value, _ := json.Marshal(&tt.stored)
+			if _, err := st.Update(ctx, "export.k", value, 0); err != nil {
+				t.Fatal(err)
+			}
+			floor, untrusted, err := saveRecord(ctx, st, "export.k", exportRecord{StreamCreated: created, Floor: 42}, lastSeqIs(100))
+			if err != nil || floor != tt.wantFloor || (untrusted != nil) != tt.wantUntrusted {
+				t.Fatalf("saveRecord = %d, %v, %v; want floor %d, untrusted %v", floor, untrusted, err, tt.wantFloor, tt.wantUntrusted)
+			}
+			rec, _, err := loadRecord(ctx, st, "export.k")
+			if err != nil || rec.claims() != tt.wantFloor {
+				t.Fatalf("stored record = %+v, %v; want it to claim %d", rec, err, tt.wantFloor)
+			}
+		})
+	}
+}

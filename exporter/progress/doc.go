@@ -1,0 +1,12 @@
+// Package progress keeps account of a stream's sequences: what is
+// exported, what is held, what is being marked lost, and what is not known
+// yet. It is pure: no I/O, no goroutines, no clock.
+//
+// Every set of sequences is ranges of one type, Range: a batch of 10,000
+// subjects, a purge of 300 million sequences and a partition's sparse
+// sequences each cost what their ranges cost, never what their sequences
+// do. Set is a mutable set of ranges, Seqs an immutable one with a compact
+// encoding (intents, object metadata), Held the bitmap of the sequences a
+// runner holds, and Ledger the account of one stream, which the export
+// record is written from.
+package progress
