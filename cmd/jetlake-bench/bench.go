@@ -184,6 +184,7 @@ type workloadState struct {
 	spec    workloadSpec
 	res     *WorkloadResult
 	consume []*Limit
+	ackNone []*Limit
 	upload  []*Limit
 	same    []*Limit
 	limits  []float64               // consume + upload, per round
@@ -277,6 +278,15 @@ func (b *bench) round(ctx context.Context, w *workloadState, k int) {
 		fail("consume limit", err)
 		return
 	}
+	if b.skip(name+" ack-none read", note) {
+		return
+	}
+	an, err := b.ackNoneRead(ctx, w.res, k)
+	if err != nil {
+		fail("ack-none read", err)
+		return
+	}
+	w.ackNone = append(w.ackNone, an)
 	if b.skip(name+" upload limit", note) {
 		return
 	}
@@ -348,6 +358,7 @@ func (b *bench) round(ctx context.Context, w *workloadState, k int) {
 func (w *workloadState) aggregate(specs []runSpec) {
 	res := w.res
 	res.ConsumeLimit = medianLimit(w.consume)
+	res.AckNoneRead = medianLimit(w.ackNone)
 	res.UploadLimit = medianLimit(w.upload)
 	res.SameObjectsLimit = medianLimit(w.same)
 	if len(w.limits) > 0 {

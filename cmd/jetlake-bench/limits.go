@@ -127,6 +127,49 @@ func (b *bench) consumeLimit(ctx context.Context, w *WorkloadResult, round int) 
 	return l, nil
 }
 
+// ackNoneRead reads the whole stream as consumeLimit does, with a consumer
+// that takes no acks (AckPolicy None) kept where the consume limit's is:
+// the server keeps no pending set for it and gets no ack messages, which
+// is what a cursor with progress kept by jetlake alone would save it.
+func (b *bench) ackNoneRead(ctx context.Context, w *WorkloadResult, round int) (*Limit, error) {
+	name := fmt.Sprintf("bench-acknone-%s-r%d", w.Name, round)
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	cons, err := b.js.CreateConsumer(cctx, w.Stream, jetstream.ConsumerConfig{
+		Durable:       name,
+		AckPolicy:     jetstream.AckNonePolicy,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		MemoryStorage: b.cfg.ConsumerStorage == config.StorageMemory,
+	})
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("create consumer %s: %w", name, err)
+	}
+	defer b.deleteConsumer(ctx, w.Stream, name)
+	var got atomic.Int64
+	done := make(chan struct{})
+	start, startCPU := time.Now(), b.serverCPU()
+	cc, err := cons.Consume(func(msg jetstream.Msg) {
+		if got.Add(1) == int64(w.Messages) {
+			close(done)
+		}
+	}, jetstream.PullMaxMessagesWithBytesLimit(pullBatch, b.pullBytes()))
+	if err != nil {
+		return nil, fmt.Errorf("consume: %w", err)
+	}
+	defer cc.Stop()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("read after %d messages: %w", got.Load(), ctx.Err())
+	}
+	cc.Stop()
+	l := &Limit{Seconds: time.Since(start).Seconds(), Messages: w.Messages}
+	b.since(startCPU, &l.NATSCPUSeconds, &l.MinIOCPUSeconds)
+	l.MessagesPerSecond = float64(w.Messages) / l.Seconds
+	b.progress("%s: ack-none read %s (%s msg/s)", w.Name, fmtSeconds(l.Seconds), fmtInt(int64(l.MessagesPerSecond)))
+	return l, nil
+}
+
 // waitAcked polls the consumer until its ack floor reaches last.
 func waitAcked(ctx context.Context, cons jetstream.Consumer, last uint64) error {
 	for {

@@ -61,7 +61,11 @@ type WorkloadResult struct {
 	PrefillSeconds float64 `json:"prefill_seconds"`
 
 	ConsumeLimit *Limit `json:"consume_limit,omitempty"`
-	UploadLimit  *Limit `json:"upload_limit,omitempty"`
+	// AckNoneRead reads the stream as the consume limit does with a
+	// consumer that takes no acks (AckPolicy None): what a cursor that
+	// leaves the server no pending set and no ack messages would cost it.
+	AckNoneRead *Limit `json:"ack_none_read,omitempty"`
+	UploadLimit *Limit `json:"upload_limit,omitempty"`
 	// LimitSeconds is consume limit + upload limit (the median round).
 	LimitSeconds float64   `json:"limit_seconds"`
 	LimitRounds  []float64 `json:"limit_rounds,omitempty"`
@@ -259,6 +263,10 @@ func (w *WorkloadResult) limitLines(b *strings.Builder, s Settings) {
 		fmt.Fprintf(b, "- consume limit: durable pull consumer (Consume), batches of %d, acks every message%s: %s%s, %s msg/s%s\n",
 			pullBatch, extra, fmtSeconds(l.Seconds), spread(l.RoundSeconds), fmtInt(int64(l.MessagesPerSecond)), l.serverCPU())
 	}
+	if l := w.AckNoneRead; l != nil {
+		fmt.Fprintf(b, "- ack-none read (for comparison, not in the limit): the same with AckPolicy None, no acks: %s%s, %s msg/s%s\n",
+			fmtSeconds(l.Seconds), spread(l.RoundSeconds), fmtInt(int64(l.MessagesPerSecond)), l.serverCPU())
+	}
 	if l := w.UploadLimit; l != nil {
 		fmt.Fprintf(b, "- upload limit: PutObject ×%d, %s of %s, %s: %s%s, %.1f MB/s%s\n",
 			inFlight(l, s), count(l.Objects, "object", "objects"), fmtBytes(l.ObjectBytes), fmtMB(l.Bytes),
@@ -311,8 +319,8 @@ func (r *Report) runTable(b *strings.Builder) {
 	}
 	b.WriteString("\n### jetlake runs\n\n")
 	b.WriteString("| workload | run | wall s | msg/s | MB/s written | written | objects | peak RSS | CPU s | CPU s / 1M msg " +
-		"| nats-server CPU s | MinIO CPU s | limit / jetlake | same-objects limit / jetlake | PUT-rate ratio | iceberg / parquet | notes |\n")
-	b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
+		"| nats-server CPU s | nats-server CPU / consume limit's | MinIO CPU s | limit / jetlake | same-objects limit / jetlake | PUT-rate ratio | iceberg / parquet | notes |\n")
+	b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
 	for _, w := range r.Workloads {
 		for _, run := range w.Runs {
 			note := run.Note
@@ -331,11 +339,11 @@ func (r *Report) runTable(b *strings.Builder) {
 			}
 			note = join(roundsNote(run), note)
 			if run.Skipped || run.Seconds == 0 {
-				fmt.Fprintf(b, "| %s | %s | – | – | – | – | – | – | – | – | – | – | – | – | – | – | %s |\n", w.Name, run.Name, mdEscape(note))
+				fmt.Fprintf(b, "| %s | %s | – | – | – | – | – | – | – | – | – | – | – | – | – | – | – | %s |\n", w.Name, run.Name, mdEscape(note))
 				continue
 			}
 			if !finished {
-				fmt.Fprintf(b, "| %s | %s | %.2f | – | – | – | – | %s | %.2f | – | %s | %s | – | – | – | – | %s |\n",
+				fmt.Fprintf(b, "| %s | %s | %.2f | – | – | – | – | %s | %.2f | – | %s | – | %s | – | – | – | – | %s |\n",
 					w.Name, run.Name, run.Seconds, fmtMiB(run.PeakRSSBytes), run.CPUSeconds,
 					fmtServerCPU(run.NATSCPUSeconds), fmtServerCPU(run.MinIOCPUSeconds), mdEscape(note))
 				continue
@@ -350,10 +358,14 @@ func (r *Report) runTable(b *strings.Builder) {
 			if run.Iceberg {
 				ice = fmtRatio(run.IcebergToParquet)
 			}
-			fmt.Fprintf(b, "| %s | %s | %.2f | %s | %.1f | %s | %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			natsRatio := ""
+			if l := w.ConsumeLimit; l != nil && l.NATSCPUSeconds > 0 && run.NATSCPUSeconds > 0 {
+				natsRatio = fmt.Sprintf("%.2f×", run.NATSCPUSeconds/l.NATSCPUSeconds)
+			}
+			fmt.Fprintf(b, "| %s | %s | %.2f | %s | %.1f | %s | %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 				w.Name, run.Name, run.Seconds, fmtInt(int64(run.MessagesPerSecond)), run.MBPerSecond, fmtMB(run.Bytes),
 				fmtInt(int64(run.Objects)), fmtMiB(run.PeakRSSBytes), run.CPUSeconds, fmtCPU(cpuPerMillion(run, w.Messages)),
-				fmtServerCPU(run.NATSCPUSeconds), fmtServerCPU(run.MinIOCPUSeconds),
+				fmtServerCPU(run.NATSCPUSeconds), natsRatio, fmtServerCPU(run.MinIOCPUSeconds),
 				fmtRatio(run.Ratio), same, put, ice, mdEscape(note))
 		}
 	}
@@ -363,6 +375,7 @@ func (r *Report) runTable(b *strings.Builder) {
 	b.WriteString("- **iceberg / parquet**: the wall time of the plain parquet run over the Iceberg run's, in the same round (target ≥ 0.9).\n")
 	b.WriteString("- **CPU s / 1M msg**: CPU seconds (user+sys) × 10^6 / messages.\n")
 	b.WriteString("- **nats-server CPU s**, **MinIO CPU s**: what the servers used (user+sys) while the run went on; the limits' lines give theirs.\n")
+	b.WriteString("- **nats-server CPU / consume limit's**: the run's nats-server CPU over what the server used while the consume limit read the same stream with a plain consumer of the same storage (target ≤ 1.05).\n")
 }
 
 // anyPutRate reports whether a run of w has a PUT-rate ratio.
