@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jetlake/jetlake/config"
 )
@@ -43,4 +44,28 @@ func (e *Exporter) checkPin(ctx context.Context, s *streamState, pin string) err
 		return fmt.Errorf("%w (pinned when sealed %q, now %q)", errFenced, pin, pinned)
 	}
 	return nil
+}
+
+// forgetFenced deletes the intent (id) of a batch its fence stopped, when
+// its object is not stored: the instance pinned now took over before the
+// intent was written, so no recovery will ever look at it, and it would
+// stay in the state bucket for good. The key may hold the object the
+// instance pinned now stored there, under its own intent. An intent whose
+// object is there (an earlier attempt passed the fence and was stored) is
+// left to the instance pinned now, which found it when it took over.
+func (e *Exporter) forgetFenced(ctx context.Context, res *result, id string) {
+	if e.intents == nil {
+		return
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	md, err := e.store.Head(fctx, res.key)
+	if err == nil && md[MetaIntent] == id || err != nil && !errors.Is(err, ErrNotFound) {
+		return
+	}
+	if err := e.intents.Delete(fctx, res.intentKey); err != nil {
+		e.log.Warn("could not delete the intent of a fenced batch", "key", res.key, "intent", res.intentKey, "error", err)
+		return
+	}
+	res.intentKey = ""
 }

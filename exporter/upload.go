@@ -238,6 +238,9 @@ func (e *Exporter) storeBatch(ctx context.Context, j *job) *result {
 		}
 		return err
 	}); res.err != nil {
+		if errors.Is(res.err, errFenced) && res.intentKey != "" {
+			e.forgetFenced(ctx, res, in.ID)
+		}
 		return res
 	}
 	res.stored = true
