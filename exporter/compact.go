@@ -16,6 +16,7 @@ import (
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/progress"
+	"github.com/jetlake/jetlake/exporter/statekey"
 	"github.com/jetlake/jetlake/formats"
 )
 
@@ -142,7 +143,7 @@ func removeOrphans(ctx context.Context, cfg *config.Connector, t *iceberg.Table,
 	if err != nil {
 		return nil, nil, err
 	}
-	intents, err := st.List(ctx, connectorIntentPrefix(cfg.Name))
+	intents, err := st.List(ctx, statekey.Intents(cfg.Name))
 	if err != nil {
 		return nil, nil, fmt.Errorf("list intents: %w", err)
 	}
@@ -243,7 +244,7 @@ func compactTable(ctx context.Context, cfg *config.Connector, t *iceberg.Table, 
 // plannedFiles returns the locations of the data files the commit plans in
 // the state bucket name.
 func plannedFiles(ctx context.Context, st intentStore, cfg *config.Connector) (map[string]bool, error) {
-	prefix := tablePrefix(cfg.Name, cfg.Iceberg.Namespace, cfg.Iceberg.Table) + "plan."
+	prefix := statekey.Plans(statekey.Commits(cfg.Name, cfg.Iceberg.Namespace, cfg.Iceberg.Table))
 	entries, err := st.List(ctx, prefix)
 	if err != nil {
 		return nil, fmt.Errorf("list commit plans: %w", err)

@@ -2,7 +2,6 @@ package exporter
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,13 +31,6 @@ func (r *exportRecord) claims() uint64 { return max(r.Floor, r.Done.Last()) }
 // maxRecordDone bounds the encoded Done ranges a record keeps; beyond it
 // only the floor is kept, and the intents name what is stored above it.
 const maxRecordDone = 256 << 10
-
-// recordKey is the state-bucket key of a connector's export record for one
-// stream and consumer.
-func recordKey(connector, stream, consumer string) string {
-	enc := base64.RawURLEncoding
-	return "export." + enc.EncodeToString([]byte(connector)) + "." + enc.EncodeToString([]byte(stream)) + "." + enc.EncodeToString([]byte(consumer))
-}
 
 // errNoRecord is returned by an intentStore's Get for a key that is not
 // there.

@@ -2,7 +2,6 @@ package exporter
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"time"
@@ -130,17 +129,4 @@ func (k *kvIntents) List(ctx context.Context, prefix string) (map[string][]byte,
 		out[key] = e.Value()
 	}
 	return out, nil
-}
-
-// intentPrefix is the key prefix of a connector's intents for one stream
-// and consumer. Names are base64url-encoded: KV keys allow fewer bytes than
-// stream names do.
-func intentPrefix(connector, stream, consumer string) string {
-	enc := base64.RawURLEncoding
-	return connectorIntentPrefix(connector) + enc.EncodeToString([]byte(stream)) + "." + enc.EncodeToString([]byte(consumer)) + "."
-}
-
-// connectorIntentPrefix is the key prefix of all of a connector's intents.
-func connectorIntentPrefix(connector string) string {
-	return "intent." + base64.RawURLEncoding.EncodeToString([]byte(connector)) + "."
 }

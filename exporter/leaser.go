@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/jetlake/jetlake/exporter/lease"
+	"github.com/jetlake/jetlake/exporter/statekey"
 )
 
 // leaser holds this instance's membership and partition leases in the
@@ -43,7 +44,7 @@ type leaser struct {
 // newLeaser returns a leaser for a new instance of connector.
 func newLeaser(store *lease.Store, connector string, ttl time.Duration) *leaser {
 	h := newHolder(nuid.Next())
-	return &leaser{store: store, holder: h, value: leaseValue(h), memberKey: memberKeyPrefix(connector) + h.Instance, ttl: ttl, warned: map[string]uint64{}}
+	return &leaser{store: store, holder: h, value: leaseValue(h), memberKey: statekey.Members(connector) + h.Instance, ttl: ttl, warned: map[string]uint64{}}
 }
 
 // release ends a lease this instance holds; one that is not its own any
@@ -242,7 +243,7 @@ func (l *leaser) round(ctx context.Context, memberRev uint64, held []heldLease, 
 			holding[id] = 0
 		}
 		for _, e := range leases {
-			k, ok := partitionOfKey(e.Key, g.prefix, g.partitions)
+			k, ok := statekey.LeasePartition(e.Key, g.prefix, g.partitions)
 			if !ok {
 				// Another name for a partition ("01", "+1") would
 				// block it, and a takeover of its revision never
@@ -275,7 +276,7 @@ func (l *leaser) round(ctx context.Context, memberRev uint64, held []heldLease, 
 		res.uneven[i] = hi-lo > 1
 		mine := 0
 		for k := range g.held {
-			if !res.lost[g.prefix+strconv.Itoa(k)] {
+			if !res.lost[statekey.LeaseAt(g.prefix, k)] {
 				mine++
 			}
 		}
@@ -290,7 +291,7 @@ func (l *leaser) round(ctx context.Context, memberRev uint64, held []heldLease, 
 			if mine >= share {
 				break
 			}
-			key := g.prefix + strconv.Itoa(k)
+			key := statekey.LeaseAt(g.prefix, k)
 			var rev uint64
 			err := op(func(ctx context.Context) (err error) {
 				if deadRev, ok := dead[k]; ok {

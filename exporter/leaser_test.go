@@ -19,6 +19,7 @@ import (
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/exportertest"
 	"github.com/jetlake/jetlake/exporter/lease"
+	"github.com/jetlake/jetlake/exporter/statekey"
 )
 
 // Shares differ by at most one, add up to the partitions, and go to the
@@ -340,9 +341,9 @@ func TestALeaseThatIsNoLiveHoldersIsTakenOver(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newLeaseEnv(t, ns, fmt.Sprintf("LEASE%d", i))
-			key := leaseKeyPrefix(e.c.Name, e.c.Streams[0]) + "1"
+			key := statekey.Leases(e.c.Name, e.c.Streams[0].Stream, e.c.Streams[0].Consumer) + "1"
 			if tc.found == "names none" {
-				key = leaseKeyPrefix(e.c.Name, e.c.Streams[0]) + "01"
+				key = statekey.Leases(e.c.Name, e.c.Streams[0].Stream, e.c.Streams[0].Consumer) + "01"
 			}
 			e.put(key, tc.value, tc.ttl)
 			ex := e.run()
@@ -370,7 +371,7 @@ func TestALeaseThatIsNoLiveHoldersIsTakenOver(t *testing.T) {
 func TestForgedMembersDoNotStarveALiveInstance(t *testing.T) {
 	ns := exportertest.NATS(t, exportertest.NATSOptions{})
 	e := newLeaseEnv(t, ns, "MEMBERS")
-	prefix := memberKeyPrefix(e.c.Name)
+	prefix := statekey.Members(e.c.Name)
 	forged := map[string][]byte{
 		"0": holderValue("0"), // without a TTL, never renewed
 		"1": []byte("hello"),

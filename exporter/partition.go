@@ -2,7 +2,6 @@ package exporter
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/jetlake/jetlake/buffer"
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/statekey"
 )
 
 // A partitioned [[streams]] entry (partitions = P) is P streamStates, one per
@@ -52,18 +52,6 @@ type partition struct {
 	lost      bool      // the lease is not ours any more: neither unpin nor release
 	since     time.Time // when the handover started
 	releasing bool      // the release is under way beside the loop
-}
-
-// leaseKeyPrefix is the prefix of the lease keys of a partitioned entry.
-func leaseKeyPrefix(connector string, s config.Stream) string {
-	enc := base64.RawURLEncoding
-	return "lease." + enc.EncodeToString([]byte(connector)) + "." + enc.EncodeToString([]byte(s.Stream)) + "." + enc.EncodeToString([]byte(s.Consumer)) + "."
-}
-
-// memberKeyPrefix is the prefix of the membership keys of a connector's
-// instances.
-func memberKeyPrefix(connector string) string {
-	return "member." + base64.RawURLEncoding.EncodeToString([]byte(connector)) + "."
 }
 
 // LeaseHolder is the value of a lease or membership key: who holds it.
@@ -160,7 +148,7 @@ func (e *Exporter) setUpPartitions(ctx context.Context, js jetstream.JetStream, 
 	} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return nil, fmt.Errorf("stream %s: consumer %s: %w", sc.Stream, sc.Consumer, err)
 	}
-	g := &partGroup{cfg: sc, prefix: leaseKeyPrefix(e.cfg.Name, sc),
+	g := &partGroup{cfg: sc, prefix: statekey.Leases(e.cfg.Name, sc.Stream, sc.Consumer),
 		mHeld:    e.m.partitionsHeld.WithLabelValues(e.cfg.Name, sc.Stream),
 		mStalled: e.m.partitionsStalled.WithLabelValues(e.cfg.Name, sc.Stream)}
 	g.mHeld.Set(0)
@@ -170,7 +158,7 @@ func (e *Exporter) setUpPartitions(ctx context.Context, js jetstream.JetStream, 
 		pc.Consumer = config.PartitionConsumer(sc.Consumer, k)
 		pc.Subjects = config.PartitionFilters(k, sc.Subjects, si.Config.Subjects)
 		s := &streamState{cfg: pc, base: sc.Consumer,
-			part:         &partition{k: k, key: g.prefix + fmt.Sprint(k)},
+			part:         &partition{k: k, key: statekey.Lease(e.cfg.Name, sc.Stream, sc.Consumer, k)},
 			mReceived:    e.m.received.WithLabelValues(e.cfg.Name, sc.Stream),
 			mRedelivered: e.m.redelivered.WithLabelValues(e.cfg.Name, sc.Stream),
 			mAcked:       e.m.acked.WithLabelValues(e.cfg.Name, sc.Stream),
@@ -466,23 +454,12 @@ func sortedIDs(ids []string, self string) []string {
 	return slices.Compact(ids)
 }
 
-// partitionOfKey returns the partition, among n, whose lease key is key,
-// with prefix the prefix of the entry's lease keys. Only the key jetlake
-// writes names a partition: "01" or "+1" is not partition 1's.
-func partitionOfKey(key, prefix string, n int) (int, bool) {
-	k, err := strconv.Atoi(strings.TrimPrefix(key, prefix))
-	if err != nil || k < 0 || k >= n || key != prefix+strconv.Itoa(k) {
-		return 0, false
-	}
-	return k, true
-}
-
 // PartitionHolders reads, from the state bucket kv, who holds each
 // partition of stream entry s of connector: partition number → holder.
 // Free partitions are not in the map, nor are those whose lease has a
 // value no instance writes (an instance takes such a lease as free).
 func PartitionHolders(ctx context.Context, kv jetstream.KeyValue, connector string, s config.Stream) (map[int]LeaseHolder, error) {
-	prefix := leaseKeyPrefix(connector, s)
+	prefix := statekey.Leases(connector, s.Stream, s.Consumer)
 	w, err := kv.WatchFiltered(ctx, []string{prefix + ">"}, jetstream.IgnoreDeletes())
 	if err != nil {
 		return nil, fmt.Errorf("partition leases: %w", err)
@@ -497,7 +474,7 @@ func PartitionHolders(ctx context.Context, kv jetstream.KeyValue, connector stri
 			if e == nil {
 				return out, nil
 			}
-			k, ok := partitionOfKey(e.Key(), prefix, s.Partitions)
+			k, ok := statekey.LeasePartition(e.Key(), prefix, s.Partitions)
 			if !ok {
 				continue
 			}

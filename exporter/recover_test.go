@@ -14,6 +14,7 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/progress"
+	"github.com/jetlake/jetlake/exporter/statekey"
 )
 
 // memIntents is an in-memory intentStore.
@@ -114,7 +115,7 @@ func TestRecoveryAfterACrashAtEachCommitStep(t *testing.T) {
 			s := &streamState{
 				cfg:          config.Stream{Stream: "S", Consumer: "c", AckWait: time.Minute},
 				created:      tt.streamCreated,
-				intentPrefix: intentPrefix("c", "S", "c"),
+				intentPrefix: statekey.StreamIntents("c", "S", "c"),
 			}
 			in := intent{ID: "I1", Key: key, Stream: "S", StreamCreated: created, Consumer: "c",
 				Seqs: progress.NewSeqs([]uint64{10, 11, 12}), Created: time.Now()}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/progress"
+	"github.com/jetlake/jetlake/exporter/statekey"
 )
 
 // restoreIntents gives back their intents to the data files of s that this
@@ -239,7 +240,7 @@ func (ts *tableSeqs) seqsOf(ctx context.Context, loc string) (progress.Seqs, boo
 
 // namedFiles returns the object keys the intents of a connector name.
 func namedFiles(ctx context.Context, st intentStore, connector string) (map[string]bool, error) {
-	intents, err := st.List(ctx, connectorIntentPrefix(connector))
+	intents, err := st.List(ctx, statekey.Intents(connector))
 	if err != nil {
 		return nil, fmt.Errorf("list intents: %w", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/exportertest"
 	"github.com/jetlake/jetlake/exporter/progress"
+	"github.com/jetlake/jetlake/exporter/statekey"
 )
 
 // stallingState is a state store whose calls, all but intent creation,
@@ -165,7 +166,7 @@ max_file_age = "1s"
 	in := intent{ID: "lost", Key: "raw/S/S.x/00000000000000000005-00000000000000000010.jsonl", Stream: "S",
 		StreamCreated: created, Consumer: c.Streams[0].Consumer, Seqs: progress.NewSeqs([]uint64{5, 10}), Created: time.Now()}
 	value, _ := json.Marshal(&in)
-	if err := kv.Create(ctx, intentPrefix(c.Name, "S", c.Streams[0].Consumer)+in.ID, value); err != nil {
+	if err := kv.Create(ctx, statekey.StreamIntents(c.Name, "S", c.Streams[0].Consumer)+in.ID, value); err != nil {
 		t.Fatal(err)
 	}
 
@@ -215,7 +216,7 @@ max_file_age = "1s"
 	t.Logf("%d state calls met the stall", calls)
 	state.release()
 	exportertest.WaitFor(t, 30*time.Second, "the crash's intent to be resolved", func() bool {
-		_, _, err := kv.Get(ctx, intentPrefix(c.Name, "S", c.Streams[0].Consumer)+in.ID)
+		_, _, err := kv.Get(ctx, statekey.StreamIntents(c.Name, "S", c.Streams[0].Consumer)+in.ID)
 		return errors.Is(err, errNoRecord)
 	})
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/progress"
+	"github.com/jetlake/jetlake/exporter/statekey"
 )
 
 // streamState is what the runner keeps per configured stream. Set up
@@ -108,8 +109,8 @@ func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *s
 	si := stream.CachedInfo()
 	s.stream = stream
 	s.created = si.Created.UTC()
-	s.intentPrefix = intentPrefix(e.cfg.Name, s.cfg.Stream, s.cfg.Consumer)
-	s.recordKey = recordKey(e.cfg.Name, s.cfg.Stream, s.cfg.Consumer)
+	s.intentPrefix = statekey.StreamIntents(e.cfg.Name, s.cfg.Stream, s.cfg.Consumer)
+	s.recordKey = statekey.Record(e.cfg.Name, s.cfg.Stream, s.cfg.Consumer)
 	from, err := e.recordStart(ctx, s)
 	if err != nil {
 		return fmt.Errorf("stream %s, consumer %s: export record: %w", s.cfg.Stream, s.cfg.Consumer, err)

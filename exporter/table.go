@@ -2,7 +2,6 @@ package exporter
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/iceberg"
+	"github.com/jetlake/jetlake/exporter/statekey"
 	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
@@ -101,7 +101,7 @@ func (e *Exporter) openTable(ctx context.Context) (*lakeTable, error) {
 	}
 	lt := &lakeTable{
 		t: t, part: part, dataPrefix: dataPrefix, bucket: e.cfg.S3.Bucket, uuid: t.UUID(),
-		committer: iceberg.NewCommitter(t, planStore{e.intents}, tablePrefix(e.cfg.Name, ic.Namespace, ic.Table)),
+		committer: iceberg.NewCommitter(t, planStore{e.intents}, statekey.Commits(e.cfg.Name, ic.Namespace, ic.Table)),
 		planOf:    map[string]*iceberg.Plan{}, left: map[*iceberg.Plan]int{},
 		claimed: map[string]bool{}, deferred: map[string]bool{}, lastCommit: time.Now(),
 	}
@@ -147,7 +147,7 @@ func (e *Exporter) openTable(ctx context.Context) (*lakeTable, error) {
 // intent of the connector names it, the record every data file jetlake
 // stores has from before its upload until after its plan is in the table.
 func (e *Exporter) planFileCheck(lt *lakeTable) func(context.Context, iceberg.File) error {
-	prefix := connectorIntentPrefix(e.cfg.Name)
+	prefix := statekey.Intents(e.cfg.Name)
 	var intents map[string][]byte // listed once, at the first file checked
 	return func(ctx context.Context, f iceberg.File) error {
 		if !strings.HasPrefix(f.Intent, prefix) {
@@ -248,12 +248,6 @@ func CheckTable(ctx context.Context, c *config.Connector) (string, error) {
 			u.Compactable, u.DataFiles, u.OldestClosed.Round(time.Second))
 	}
 	return msg, nil
-}
-
-// tablePrefix is the state-bucket key prefix of a table's commit plans and
-// claims. Namespace and table names are tokens KV keys allow.
-func tablePrefix(connector, namespace, table string) string {
-	return "iceberg." + base64.RawURLEncoding.EncodeToString([]byte(connector)) + "." + namespace + "." + table + "."
 }
 
 // location is the s3:// location of an object key.

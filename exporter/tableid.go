@@ -2,7 +2,6 @@ package exporter
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/iceberg"
+	"github.com/jetlake/jetlake/exporter/statekey"
 )
 
 // The state bucket keeps the UUID of the table a connector writes. A
@@ -17,23 +17,15 @@ import (
 // switched, or the table dropped and made anew) is not written to and not
 // swept: its plans, intents and data files are of the table before.
 
-// tableIDKey is the state-bucket key of the UUID of a connector's table.
-// It is a family of its own: the keys under tablePrefix are the plans and
-// claims of commits in flight, which a clean run leaves none of, while
-// the table's identity stays for good.
-func tableIDKey(c *config.Connector) string {
-	return "table." + base64.RawURLEncoding.EncodeToString([]byte(c.Name)) + "." + c.Iceberg.Namespace + "." + c.Iceberg.Table
-}
-
 // recordedTableID returns the table UUID the state bucket holds for c, or
 // "" when it holds none.
 func recordedTableID(ctx context.Context, st intentStore, c *config.Connector) (string, error) {
-	value, _, err := st.Get(ctx, tableIDKey(c))
+	value, _, err := st.Get(ctx, statekey.TableID(c.Name, c.Iceberg.Namespace, c.Iceberg.Table))
 	if errors.Is(err, errNoRecord) {
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("state bucket, key %s: %w", tableIDKey(c), err)
+		return "", fmt.Errorf("state bucket, key %s: %w", statekey.TableID(c.Name, c.Iceberg.Namespace, c.Iceberg.Table), err)
 	}
 	return string(value), nil
 }
@@ -64,7 +56,7 @@ func (e *TableChangedError) Error() string {
 // for c, and records it when there is none yet. An unrecorded table is
 // recorded only when record is set (run does; compact only reads).
 func checkTableID(ctx context.Context, st intentStore, c *config.Connector, t *iceberg.Table, record bool) error {
-	key := tableIDKey(c)
+	key := statekey.TableID(c.Name, c.Iceberg.Namespace, c.Iceberg.Table)
 	for {
 		have, err := recordedTableID(ctx, st, c)
 		if err != nil {
@@ -97,7 +89,7 @@ func refuseMissingTable(ctx context.Context, st intentStore, c *config.Connector
 	}
 	t, err := iceberg.Load(ctx, cfg)
 	if errors.Is(err, iceberg.ErrNoSuchTable) {
-		return &PermanentError{Code: "IcebergTableChanged", Err: &TableChangedError{Table: cfg.Namespace + "." + cfg.Table, Key: tableIDKey(c), Recorded: have}}
+		return &PermanentError{Code: "IcebergTableChanged", Err: &TableChangedError{Table: cfg.Namespace + "." + cfg.Table, Key: statekey.TableID(c.Name, c.Iceberg.Namespace, c.Iceberg.Table), Recorded: have}}
 	}
 	if err != nil {
 		return err

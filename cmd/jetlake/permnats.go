@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/base64"
 	"fmt"
 	"slices"
 	"strconv"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/statekey"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -81,7 +81,7 @@ func natsPermissions(c *config.Connector) string {
 	// its second token (intent, export, iceberg, lease, member): a
 	// connector's credentials can not write another's state, even in a
 	// bucket they share.
-	kvPut := "$KV." + c.State.Bucket + ".*." + base64.RawURLEncoding.EncodeToString([]byte(c.Name)) + ".>"
+	kvPut := "$KV." + c.State.Bucket + "." + statekey.Writes(c.Name)
 	if api != jetstream.DefaultAPIPrefix {
 		kvPut = api + kvPut
 	}

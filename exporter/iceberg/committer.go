@@ -13,6 +13,8 @@ import (
 
 	"github.com/nats-io/nuid"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/jetlake/jetlake/exporter/statekey"
 )
 
 // PlanStore keeps commit plans and claims: the state bucket in production.
@@ -124,17 +126,10 @@ func NewCommitter(table *Table, plans PlanStore, prefix string) *Committer {
 	return &Committer{table: table, plans: plans, prefix: prefix}
 }
 
-func (c *Committer) planKey(id string) string { return c.prefix + "plan." + id }
-
-// doneKey marks a plan whose commit landed. Recovery believes it rather
-// than the table's snapshots, which expiry (jetlake's own or another
-// tool's) may have removed while the plan was still kept.
-func (c *Committer) doneKey(id string) string { return c.prefix + "done." + id }
-
-func (c *Committer) claimKey(intent string) string {
-	// An intent key is dotted; a claim key is one more token.
-	return c.prefix + "claim." + strings.ReplaceAll(intent, ".", "_")
-}
+// The plans, done marks and claims are keys under the prefix; a done mark
+// records a plan whose commit landed: recovery believes it rather than the
+// table's snapshots, which expiry (jetlake's own or another tool's) may
+// have removed while the plan was still kept. statekey names them.
 
 // Commit plans files under a new id, claims each for the plan, commits the
 // claimed ones in one snapshot, and returns the plan. A file claimed by
@@ -158,7 +153,7 @@ func (c *Committer) Commit(ctx context.Context, files []File) (*Plan, error) {
 	mine := make([]bool, len(files))
 	err := parallel(ctx, len(files), func(ctx context.Context, i int) error {
 		f := files[i]
-		err := c.plans.Create(ctx, c.claimKey(f.Intent), []byte(plan.ID))
+		err := c.plans.Create(ctx, statekey.Claim(c.prefix, f.Intent), []byte(plan.ID))
 		if errors.Is(err, ErrExists) {
 			return nil
 		}
@@ -171,10 +166,10 @@ func (c *Committer) Commit(ctx context.Context, files []File) (*Plan, error) {
 		// while this one was cut off. A plan is forgotten only once its
 		// intents are gone, so the intent tells.
 		if _, err := c.plans.Get(ctx, f.Intent); errors.Is(err, ErrMissing) {
-			c.plans.Delete(ctx, c.claimKey(f.Intent))
+			c.plans.Delete(ctx, statekey.Claim(c.prefix, f.Intent))
 			return nil
 		} else if err != nil {
-			c.plans.Delete(ctx, c.claimKey(f.Intent))
+			c.plans.Delete(ctx, statekey.Claim(c.prefix, f.Intent))
 			return fmt.Errorf("claim %s: %w", f.Location, err)
 		}
 		mine[i] = true
@@ -189,7 +184,7 @@ func (c *Committer) Commit(ctx context.Context, files []File) (*Plan, error) {
 	// next plan can take their files.
 	release := func() {
 		parallel(context.WithoutCancel(ctx), len(plan.Files), func(ctx context.Context, i int) error {
-			return c.plans.Delete(ctx, c.claimKey(plan.Files[i].Intent))
+			return c.plans.Delete(ctx, statekey.Claim(c.prefix, plan.Files[i].Intent))
 		})
 	}
 	if err != nil {
@@ -204,7 +199,7 @@ func (c *Committer) Commit(ctx context.Context, files []File) (*Plan, error) {
 		release()
 		return nil, err
 	}
-	if err := c.plans.Create(ctx, c.planKey(plan.ID), value); err != nil {
+	if err := c.plans.Create(ctx, statekey.Plan(c.prefix, plan.ID), value); err != nil {
 		release()
 		return nil, fmt.Errorf("record commit plan: %w", err)
 	}
@@ -273,7 +268,7 @@ func (c *Committer) commit(ctx context.Context, plan *Plan) error {
 	if c.AfterCommit != nil {
 		c.AfterCommit()
 	}
-	err := c.plans.Create(ctx, c.doneKey(plan.ID), []byte(plan.ID))
+	err := c.plans.Create(ctx, statekey.Done(c.prefix, plan.ID), []byte(plan.ID))
 	if err != nil && !errors.Is(err, ErrExists) {
 		return fmt.Errorf("mark commit %s done: %w", plan.ID, err)
 	}
@@ -329,7 +324,7 @@ func (c *Committer) Recover(ctx context.Context) ([]*Plan, error) {
 	var plans, pending []*Plan
 	planned := map[string]bool{}
 	for _, key := range slices.Sorted(maps.Keys(entries)) {
-		if !strings.HasPrefix(key, c.prefix+"plan.") {
+		if !strings.HasPrefix(key, statekey.Plans(c.prefix)) {
 			continue
 		}
 		p := &Plan{}
@@ -340,7 +335,7 @@ func (c *Committer) Recover(ctx context.Context) ([]*Plan, error) {
 		plans = append(plans, p)
 		// Not marked done: the process died around the commit. The
 		// commit, if it landed, is among the newest snapshots.
-		if _, done := entries[c.doneKey(p.ID)]; !done && !c.table.Committed(p.ID) {
+		if _, done := entries[statekey.Done(c.prefix, p.ID)]; !done && !c.table.Committed(p.ID) {
 			if err := c.check(ctx, key, p); err != nil {
 				return nil, err
 			}
@@ -348,7 +343,7 @@ func (c *Committer) Recover(ctx context.Context) ([]*Plan, error) {
 		}
 	}
 	for _, p := range plans {
-		if _, done := entries[c.doneKey(p.ID)]; done {
+		if _, done := entries[statekey.Done(c.prefix, p.ID)]; done {
 			continue
 		}
 		if slices.Contains(pending, p) {
@@ -359,12 +354,12 @@ func (c *Committer) Recover(ctx context.Context) ([]*Plan, error) {
 				return nil, err
 			}
 		}
-		if err := c.plans.Create(ctx, c.doneKey(p.ID), []byte(p.ID)); err != nil && !errors.Is(err, ErrExists) {
+		if err := c.plans.Create(ctx, statekey.Done(c.prefix, p.ID), []byte(p.ID)); err != nil && !errors.Is(err, ErrExists) {
 			return nil, fmt.Errorf("mark commit %s done: %w", p.ID, err)
 		}
 	}
 	for key, value := range entries {
-		if (strings.HasPrefix(key, c.prefix+"claim.") || strings.HasPrefix(key, c.prefix+"done.")) && !planned[string(value)] {
+		if statekey.IsClaimOrDone(c.prefix, key) && !planned[string(value)] {
 			if err := c.plans.Delete(ctx, key); err != nil {
 				return nil, err
 			}
@@ -376,7 +371,7 @@ func (c *Committer) Recover(ctx context.Context) ([]*Plan, error) {
 // check returns a *PlanError when a file of plan p, recorded under key,
 // is not one to commit.
 func (c *Committer) check(ctx context.Context, key string, p *Plan) error {
-	if key != c.planKey(p.ID) {
+	if key != statekey.Plan(c.prefix, p.ID) {
 		return &PlanError{Key: key, Err: fmt.Errorf("the plan's id is %q", p.ID)}
 	}
 	for _, f := range p.Files {
@@ -399,13 +394,13 @@ func (c *Committer) check(ctx context.Context, key string, p *Plan) error {
 // files are gone.
 func (c *Committer) Forget(ctx context.Context, plan *Plan) error {
 	err := parallel(ctx, len(plan.Files), func(ctx context.Context, i int) error {
-		return c.plans.Delete(ctx, c.claimKey(plan.Files[i].Intent))
+		return c.plans.Delete(ctx, statekey.Claim(c.prefix, plan.Files[i].Intent))
 	})
 	if err != nil {
 		return err
 	}
-	if err := c.plans.Delete(ctx, c.planKey(plan.ID)); err != nil {
+	if err := c.plans.Delete(ctx, statekey.Plan(c.prefix, plan.ID)); err != nil {
 		return err
 	}
-	return c.plans.Delete(ctx, c.doneKey(plan.ID))
+	return c.plans.Delete(ctx, statekey.Done(c.prefix, plan.ID))
 }
