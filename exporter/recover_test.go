@@ -127,10 +127,10 @@ func TestRecoveryAfterACrashAtEachCommitStep(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, q := range []uint64{10, 11, 12} {
-				if _, ok := s.book.committed[q]; ok != tt.wantCommitted {
+				if ok := s.book.committed.Has(q); ok != tt.wantCommitted {
 					t.Errorf("sequence %d committed = %v, want %v", q, ok, tt.wantCommitted)
 				}
-				if _, ok := s.book.pending[q]; ok != tt.wantAwait {
+				if ok := s.book.pending.Has(q); ok != tt.wantAwait {
 					t.Errorf("sequence %d unresolved = %v, want %v", q, ok, tt.wantAwait)
 				}
 			}
@@ -148,8 +148,8 @@ func TestRecoveryAfterACrashAtEachCommitStep(t *testing.T) {
 			if _, ok := intents.m[ikey]; ok {
 				t.Error("the intent of a batch never stored was kept")
 			}
-			if len(s.book.pending) != 0 || len(s.book.unresolved) != 0 || len(s.book.committed) != 0 {
-				t.Errorf("after resolving: %d pending, %d unresolved, %d committed; want none", len(s.book.pending), len(s.book.unresolved), len(s.book.committed))
+			if !s.book.pending.Empty() || len(s.book.unresolved) != 0 || !s.book.committed.Empty() {
+				t.Errorf("after resolving: %v pending, %d unresolved, %v committed; want none", s.book.pending.Runs(), len(s.book.unresolved), s.book.committed.Runs())
 			}
 		})
 	}
@@ -172,7 +172,7 @@ func TestALatePutOfAStalledWriterIsFoundWhenResolving(t *testing.T) {
 	r := newRunner(e, []*streamState{s})
 	r.resolve(context.Background(), time.Now().Add(time.Second))
 	settle(r)
-	if _, ok := s.book.committed[5]; !ok {
+	if !s.book.committed.Has(5) {
 		t.Fatal("the late object's sequences were not taken as stored")
 	}
 	if _, ok := intents.m["p.I1"]; !ok {

@@ -21,9 +21,9 @@ import (
 type seqBook struct {
 	held       progress.Held          // received and not yet acked or abandoned
 	sealed     int                    // of those, messages in sealed batches
-	committed  map[uint64]*committed  // stored in an object whose acks are not confirmed
+	committed  progress.Set           // stored in an object whose acks are not confirmed (or a confirmed batch's, expanded)
 	unresolved map[string]*unresolved // intents of others whose object was missing, by intent key
-	pending    map[uint64]*unresolved // their sequences
+	pending    progress.Set           // their sequences
 	own        map[string]bool        // intents of this process's batches in flight
 	retired    []*committed           // intents of stored batches, kept until the ack floor passes them
 }
@@ -32,7 +32,8 @@ type seqBook struct {
 // back and must then be acked, not written again.
 type committed struct {
 	intentKey string
-	last      uint64 // highest sequence: the intent is forgotten once the ack floor passes it
+	last      uint64        // highest sequence: the intent is forgotten once the ack floor passes it
+	set       progress.Seqs // the sequences it put in the book's committed set
 
 	// A batch whose acks were confirmed keeps its sequences here: the
 	// server confirms the last ack, but when its consumer leader changed
@@ -65,13 +66,13 @@ const (
 // the range of a confirmed batch first makes that batch's sequences
 // committed: an ack the server confirmed can still have been lost.
 func (b *seqBook) classify(seq uint64, redelivered bool) seqClass {
-	if _, ok := b.pending[seq]; ok {
+	if b.pending.Has(seq) {
 		return seqWaiting
 	}
 	if redelivered && len(b.retired) > 0 {
 		b.expand(seq)
 	}
-	if _, ok := b.committed[seq]; ok {
+	if b.committed.Has(seq) {
 		return seqCommitted
 	}
 	if b.held.Has(seq) {
@@ -85,11 +86,24 @@ func (b *seqBook) classify(seq uint64, redelivered bool) seqClass {
 // message can be acked: the server redelivers it every AckWait while the
 // store is asked.
 func (b *seqBook) wait(seq uint64, d delivery) {
-	u := b.pending[seq]
+	u := b.waitingFor(seq)
+	if u == nil {
+		return
+	}
 	if u.waiting == nil {
 		u.waiting = map[uint64]delivery{}
 	}
 	u.waiting[seq] = d
+}
+
+// waitingFor returns the unresolved intent that names seq, or nil.
+func (b *seqBook) waitingFor(seq uint64) *unresolved {
+	for _, u := range b.unresolved {
+		if seq >= u.in.Seqs.First() && seq <= u.in.Seqs.Last() && u.in.Seqs.Has(seq) {
+			return u
+		}
+	}
+	return nil
 }
 
 // hold records a sequence the runner keeps until it is acked or abandoned.
@@ -123,17 +137,13 @@ func (b *seqBook) unseal(ikey string, n int) {
 // are acked, not written, when they come back. Its intent is kept until the
 // ack floor passes it.
 func (b *seqBook) commit(ikey string, seqs progress.Seqs) {
-	c := &committed{intentKey: ikey, last: seqs.Last()}
-	if b.committed == nil {
-		b.committed = map[uint64]*committed{}
-	}
-	seqs.All(func(q uint64) { b.committed[q] = c })
-	b.retired = append(b.retired, c)
+	b.committed.AddAll(seqs.Ranges())
+	b.retired = append(b.retired, &committed{intentKey: ikey, last: seqs.Last(), set: seqs})
 }
 
 // acked forgets a committed sequence whose message came back and was acked
 // again.
-func (b *seqBook) acked(seq uint64) { delete(b.committed, seq) }
+func (b *seqBook) acked(seq uint64) { b.committed.Remove(progress.Range{First: seq, Last: seq}) }
 
 // retire records a stored batch whose acks were confirmed, with its
 // sequences (progress.Seqs.MarshalJSON) for expand. Its intent is kept until the
@@ -154,10 +164,8 @@ func (b *seqBook) expand(seq uint64) {
 		}
 		var set progress.Seqs
 		if err := set.UnmarshalJSON(c.seqs); err == nil {
-			if b.committed == nil {
-				b.committed = map[uint64]*committed{}
-			}
-			set.All(func(q uint64) { b.committed[q] = c })
+			b.committed.AddAll(set.Ranges())
+			c.set = set
 		}
 		c.seqs = nil
 	}
@@ -170,11 +178,8 @@ func (b *seqBook) await(ikey string, in *intent, deadline time.Time) {
 	if b.unresolved == nil {
 		b.unresolved = map[string]*unresolved{}
 	}
-	if b.pending == nil {
-		b.pending = map[uint64]*unresolved{}
-	}
 	b.unresolved[ikey] = u
-	in.Seqs.All(func(q uint64) { b.pending[q] = u })
+	b.pending.AddAll(in.Seqs.Ranges())
 }
 
 // due yields the unresolved intents whose deadline has passed at now, by
@@ -198,22 +203,22 @@ func (b *seqBook) resolve(ikey string) map[uint64]delivery {
 		return nil
 	}
 	delete(b.unresolved, ikey)
-	u.in.Seqs.All(func(q uint64) { delete(b.pending, q) })
+	// Rebuilt from the intents left: two may name one sequence.
+	b.pending = progress.Set{}
+	for _, o := range b.unresolved {
+		b.pending.AddAll(o.in.Seqs.Ranges())
+	}
 	return u.waiting
 }
 
-// passFloor forgets the stored batches the consumer's ack floor has passed:
+// passFloor forgets the stored batches the recorded floor has passed:
 // every message of them was acked and no reset can replay them. It returns
 // the intent keys that are no longer needed.
 func (b *seqBook) passFloor(floor uint64) []string {
-	for seq, c := range b.committed {
-		if c.last <= floor {
-			delete(b.committed, seq)
-		}
-	}
 	var forget []string
 	b.retired = slices.DeleteFunc(b.retired, func(c *committed) bool {
 		if c.last <= floor {
+			b.committed.RemoveAll(c.set.Ranges())
 			forget = append(forget, c.intentKey)
 			return true
 		}
@@ -242,8 +247,8 @@ func (b *seqBook) known() map[string]bool {
 // reset forgets what an earlier recovery found, before recovery runs again
 // while the stream is set up.
 func (b *seqBook) reset() {
-	clear(b.committed)
+	b.committed = progress.Set{}
 	clear(b.unresolved)
-	clear(b.pending)
+	b.pending = progress.Set{}
 	b.retired = nil
 }

@@ -228,3 +228,25 @@ func TestSeqBookForgetsIntentsOnceTheAckFloorPassesThem(t *testing.T) {
 		t.Fatalf("known after every batch was passed: %v", b.known())
 	}
 }
+
+// The book keeps ranges, never an entry per sequence: an intent naming
+// four billion sequences costs what its one range costs, committed or
+// waiting.
+func TestSeqBookKeepsRangesNotSequences(t *testing.T) {
+	var b seqBook
+	huge := progress.SeqsOf([]progress.Range{{First: 1, Last: 1 << 32}})
+	b.commit("c", huge)
+	b.await("u", &intent{ID: "u", Seqs: progress.SeqsOf([]progress.Range{{First: 1<<32 + 1, Last: 1 << 33}})}, time.Unix(1000, 0))
+	if got := b.classify(1<<31, true); got != seqCommitted {
+		t.Errorf("a committed sequence: %v", got)
+	}
+	if got := b.classify(1<<33-5, true); got != seqWaiting {
+		t.Errorf("a waiting sequence: %v", got)
+	}
+	if n := len(b.committed.Runs()) + len(b.pending.Runs()); n != 2 {
+		t.Errorf("%d ranges, want 2", n)
+	}
+	if forget := b.passFloor(1 << 32); len(forget) != 1 || !b.committed.Empty() {
+		t.Errorf("passFloor: forget %v, committed %v", forget, b.committed.Runs())
+	}
+}

@@ -235,11 +235,9 @@ func (s *streamState) startLedger(start *ledgerStart, log *slog.Logger) {
 	if s.retained {
 		l.Retain()
 	}
-	for q := range s.book.committed {
-		l.Stored(progress.Range{First: q, Last: q})
-	}
-	for q := range s.book.pending {
-		l.Wait(progress.Range{First: q, Last: q})
+	l.StoredAll(s.book.committed.Runs())
+	for _, r := range s.book.pending.Runs() {
+		l.Wait(r)
 	}
 	s.ledger = l
 	s.savedRev = 0

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 )
 
 // Seqs is an immutable sorted set of stream sequences, kept as ranges:
@@ -64,6 +65,12 @@ func (s Seqs) Last() uint64 {
 		return 0
 	}
 	return s.rs[len(s.rs)-1].Last
+}
+
+// Has reports whether q is in the set.
+func (s Seqs) Has(q uint64) bool {
+	i := sort.Search(len(s.rs), func(i int) bool { return s.rs[i].Last >= q })
+	return i < len(s.rs) && s.rs[i].First <= q
 }
 
 // All calls fn for every sequence in order.
