@@ -30,6 +30,26 @@ func cursorEnv(t *testing.T, policy string, change func(e *env, c *config.Connec
 	return e, c, last
 }
 
+// exportedWhileRunning waits until sequences 1..last are exported by the
+// exporter whose Run reports on done, which must not stop meanwhile; then
+// it stops it cleanly and checks each sequence is in exactly one object.
+func (e *env) exportedWhileRunning(done <-chan error, stop context.CancelFunc, last uint64) {
+	e.t.Helper()
+	waitFor(e.t, time.Minute, "every message exported", func() bool {
+		select {
+		case err := <-done:
+			e.t.Fatalf("the exporter stopped: %v", err)
+		default:
+		}
+		return uint64(len(e.read().bySeq)) == last
+	})
+	stop()
+	if err := <-done; err != nil {
+		e.t.Fatal(err)
+	}
+	e.wantExactlyOnce(e.read(), last)
+}
+
 // deleteConsumer deletes the connector's consumer.
 func (e *env) deleteConsumer(c *config.Connector) {
 	e.t.Helper()
@@ -106,19 +126,7 @@ func TestAConsumerDeletedWhileRunningIsRecreatedInPlace(t *testing.T) {
 	})
 	e.deleteConsumer(c)
 	last := e.publish(1000, 5)
-	waitFor(t, time.Minute, "every message exported", func() bool {
-		select {
-		case err := <-done:
-			t.Fatalf("the exporter stopped: %v", err)
-		default:
-		}
-		return uint64(len(e.read().bySeq)) == last
-	})
-	stop()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	e.wantExactlyOnce(e.read(), last)
+	e.exportedWhileRunning(done, stop, last)
 	if got := metricSum(reg, "jetlake_consumer_rebuilds_total", map[string]string{"reason": "missing"}); got != 1 {
 		t.Errorf("consumer_rebuilds_total{reason=missing} %v; want 1", got)
 	}
@@ -151,19 +159,7 @@ func TestAMemoryConsumerLostInAServerRestartIsRebuiltFromTheRecord(t *testing.T)
 		t.Fatal(err)
 	}
 	last := e.publish(500, 5)
-	waitFor(t, time.Minute, "every message exported", func() bool {
-		select {
-		case err := <-done:
-			t.Fatalf("the exporter stopped: %v", err)
-		default:
-		}
-		return uint64(len(e.read().bySeq)) == last
-	})
-	stop()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	e.wantExactlyOnce(e.read(), last)
+	e.exportedWhileRunning(done, stop, last)
 	if got := metricSum(reg, "jetlake_consumer_rebuilds_total", map[string]string{"reason": "missing"}); got < 1 {
 		t.Errorf("consumer_rebuilds_total{reason=missing} %v; want at least 1", got)
 	}
