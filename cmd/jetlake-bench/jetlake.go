@@ -203,7 +203,7 @@ func (b *bench) jetlakeRun(ctx context.Context, w *WorkloadResult, spec runSpec,
 	// metadata is counted apart.
 	var data string
 	if spec.Iceberg {
-		data = prefix + "/" + icebergNamespace + "/" + w.Name + "/data/"
+		data = prefix + "/" + icebergNamespace + "/" + icebergTable(w, prefix) + "/data/"
 	}
 	objs, err := b.listObjects(cctx, prefix, data)
 	if err != nil {
@@ -303,11 +303,19 @@ func (b *bench) connector(w *WorkloadResult, spec runSpec, consumer, prefix, cat
 	}
 	if spec.Iceberg {
 		fmt.Fprintf(&c, "[iceberg]\ncatalog = \"sql\"\nuri = %q\nnamespace = %q\ntable = %q\ncommit_interval = \"1m\"\n\n",
-			"sqlite://"+catalog, icebergNamespace, w.Name)
+			"sqlite://"+catalog, icebergNamespace, icebergTable(w, prefix))
 	}
 	fmt.Fprintf(&c, "[rotation]\nmax_file_size = %q\nmax_messages_per_file = %d\nmax_file_age = %q\nmax_buffered_bytes = %q\n",
 		config.FormatSize(b.cfg.MaxFileSize), b.cfg.MaxMessages, b.cfg.MaxFileAge.String(), config.FormatSize(b.cfg.MaxBufferedBytes))
 	return c.Bytes()
+}
+
+// icebergTable is the table of an Iceberg run whose objects go under
+// prefix: a table per round, since every round starts a fresh catalog and
+// the state bucket keeps the UUID of the table a connector wrote (a table
+// of the same name in a fresh catalog is refused as another table).
+func icebergTable(w *WorkloadResult, prefix string) string {
+	return w.Name + "_" + strings.ReplaceAll(path.Base(prefix), "-", "_")
 }
 
 // removeCatalog removes a sqlite catalog file and its journals, so that an
