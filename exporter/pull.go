@@ -58,6 +58,12 @@ func (r *runner) pullError(s *streamState, err error) {
 		}
 		return
 	}
+	if errors.Is(err, jetstream.ErrPinIDMismatch) {
+		// Another instance holds the pin: the consumer is fine, and this
+		// instance is a standby until the pin moves to it.
+		r.log.Debug("pinned to another instance", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer)
+		return
+	}
 	r.log.Warn("pull problem; pulling goes on", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "error", err)
 	why := err.Error()
 	s.pullTrouble.Store(&why)
