@@ -171,16 +171,13 @@ func ensureConsumer(ctx context.Context, stream jetstream.Stream, c *config.Conn
 		return nil, consumerFound, fmt.Errorf("stream %s: consumer %s: %w", s.Stream, s.Consumer, err)
 	}
 	have := cons.CachedInfo().Config
-	if s.ConsumerStorage != "" && have.MemoryStorage != want.MemoryStorage {
-		if refused := refusedProblem(CheckConsumer(c, s, streamKey(c, s), have)); refused != nil {
-			return nil, consumerFound, &ConfigError{Stream: s.Stream, Consumer: s.Consumer, Msg: refused.Msg}
-		}
-		cons, _, err = remakeInStorage(ctx, stream, cons, c, s, from)
-		return cons, consumerRebuilt, err
-	}
 	problems := CheckConsumer(c, s, streamKey(c, s), have)
 	if refused := refusedProblem(problems); refused != nil {
 		return nil, consumerFound, &ConfigError{Stream: s.Stream, Consumer: s.Consumer, Msg: refused.Msg}
+	}
+	if s.ConsumerStorage != "" && have.MemoryStorage != want.MemoryStorage {
+		cons, err = remakeInStorage(ctx, stream, cons, c, s, from)
+		return cons, consumerRebuilt, err
 	}
 	if len(problems) == 0 && have.Metadata[MetaConsumerConnector] == c.Name {
 		return cons, consumerFound, nil
@@ -313,24 +310,23 @@ func storageName(memory bool) string {
 // storage than s's consumer_storage asks for, and creates it again there,
 // delivering from from (the first sequence the export record lacks) or,
 // without a record, from right after its ack floor: what it had delivered
-// and not had acked comes back. It returns the new consumer and where it
-// delivers from.
-func remakeInStorage(ctx context.Context, stream jetstream.Stream, cons jetstream.Consumer, c *config.Connector, s config.Stream, from uint64) (jetstream.Consumer, uint64, error) {
+// and not had acked comes back.
+func remakeInStorage(ctx context.Context, stream jetstream.Stream, cons jetstream.Consumer, c *config.Connector, s config.Stream, from uint64) (jetstream.Consumer, error) {
 	info, err := cons.Info(ctx)
 	if err != nil {
-		return nil, 0, fmt.Errorf("stream %s: consumer %s: %w", s.Stream, s.Consumer, err)
+		return nil, fmt.Errorf("stream %s: consumer %s: %w", s.Stream, s.Consumer, err)
 	}
 	if from == 0 {
 		from = info.AckFloor.Stream + 1
 	}
 	if err := stream.DeleteConsumer(ctx, s.Consumer); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return nil, 0, fmt.Errorf("stream %s: delete consumer %s to keep it %s: %w", s.Stream, s.Consumer, storageName(s.MemoryConsumer()), err)
+		return nil, fmt.Errorf("stream %s: delete consumer %s to keep it %s: %w", s.Stream, s.Consumer, storageName(s.MemoryConsumer()), err)
 	}
 	cons, err = stream.CreateConsumer(ctx, consumerFrom(consumerConfig(c.Name, s), from))
 	if err != nil {
-		return nil, 0, fmt.Errorf("stream %s: create consumer %s %s: %w", s.Stream, s.Consumer, storageName(s.MemoryConsumer()), err)
+		return nil, fmt.Errorf("stream %s: create consumer %s %s: %w", s.Stream, s.Consumer, storageName(s.MemoryConsumer()), err)
 	}
-	return cons, from, nil
+	return cons, nil
 }
 
 func listOrWhole(subjects []string) string {

@@ -275,8 +275,9 @@ func (r *runner) takeSealed() {
 			enc, format = r.e.rejEnc, string(formats.JSONLines)
 		}
 		for _, b := range set.TakeSealed() {
-			j := &job{batch: b, size: int64(b.Body.MemSize() + b.Overhead() + jobOverhead), stream: r.streamOf(b), set: set, enc: enc, format: format,
-				intentID: nuid.Next(), progress: b.Opened, pin: r.streamOf(b).pin}
+			s := r.streamOf(b)
+			j := &job{batch: b, size: int64(b.Body.MemSize() + b.Overhead() + jobOverhead), stream: s, set: set, enc: enc, format: format,
+				intentID: nuid.Next(), progress: b.Opened, pin: s.pin}
 			j.confirmAt(b.Opened)
 			j.stream.book.seal(j.stream.intentPrefix+j.intentID, b.Len())
 			r.enqueue(j)

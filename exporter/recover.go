@@ -269,7 +269,7 @@ func (r *runner) resolved(s *streamState, ikey string, u *unresolved, stored boo
 		if stored {
 			s.ledger.StoredAll(u.in.Seqs.Ranges())
 		} else {
-			u.in.Seqs.All(s.ledger.Returned)
+			s.ledger.ReturnedAll(u.in.Seqs.Ranges())
 		}
 	}
 	for _, d := range s.book.resolve(ikey) {

@@ -62,19 +62,15 @@ func (b *bench) pullBytes() int {
 // The time runs until the server has every ack.
 func (b *bench) consumeLimit(ctx context.Context, w *WorkloadResult, round int) (*Limit, error) {
 	name := fmt.Sprintf("bench-consume-%s-r%d", w.Name, round)
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	cons, err := b.js.CreateConsumer(cctx, w.Stream, jetstream.ConsumerConfig{
+	cons, err := b.limitConsumer(ctx, w.Stream, jetstream.ConsumerConfig{
 		Durable:       name,
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckWait:       b.ackWait(),
 		MaxDeliver:    -1,
 		MaxAckPending: b.maxAckPending(),
-		MemoryStorage: b.cfg.ConsumerStorage == config.StorageMemory,
 	})
-	cancel()
 	if err != nil {
-		return nil, fmt.Errorf("create consumer %s: %w", name, err)
+		return nil, err
 	}
 	defer b.deleteConsumer(ctx, w.Stream, name)
 
@@ -133,16 +129,9 @@ func (b *bench) consumeLimit(ctx context.Context, w *WorkloadResult, round int) 
 // is what a cursor with progress kept by jetlake alone would save it.
 func (b *bench) ackNoneRead(ctx context.Context, w *WorkloadResult, round int) (*Limit, error) {
 	name := fmt.Sprintf("bench-acknone-%s-r%d", w.Name, round)
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	cons, err := b.js.CreateConsumer(cctx, w.Stream, jetstream.ConsumerConfig{
-		Durable:       name,
-		AckPolicy:     jetstream.AckNonePolicy,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		MemoryStorage: b.cfg.ConsumerStorage == config.StorageMemory,
-	})
-	cancel()
+	cons, err := b.limitConsumer(ctx, w.Stream, jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckNonePolicy})
 	if err != nil {
-		return nil, fmt.Errorf("create consumer %s: %w", name, err)
+		return nil, err
 	}
 	defer b.deleteConsumer(ctx, w.Stream, name)
 	var got atomic.Int64
@@ -168,6 +157,20 @@ func (b *bench) ackNoneRead(ctx context.Context, w *WorkloadResult, round int) (
 	l.MessagesPerSecond = float64(w.Messages) / l.Seconds
 	b.progress("%s: ack-none read %s (%s msg/s)", w.Name, fmtSeconds(l.Seconds), fmtInt(int64(l.MessagesPerSecond)))
 	return l, nil
+}
+
+// limitConsumer creates cfg, a consumer of a limit, on stream: delivering
+// the whole stream, in the storage of the bench's consumers.
+func (b *bench) limitConsumer(ctx context.Context, stream string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+	cfg.DeliverPolicy = jetstream.DeliverAllPolicy
+	cfg.MemoryStorage = b.cfg.ConsumerStorage == config.StorageMemory
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cons, err := b.js.CreateConsumer(cctx, stream, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create consumer %s: %w", cfg.Durable, err)
+	}
+	return cons, nil
 }
 
 // waitAcked polls the consumer until its ack floor reaches last.

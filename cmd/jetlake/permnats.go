@@ -6,10 +6,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/statekey"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // natsPermissions lists the subjects jetlake run, plan and verify publish
@@ -33,6 +34,50 @@ import (
 // apart. TestThePrintedNATSPermissionsServeEveryKindOfConnector runs each
 // kind of connector with exactly this list.
 func natsPermissions(c *config.Connector) string {
+	g := grantsOf(c)
+	api := exporter.APIPrefix(c.NATS)
+	inbox := c.NATS.InboxPrefix
+	if inbox == "" {
+		inbox = "_INBOX"
+	}
+	var b strings.Builder
+	b.WriteString("permissions: {\n  publish: {\n    allow: [\n")
+	for _, s := range g.pub {
+		fmt.Fprintf(&b, "      %s\n", strconv.Quote(s))
+	}
+	if len(g.readers) > 0 {
+		b.WriteString("      # when subjects do not cover the whole stream, or with partitions: walks and verify\n")
+		b.WriteString("      # read the matching sequences with ordered consumers of random names:\n")
+		for _, st := range g.readers {
+			for _, s := range []string{"CONSUMER.CREATE." + st + ".*", "CONSUMER.CREATE." + st + ".*.>", "CONSUMER.MSG.NEXT." + st + ".*", "CONSUMER.DELETE." + st + ".*"} {
+				fmt.Fprintf(&b, "      %s\n", strconv.Quote(api+s))
+			}
+		}
+	}
+	if len(g.once) > 0 {
+		b.WriteString("      # only on the first start, to create the state bucket, and for partitions to give\n")
+		b.WriteString("      # the stream its partition transform and let the bucket take per-key TTLs:\n")
+	} else {
+		b.WriteString("      # only on the first start, to create the state bucket:\n")
+	}
+	for _, s := range append([]string{api + "INFO", api + "STREAM.CREATE.KV_" + c.State.Bucket}, g.once...) {
+		fmt.Fprintf(&b, "      %s\n", strconv.Quote(s))
+	}
+	b.WriteString("    ]\n  }\n  subscribe: {\n    allow: [\n")
+	fmt.Fprintf(&b, "      %s\n", strconv.Quote(inbox+".>"))
+	b.WriteString("    ]\n  }\n}")
+	return b.String()
+}
+
+// natsGrants are the publish grants natsPermissions prints.
+type natsGrants struct {
+	pub     []string // always
+	readers []string // streams read with ordered consumers of random names
+	once    []string // only on the first start, beyond the state bucket's creation
+}
+
+// grantsOf gathers the publish grants of connector c.
+func grantsOf(c *config.Connector) natsGrants {
 	api := exporter.APIPrefix(c.NATS)
 	var pub, once []string
 	seen := map[string]bool{}
@@ -95,35 +140,5 @@ func natsPermissions(c *config.Connector) string {
 	if slices.ContainsFunc(c.Streams, config.Stream.Partitioned) {
 		once = append(once, api+"STREAM.UPDATE."+kv)
 	}
-	inbox := c.NATS.InboxPrefix
-	if inbox == "" {
-		inbox = "_INBOX"
-	}
-	var b strings.Builder
-	b.WriteString("permissions: {\n  publish: {\n    allow: [\n")
-	for _, s := range pub {
-		fmt.Fprintf(&b, "      %s\n", strconv.Quote(s))
-	}
-	if len(readers) > 0 {
-		b.WriteString("      # when subjects do not cover the whole stream, or with partitions: walks and verify\n")
-		b.WriteString("      # read the matching sequences with ordered consumers of random names:\n")
-		for _, st := range readers {
-			for _, s := range []string{"CONSUMER.CREATE." + st + ".*", "CONSUMER.CREATE." + st + ".*.>", "CONSUMER.MSG.NEXT." + st + ".*", "CONSUMER.DELETE." + st + ".*"} {
-				fmt.Fprintf(&b, "      %s\n", strconv.Quote(api+s))
-			}
-		}
-	}
-	if len(once) > 0 {
-		b.WriteString("      # only on the first start, to create the state bucket, and for partitions to give\n")
-		b.WriteString("      # the stream its partition transform and let the bucket take per-key TTLs:\n")
-	} else {
-		b.WriteString("      # only on the first start, to create the state bucket:\n")
-	}
-	for _, s := range append([]string{api + "INFO", api + "STREAM.CREATE." + kv}, once...) {
-		fmt.Fprintf(&b, "      %s\n", strconv.Quote(s))
-	}
-	b.WriteString("    ]\n  }\n  subscribe: {\n    allow: [\n")
-	fmt.Fprintf(&b, "      %s\n", strconv.Quote(inbox+".>"))
-	b.WriteString("    ]\n  }\n}")
-	return b.String()
+	return natsGrants{pub: pub, readers: readers, once: once}
 }

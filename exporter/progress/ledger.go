@@ -132,9 +132,19 @@ func (l *Ledger) Wait(r Range) {
 
 // Returned records held sequences that were not stored: their messages
 // come back, unless the stream removes them first.
-func (l *Ledger) Returned(q uint64) {
-	if q > l.floor && !l.done.Has(q) {
-		l.holes.Add(Range{q, q})
+func (l *Ledger) Returned(q uint64) { l.ReturnedAll([]Range{{q, q}}) }
+
+// ReturnedAll records the sequences of rs, sorted ranges, as Returned
+// does, a range at a time.
+func (l *Ledger) ReturnedAll(rs []Range) {
+	for _, r := range rs {
+		if r.Last <= l.floor {
+			continue
+		}
+		r.First = max(r.First, l.floor+1)
+		for _, h := range l.done.Outside(r) {
+			l.holes.Add(h)
+		}
 	}
 }
 

@@ -73,18 +73,6 @@ func (s Seqs) Has(q uint64) bool {
 	return i < len(s.rs) && s.rs[i].First <= q
 }
 
-// All calls fn for every sequence in order.
-func (s Seqs) All(fn func(uint64)) {
-	for _, r := range s.rs {
-		for q := r.First; ; q++ {
-			fn(q)
-			if q == r.Last {
-				break
-			}
-		}
-	}
-}
-
 // Common is how many sequences s and o share.
 func (s Seqs) Common(o Seqs) int {
 	n := 0

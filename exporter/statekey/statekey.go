@@ -26,9 +26,6 @@ const (
 	FamilyMember = "member"  // a live instance: member.<connector>.<instance>
 )
 
-// Families lists every family, in the order above.
-var Families = []string{FamilyIntent, FamilyExport, FamilyTable, FamilyCommit, FamilyLease, FamilyMember}
-
 // Token encodes a name as one key token: base64url without padding.
 func Token(name string) string { return base64.RawURLEncoding.EncodeToString([]byte(name)) }
 
