@@ -131,7 +131,7 @@ func (r *runner) idle(infos []*jetstream.ConsumerInfo) bool {
 		}
 	}
 	for _, s := range r.streams {
-		if l := s.ledger; l != nil && l.Unsettled() {
+		if l := s.book.Ledger(); l != nil && l.Unsettled() {
 			// Sequences not known to be exported: a walk tells whether
 			// they come back or get a loss marker.
 			return false

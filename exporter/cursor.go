@@ -93,10 +93,11 @@ func (r *runner) tendConsumers(ctx context.Context, now time.Time) {
 // before s has a ledger (a pinned consumer this instance is not pinned to):
 // the record's floor says then.
 func (r *runner) resumeFrom(s *streamState) uint64 {
-	if s.ledger == nil {
+	l := s.book.Ledger()
+	if l == nil {
 		return 0
 	}
-	return s.ledger.Floor() + 1
+	return l.Floor() + 1
 }
 
 // consumerChecked applies the look-up of a stalled stream's consumer: a
@@ -252,7 +253,7 @@ func (r *runner) checkCursor(s *streamState, res *walkResult, now time.Time) {
 	c := &s.cur
 	var q uint64
 	for _, e := range res.existing {
-		if s.ledger.IsHole(e) {
+		if s.book.Ledger().IsHole(e) {
 			q = e
 			break
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jetlake/jetlake/buffer"
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/lossmarker"
 	"github.com/jetlake/jetlake/pathtemplate"
@@ -55,32 +56,24 @@ func (r *runner) add(d delivery) {
 	if md.delivered > 1 {
 		s.mRedelivered.Inc()
 	}
-	if s.ledger == nil {
+	switch s.book.Deliver(seq, md.delivered > 1) {
+	case progress.Unready:
 		// Not pinned yet (a message of the pin in flight as it moved):
 		// leave it to the server, which redelivers it to the pinned one.
 		return
-	}
-	switch s.book.classify(seq, md.delivered > 1) {
-	case seqWaiting:
-		s.book.wait(seq, d)
+	case progress.Waiting:
+		s.wait(seq, d)
 		return
-	case seqCommitted:
-		// Stored in an object already: ack without writing it again.
+	case progress.Stored:
+		// In a stored object or loss marker already: ack without writing
+		// it again.
 		r.ackCommitted(s, seq, msg)
 		return
-	case seqHeld:
+	case progress.Holding:
 		// Redelivered while we hold it: the copy we hold is acked once
 		// stored.
 		return
 	}
-	if s.ledger.Accounted(seq) {
-		// In a stored object or loss marker already, as the export record
-		// says: ack without writing it again.
-		r.ackCommitted(s, seq, msg)
-		return
-	}
-	s.ledger.Delivered(seq)
-	s.book.hold(seq)
 	out := &r.e.cfg.Output
 	r.rec = formats.Record{
 		Stream:   s.cfg.Stream,
@@ -132,7 +125,7 @@ func (r *runner) add(d delivery) {
 	// the uploads in flight make room. Sealing already at three quarters
 	// when nothing of the stream is being uploaded lets the acks come
 	// before delivery stops.
-	held, sealed := s.book.counts()
+	held, sealed := s.book.Counts()
 	if limit := s.cfg.MaxAckPending; held >= limit-limit/10 && held-sealed >= sealed || held >= limit/4*3 && sealed == 0 {
 		prefix := string(r.grpBuf[:bytes.IndexByte(r.grpBuf, 0)+1])
 		r.set.SealMost(buffer.ReasonPending, func(g string) bool { return strings.HasPrefix(g, prefix) })
@@ -233,5 +226,5 @@ func (r *runner) ackCommitted(s *streamState, seq uint64, msg jetstream.Msg) {
 		return
 	}
 	s.mAcked.Inc()
-	s.book.acked(seq)
+	s.book.Acked(seq)
 }

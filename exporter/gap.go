@@ -71,7 +71,7 @@ func (e *Exporter) lastSeq(s *streamState) lastSeqFunc {
 // one of each per stream at a time.
 func (r *runner) tend(ctx context.Context, now time.Time) {
 	for _, s := range r.streams {
-		l := s.ledger
+		l := s.book.Ledger()
 		if l == nil || s.part != nil && s.part.handing {
 			// A partition being handed over writes its record once,
 			// when it is drained, and leaves its walks to the next holder.
@@ -111,7 +111,7 @@ func (r *runner) walked(res *walkResult) {
 		r.log.Warn("could not compare the export record with the stream; trying again", "stream", s.cfg.Stream, "error", res.err)
 		return
 	}
-	l := s.ledger
+	l := s.book.Ledger()
 	if l == nil {
 		return
 	}
@@ -176,11 +176,11 @@ func (r *runner) saved(res *saveResult) {
 		r.log.Warn("could not write the export record; trying again", "stream", s.cfg.Stream, "error", res.err)
 		return
 	}
-	if res.l != s.ledger {
+	if res.l != s.book.Ledger() {
 		return // a takeover started another ledger meanwhile
 	}
 	s.savedRev = res.rev
-	keys := s.book.passFloor(res.floor)
+	keys := s.book.PassFloor(res.floor)
 	if r.e.table != nil {
 		keys = r.e.table.forgettable(keys)
 	}
@@ -192,12 +192,13 @@ func (r *runner) saved(res *saveResult) {
 func (r *runner) saveNow(ctx context.Context) {
 	defer r.forgetNow(ctx)
 	for _, s := range r.streams {
-		if s.ledger == nil || r.e.intents == nil || s.ledger.Rev() == s.savedRev {
+		l := s.book.Ledger()
+		if l == nil || r.e.intents == nil || l.Rev() == s.savedRev {
 			continue
 		}
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		res := &saveResult{stream: s, l: s.ledger, rev: s.ledger.Rev()}
-		res.floor, res.untrusted, res.err = saveRecord(sctx, r.e.intents, s.recordKey, ledgerRecord(s.ledger, s.created, time.Now()), r.e.lastSeq(s))
+		res := &saveResult{stream: s, l: l, rev: l.Rev()}
+		res.floor, res.untrusted, res.err = saveRecord(sctx, r.e.intents, s.recordKey, ledgerRecord(l, s.created, time.Now()), r.e.lastSeq(s))
 		cancel()
 		r.saved(res)
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
@@ -30,8 +29,8 @@ func hotRunner(tb testing.TB) (*runner, *streamState) {
 		cfg:       config.Stream{Stream: "S", Consumer: "c", AckWait: time.Minute, MaxAckPending: 1 << 20},
 		mReceived: e.m.received.WithLabelValues("c", "S"), mRedelivered: e.m.redelivered.WithLabelValues("c", "S"),
 		mAcked: e.m.acked.WithLabelValues("c", "S"),
-		ledger: progress.NewLedger(0, nil, 1, 0, false),
 	}
+	s.book.Start(0, nil, 1, 0, false, false)
 	r := newRunner(e, []*streamState{s})
 	r.ctx = context.Background()
 	return r, s

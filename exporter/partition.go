@@ -323,13 +323,13 @@ func (r *runner) checkHandovers(ctx context.Context) {
 			r.enqueue(s.poisoned)
 			s.poisoned = nil
 		}
-		if held, _ := s.book.counts(); held > 0 || s.jobs > 0 || s.takingOver || len(s.parked) > 0 || s.walking || s.saving {
+		if held, _ := s.book.Counts(); held > 0 || s.jobs > 0 || s.takingOver || len(s.parked) > 0 || s.walking || s.saving {
 			continue
 		}
 		p.releasing = true
 		// What the work beside the loop needs, taken on the loop: the
 		// record as it is now, and the lease as it is now.
-		l, rev := s.ledger, uint64(0)
+		l, rev := s.book.Ledger(), uint64(0)
 		var rec exportRecord
 		save := l != nil && r.e.intents != nil && l.Rev() != s.savedRev
 		if save {
@@ -412,8 +412,7 @@ func (r *runner) released(s *streamState, err error) {
 	r.log.Info("partition released", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "partition", p.k, "kind", kind, "took", took.Round(time.Millisecond))
 	*p = partition{k: p.k, key: p.key}
 	s.pin = ""
-	s.ledger = nil
-	s.book.reset()
+	s.resetBook()
 	s.drained = false
 	r.holdings()
 }

@@ -279,7 +279,7 @@ func (r *runner) takeSealed() {
 			j := &job{batch: b, size: int64(b.Body.MemSize() + b.Overhead() + jobOverhead), stream: s, set: set, enc: enc, format: format,
 				intentID: nuid.Next(), progress: b.Opened, pin: s.pin}
 			j.confirmAt(b.Opened)
-			j.stream.book.seal(j.stream.intentPrefix+j.intentID, b.Len())
+			j.stream.book.Seal(j.stream.intentPrefix+j.intentID, b.Len())
 			r.enqueue(j)
 		}
 	}
@@ -365,62 +365,31 @@ func (r *runner) finish(res *result) error {
 		return res.err
 	}
 	if j.marker != nil {
+		var term []uint64
 		for _, ref := range j.term {
-			s.book.release(ref.seq())
+			term = append(term, ref.seq())
 		}
+		s.book.MarkerDone(j.marker.Runs(), term, res.stored)
 		if res.stored {
 			r.e.m.lost.WithLabelValues(r.e.cfg.Name, s.cfg.Stream, string(j.marker.Reason)).Add(float64(j.marker.Count))
-		}
-		if s.ledger != nil {
-			for _, run := range j.marker.Runs() {
-				if res.stored {
-					s.ledger.Marked(run)
-				} else if j.term == nil {
-					s.ledger.Unmarked(run)
-				}
-			}
-			if !res.stored {
-				for _, ref := range j.term {
-					s.ledger.Returned(ref.seq())
-				}
-			}
 		}
 		return nil
 	}
 	b := j.batch
 	defer j.set.Release(b)
-	s.book.unseal(s.intentPrefix+j.intentID, b.Len())
 	for _, it := range b.Items {
-		s.book.release(it.Seq)
+		s.book.Release(it.Seq)
 		r.heldMem -= refMem(it.Handle)
 	}
 	if res.stored && j.set == r.set && r.e.table != nil && res.intentKey != "" {
 		r.e.table.storedWith(res.intentKey, res.key, b.First, b.Last, res.tail)
 	}
-	var seqs progress.Seqs
-	if res.stored {
-		seqs = res.set
-		if len(seqs.Ranges()) == 0 {
-			seqs = batchSeqs(b)
-		}
+	seqs := res.set
+	if !res.stored || len(seqs.Ranges()) == 0 {
+		seqs = batchSeqs(b)
 	}
-	if s.ledger != nil {
-		if res.stored {
-			s.ledger.StoredAll(seqs.Ranges())
-		} else {
-			for _, it := range b.Items {
-				s.ledger.Returned(it.Seq)
-			}
-		}
-	}
-	switch {
-	case res.stored && !res.confirmed:
-		// Stored, but the acks did not all get through: when the messages
-		// come back they are acked, not written again.
-		s.book.commit(res.intentKey, seqs)
-	case res.confirmed && res.intentKey != "":
-		s.book.retire(res.intentKey, b.First, b.Last, res.seqs)
-	}
+	s.book.BatchDone(s.intentPrefix+j.intentID, b.Len(), progress.Outcome{
+		Stored: res.stored, Confirmed: res.confirmed, Seqs: seqs, First: b.First, Last: b.Last, Encoded: res.seqs})
 	if res.confirmed {
 		s.mAcked.Add(float64(b.Len()))
 	}
@@ -466,10 +435,5 @@ func (r *runner) awaitUnsure(s *streamState, j *job, res *result) {
 		return
 	}
 	in := &intent{ID: j.intentID, Key: res.key, Stream: s.cfg.Stream, Consumer: s.cfg.Consumer, Seqs: seqs}
-	s.book.await(res.intentKey, in, time.Now().Add(resolveAfter(s.cfg.AckWait, false)))
-	if s.ledger != nil {
-		for _, run := range seqs.Ranges() {
-			s.ledger.Wait(run)
-		}
-	}
+	s.await(res.intentKey, in, time.Now().Add(resolveAfter(s.cfg.AckWait, false)))
 }

@@ -28,7 +28,7 @@ func (e *Exporter) recover(ctx context.Context, s *streamState) error {
 	if err := e.restoreIntents(ctx, s); err != nil {
 		return err
 	}
-	rec, err := e.findIntents(ctx, s, s.book.known())
+	rec, err := e.findIntents(ctx, s, s.book.Known())
 	if err != nil {
 		return err
 	}
@@ -117,31 +117,63 @@ func (e *Exporter) findIntents(ctx context.Context, s *streamState, known map[st
 	return rec, nil
 }
 
-// applyRecovery records what findIntents found in s's book and, when it
-// has one, ledger, and hands the stored data files to the Iceberg table
-// (nil: none).
+// applyRecovery records what findIntents found in s's book, and hands the
+// stored data files to the Iceberg table (nil: none).
 func (s *streamState) applyRecovery(rec *recovery, now time.Time, table *lakeTable) {
 	for ikey, in := range rec.committed {
-		seqs := in.Seqs
 		if table != nil {
 			table.found(ikey, in)
 		}
-		s.book.commit(ikey, seqs)
+		s.book.Found(ikey, in.Seqs)
 		s.recovered++
-		if s.ledger != nil {
-			s.ledger.StoredAll(seqs.Ranges())
-		}
 	}
 	for ikey, in := range rec.unresolved {
 		// Under pinned failover the intent may be another live instance's;
 		// otherwise its writer was the process before.
-		s.book.await(ikey, in, now.Add(resolveAfter(s.cfg.AckWait, s.cfg.Failover == config.FailoverPinned)))
-		if s.ledger != nil {
-			for _, run := range in.Seqs.Ranges() {
-				s.ledger.Wait(run)
+		s.await(ikey, in, now.Add(resolveAfter(s.cfg.AckWait, s.cfg.Failover == config.FailoverPinned)))
+	}
+}
+
+// unresolved is an intent whose object was missing when it was found: the
+// store is asked again at its deadline. Its sequences wait in the stream's
+// book; the deliveries of them that come meanwhile wait here.
+type unresolved struct {
+	in        *intent
+	deadline  time.Time
+	waiting   map[uint64]delivery // by sequence
+	resolving bool                // the store is being asked
+}
+
+// await records an intent whose object is missing: its messages wait
+// until deadline, when the store is asked again.
+func (s *streamState) await(ikey string, in *intent, deadline time.Time) {
+	s.book.Await(ikey, in.Seqs)
+	if s.unsure == nil {
+		s.unsure = map[string]*unresolved{}
+	}
+	s.unsure[ikey] = &unresolved{in: in, deadline: deadline}
+}
+
+// wait keeps d, a delivery of a sequence the book classified Waiting, to
+// be handled once its intent is resolved. Only the latest delivery of a
+// message can be acked: the server redelivers it every AckWait while the
+// store is asked.
+func (s *streamState) wait(seq uint64, d delivery) {
+	for _, u := range s.unsure {
+		if seq >= u.in.Seqs.First() && seq <= u.in.Seqs.Last() && u.in.Seqs.Has(seq) {
+			if u.waiting == nil {
+				u.waiting = map[uint64]delivery{}
 			}
+			u.waiting[seq] = d
+			return
 		}
 	}
+}
+
+// resetBook forgets what an earlier recovery found, before it runs again.
+func (s *streamState) resetBook() {
+	s.book.Reset()
+	clear(s.unsure)
 }
 
 // takeOver starts, beside the loop, the recovery of what the instance
@@ -152,7 +184,7 @@ func (r *runner) takeOver(ctx context.Context, s *streamState) {
 		return
 	}
 	s.takingOver = true
-	known := s.book.known()
+	known := s.book.Known()
 	r.beside(func() func() {
 		// The state bucket may be electing a leader (a takeover often
 		// follows a disruption): wait for it rather than stop.
@@ -172,7 +204,7 @@ func (r *runner) takeOver(ctx context.Context, s *streamState) {
 				}
 				return
 			}
-			s.ledger = nil
+			s.book.Stop()
 			s.applyRecovery(rec, time.Now(), r.e.table)
 			s.startLedger(start, r.log)
 			parked := s.parked
@@ -209,8 +241,8 @@ func resolveAfter(ackWait time.Duration, writerAlive bool) time.Duration {
 // later.
 func (r *runner) resolve(ctx context.Context, now time.Time) {
 	for _, s := range r.streams {
-		for ikey, u := range s.book.due(now) {
-			if u.resolving {
+		for ikey, u := range s.unsure {
+			if u.resolving || now.Before(u.deadline) {
 				continue
 			}
 			u.resolving = true
@@ -252,27 +284,19 @@ func (e *Exporter) resolveIntent(ctx context.Context, ikey string, in *intent) (
 // waited for it to add again.
 func (r *runner) resolved(s *streamState, ikey string, u *unresolved, stored bool, err error) {
 	u.resolving = false
-	if s.book.unresolved[ikey] != u {
+	if s.unsure[ikey] != u {
 		return // a takeover or reset since
 	}
 	if err != nil {
 		u.deadline = time.Now().Add(time.Second)
 		return
 	}
-	if stored {
-		s.book.commit(ikey, u.in.Seqs)
-		if r.e.table != nil {
-			r.e.table.found(ikey, u.in)
-		}
+	if stored && r.e.table != nil {
+		r.e.table.found(ikey, u.in)
 	}
-	if s.ledger != nil {
-		if stored {
-			s.ledger.StoredAll(u.in.Seqs.Ranges())
-		} else {
-			s.ledger.ReturnedAll(u.in.Seqs.Ranges())
-		}
-	}
-	for _, d := range s.book.resolve(ikey) {
+	s.book.Resolve(ikey, stored)
+	delete(s.unsure, ikey)
+	for _, d := range u.waiting {
 		r.add(d)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"runtime"
 	"strings"
 	"sync"
@@ -126,12 +127,17 @@ func TestRecoveryAfterACrashAtEachCommitStep(t *testing.T) {
 			if err := e.recover(context.Background(), s); err != nil {
 				t.Fatal(err)
 			}
+			s.book.Start(0, nil, 1, 0, false, false)
+			want := progress.New
+			switch {
+			case tt.wantCommitted:
+				want = progress.Stored
+			case tt.wantAwait:
+				want = progress.Waiting
+			}
 			for _, q := range []uint64{10, 11, 12} {
-				if ok := s.book.committed.Has(q); ok != tt.wantCommitted {
-					t.Errorf("sequence %d committed = %v, want %v", q, ok, tt.wantCommitted)
-				}
-				if ok := s.book.pending.Has(q); ok != tt.wantAwait {
-					t.Errorf("sequence %d unresolved = %v, want %v", q, ok, tt.wantAwait)
+				if got := s.book.Deliver(q, true); got != want {
+					t.Errorf("sequence %d delivered again is %d, want %d", q, got, want)
 				}
 			}
 			if _, ok := intents.m[ikey]; ok != tt.wantIntent {
@@ -142,14 +148,19 @@ func TestRecoveryAfterACrashAtEachCommitStep(t *testing.T) {
 			}
 			// Its writer has given up: the object is looked up again.
 			r := newRunner(e, []*streamState{s})
-			u := s.book.unresolved[ikey]
+			u := s.unsure[ikey]
 			r.resolve(context.Background(), u.deadline.Add(time.Second))
 			settle(r)
 			if _, ok := intents.m[ikey]; ok {
 				t.Error("the intent of a batch never stored was kept")
 			}
-			if !s.book.pending.Empty() || len(s.book.unresolved) != 0 || !s.book.committed.Empty() {
-				t.Errorf("after resolving: %v pending, %d unresolved, %v committed; want none", s.book.pending.Runs(), len(s.book.unresolved), s.book.committed.Runs())
+			if len(s.unsure) != 0 || len(s.book.Known()) != 0 {
+				t.Errorf("after resolving: %d unresolved, intents %v known; want none", len(s.unsure), s.book.Known())
+			}
+			for _, q := range []uint64{10, 11, 12} {
+				if got := s.book.Deliver(q, true); got != progress.New {
+					t.Errorf("after resolving, sequence %d delivered again is %d, want new", q, got)
+				}
 			}
 		})
 	}
@@ -166,13 +177,14 @@ func TestALatePutOfAStalledWriterIsFoundWhenResolving(t *testing.T) {
 	}
 	in := &intent{ID: "I1", Key: key, Seqs: progress.NewSeqs([]uint64{5, 6})}
 	intents.m["p.I1"] = []byte("{}")
-	s.book.await("p.I1", in, time.Now())
+	s.book.Start(0, nil, 1, 0, false, false)
+	s.await("p.I1", in, time.Now())
 	// The stalled writer's PUT lands after recovery looked.
 	store.preset(key, map[string]string{MetaIntent: "I1"})
 	r := newRunner(e, []*streamState{s})
 	r.resolve(context.Background(), time.Now().Add(time.Second))
 	settle(r)
-	if !s.book.committed.Has(5) {
+	if got := s.book.Deliver(5, true); got != progress.Stored {
 		t.Fatal("the late object's sequences were not taken as stored")
 	}
 	if _, ok := intents.m["p.I1"]; !ok {
@@ -247,5 +259,28 @@ func TestImplausibleIntents(t *testing.T) {
 				t.Fatalf("implausible = %q, want implausible: %v", why, tt.want)
 			}
 		})
+	}
+}
+
+func TestAWaitingMessageKeepsItsLatestDelivery(t *testing.T) {
+	s := &streamState{}
+	s.book.Start(0, nil, 1, 0, false, false)
+	deadline := time.Unix(1000, 0)
+	s.await("u", &intent{Seqs: progress.NewSeqs([]uint64{20, 21})}, deadline)
+	s.await("later", &intent{Seqs: progress.NewSeqs([]uint64{40})}, deadline.Add(time.Minute))
+	s.wait(20, delivery{stream: 1})
+	s.wait(20, delivery{stream: 2}) // redelivered after AckWait: only this one can be acked
+	s.wait(21, delivery{stream: 3})
+	s.wait(40, delivery{stream: 4})
+	want := map[uint64]delivery{20: {stream: 2}, 21: {stream: 3}}
+	if got := s.unsure["u"].waiting; !maps.Equal(got, want) {
+		t.Fatalf("waiting %v, want %v", got, want)
+	}
+	if got := s.unsure["later"].waiting; !maps.Equal(got, map[uint64]delivery{40: {stream: 4}}) {
+		t.Fatalf("the other intent's waiting: %v", got)
+	}
+	s.resetBook()
+	if len(s.unsure) != 0 || s.book.Started() {
+		t.Fatal("a reset kept unresolved intents or the ledger")
 	}
 }

@@ -484,7 +484,7 @@ func (r *runner) gauges(now time.Time) {
 	held := map[string]int{}
 	newest := map[string]time.Time{}
 	for _, s := range r.streams {
-		n, _ := s.book.counts()
+		n, _ := s.book.Counts()
 		held[s.cfg.Stream] += n
 		if s.newest.After(newest[s.cfg.Stream]) {
 			newest[s.cfg.Stream] = s.newest

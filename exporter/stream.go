@@ -26,9 +26,14 @@ type streamState struct {
 	created      time.Time // the stream's creation time: with its name, its identity
 	intentPrefix string
 
-	book      seqBook // what is known of each sequence delivered
-	pin       string  // Nats-Pin-Id of the last message on a pinned consumer
-	recovered int     // intents recovered at start
+	// What is known of each sequence delivered and of the stream's
+	// export; the Ledger within is compared with the stream by walks
+	// beside the runner, and starts once recovery ran (on a pinned
+	// consumer, once this instance is pinned).
+	book      progress.Book
+	unsure    map[string]*unresolved // intents whose object was missing, by intent key
+	pin       string                 // Nats-Pin-Id of the last message on a pinned consumer
+	recovered int                    // intents recovered at start
 
 	// A partition of a partitioned entry: its lease and handover, and the
 	// consumer name of the entry, which object keys show instead of the
@@ -54,12 +59,8 @@ type streamState struct {
 	pullTrouble atomic.Pointer[string]
 	cur         cursor // the consumer as a cursor rebuilt from the record
 
-	// What is exported, in ranges, compared with the stream by walks beside
-	// the runner; nil until recovery ran (on a pinned consumer, until this
-	// instance is pinned).
-	ledger    *progress.Ledger
 	filtered  bool             // the consumer sees only some of the stream's subjects
-	retained  bool             // work-queue or interest retention: see ledger.retained
+	retained  bool             // work-queue or interest retention: see progress.Ledger.Retain
 	stream    jetstream.Stream // for walks
 	recordKey string           // of the export record in the state bucket
 	walking   bool             // a walk is under way
@@ -129,8 +130,7 @@ func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *s
 		e.m.consumerRebuilds.WithLabelValues(e.cfg.Name, s.cfg.Stream, rebuildStorage).Inc()
 	}
 	s.cons = cons
-	s.book.reset()
-	s.ledger = nil
+	s.resetBook()
 	// A partition sees a part of the stream, even partition 0 whose
 	// filters include the stream's own subjects: the messages stored
 	// before the stream was partitioned.
@@ -231,15 +231,8 @@ func (e *Exporter) loadLedgerStart(ctx context.Context, s *streamState) (*ledger
 // holds: a purge moves the consumer's delivered sequence and ack floor past
 // what it removed, exported or not.
 func (s *streamState) startLedger(start *ledgerStart, log *slog.Logger) {
-	l := progress.NewLedger(start.floor, start.done, start.firstSeq, start.delivered, s.filtered)
-	if s.retained {
-		l.Retain()
-	}
-	l.StoredAll(s.book.committed.Runs())
-	for _, r := range s.book.pending.Runs() {
-		l.Wait(r)
-	}
-	s.ledger = l
+	s.book.Start(start.floor, start.done, start.firstSeq, start.delivered, s.filtered, s.retained)
+	l := s.book.Ledger()
 	s.savedRev = 0
 	if l.HasHoles() {
 		log.Info("export record: checking sequences not known to be exported", "stream", s.cfg.Stream,

@@ -7,6 +7,8 @@
 // sequences each cost what their ranges cost, never what their sequences
 // do. Set is a mutable set of ranges, Seqs an immutable one with a compact
 // encoding (intents, object metadata), Held the bitmap of the sequences a
-// runner holds, and Ledger the account of one stream, which the export
-// record is written from.
+// runner holds, Ledger the account of what one stream has exported, which
+// the export record is written from, and Book the one account a runner
+// keeps of a stream's sequences, its Ledger included: every event that
+// changes a sequence's state is one call to it.
 package progress

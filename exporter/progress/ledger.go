@@ -8,7 +8,7 @@ package progress
 //
 //   - up to the floor: in a stored object or loss marker, or not in scope;
 //   - done: the same, above the floor;
-//   - held by the runner (the seqBook's business), or waiting for an
+//   - held by the runner (the Book's business), or waiting for an
 //     unresolved intent;
 //   - marking: gone from the stream before it was exported; its loss marker
 //     is being written;
