@@ -55,6 +55,12 @@ type CompactReport struct {
 	// for this table (another connector's, another engine's, or written
 	// before jetlake recorded who wrote a file): never removed.
 	Foreign []string
+	// Expired counts the snapshots expired after the groups were
+	// compacted: each replace adds one, and keep_snapshots holds after
+	// compaction as after data commits. ExpireErr is why expiry failed
+	// or left files behind; the compaction itself stands.
+	Expired   int
+	ExpireErr error
 }
 
 // CompactResult is what Compact did to one group of small files.
@@ -102,7 +108,7 @@ func Compact(ctx context.Context, cfg *config.Connector, js jetstream.JetStream,
 		return nil, err
 	}
 	rep := &CompactReport{}
-	if rep.Groups, _, err = compactTable(ctx, cfg, t, st, store, o, 0); err != nil {
+	if _, err = compactTable(ctx, cfg, t, st, store, o, 0, rep); err != nil {
 		return rep, err
 	}
 	rep.Orphans, rep.Foreign, err = removeOrphans(ctx, cfg, t, st, store, o)
@@ -207,12 +213,13 @@ func removeOrphans(ctx context.Context, cfg *config.Connector, t *iceberg.Table,
 }
 
 // compactTable compacts up to limit groups of t (0: all), the files the
-// plans in st name left alone.
-// It returns what the table needs after the pass, too.
-func compactTable(ctx context.Context, cfg *config.Connector, t *iceberg.Table, st intentStore, store ObjectStore, o CompactOptions, limit int) ([]*CompactResult, iceberg.Upkeep, error) {
+// plans in st name left alone, into rep.Groups, and expires the snapshots
+// beyond keep_snapshots once a group was compacted (see expireTable).
+// It returns what the table needs after the pass.
+func compactTable(ctx context.Context, cfg *config.Connector, t *iceberg.Table, st intentStore, store ObjectStore, o CompactOptions, limit int, rep *CompactReport) (iceberg.Upkeep, error) {
 	exclude, err := plannedFiles(ctx, st, cfg)
 	if err != nil {
-		return nil, iceberg.Upkeep{}, err
+		return iceberg.Upkeep{}, err
 	}
 	co := iceberg.CompactOptions{
 		TargetSize:   cfg.Rotation.MaxFileSize,
@@ -221,24 +228,31 @@ func compactTable(ctx context.Context, cfg *config.Connector, t *iceberg.Table, 
 	}
 	groups, err := t.CompactionGroups(ctx, co)
 	if err != nil {
-		return nil, iceberg.Upkeep{}, fmt.Errorf("iceberg table %s: %w", t.Name(), err)
+		return iceberg.Upkeep{}, fmt.Errorf("iceberg table %s: %w", t.Name(), err)
 	}
 	if limit > 0 && len(groups) > limit {
 		groups = groups[:limit]
 	}
-	var out []*CompactResult
+	compacted := false
 	for _, g := range groups {
 		res := &CompactResult{Group: g}
-		out = append(out, res)
+		rep.Groups = append(rep.Groups, res)
 		if o.DryRun {
 			continue
 		}
-		if err := compactGroup(ctx, cfg, t, store, res); err != nil {
-			return out, iceberg.Upkeep{}, err
+		err = compactGroup(ctx, cfg, t, store, res)
+		compacted = compacted || res.Compacted != ""
+		if err != nil {
+			break
 		}
 	}
-	u, err := t.Upkeep(ctx, co)
-	return out, u, err
+	if compacted {
+		rep.Expired, rep.ExpireErr = expireTable(ctx, t, cfg.Iceberg, time.Now())
+	}
+	if err != nil {
+		return iceberg.Upkeep{}, err
+	}
+	return t.Upkeep(ctx, co)
 }
 
 // plannedFiles returns the locations of the data files the commit plans in

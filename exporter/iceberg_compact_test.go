@@ -39,6 +39,16 @@ max_file_age = "1s"`)
 	if rep, err := exporter.Compact(ctx, c, e.js, store, exporter.CompactOptions{}); err != nil || len(rep.Groups) != 0 {
 		t.Fatalf("compaction of open partitions: %v, %v", rep, err)
 	}
+	// Each group's replace is a snapshot: keep_snapshots holds after
+	// compaction as after data commits.
+	body, err := os.ReadFile(e.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(e.file, append(body, "keep_snapshots = 3\nsnapshot_retention = \"0s\"\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c = e.connector()
 	later := time.Now().Add(3 * time.Hour)
 	dry, err := exporter.Compact(ctx, c, e.js, store, exporter.CompactOptions{DryRun: true, Now: later})
 	if err != nil || len(dry.Groups) != subjects {
@@ -59,6 +69,9 @@ max_file_age = "1s"`)
 	after := e.readTable(c, catalog)
 	if problems := after.Check(n); len(problems) > 0 {
 		t.Fatalf("%d problems, first: %s", len(problems), strings.Join(problems[:min(5, len(problems))], "; "))
+	}
+	if after.Snapshots > 3 || rep.Expired == 0 || rep.ExpireErr != nil {
+		t.Fatalf("%d snapshots after compacting %d groups with keep_snapshots = 3 (%d expired, %v)", after.Snapshots, subjects, rep.Expired, rep.ExpireErr)
 	}
 	if len(after.Files) != subjects || len(before.Files)/len(after.Files) < 10 {
 		t.Fatalf("%d files after compaction, %d before", len(after.Files), len(before.Files))
@@ -98,7 +111,7 @@ max_file_age = "1s"`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(e.file, append(body, "compact_after = \"2s\"\n"...), 0o644); err != nil {
+	if err := os.WriteFile(e.file, append(body, "compact_after = \"2s\"\nkeep_snapshots = 2\nsnapshot_retention = \"0s\"\n"...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	c := e.connector()
@@ -125,6 +138,9 @@ max_file_age = "1s"`)
 	}
 	if len(tr.Files) >= 40 {
 		t.Fatalf("%d data files left of 40", len(tr.Files))
+	}
+	if tr.Snapshots > 2 {
+		t.Errorf("%d snapshots after compaction inside run with keep_snapshots = 2", tr.Snapshots)
 	}
 	if n := gauge(t, reg, "jetlake_iceberg_table_data_files"); n < 1 || n > float64(len(tr.Files)) {
 		t.Errorf("jetlake_iceberg_table_data_files = %v with %d files in the table", n, len(tr.Files))

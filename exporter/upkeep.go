@@ -6,6 +6,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/iceberg"
 )
 
@@ -17,12 +18,19 @@ import (
 // snapshots beyond keep_snapshots older than snapshot_retention, when there
 // are some.
 func (r *runner) expireSnapshots(ctx context.Context) (int, error) {
-	lt, ic := r.e.table, r.e.cfg.Iceberg
+	return expireTable(ctx, r.e.table.t, r.e.cfg.Iceberg, time.Now())
+}
+
+// expireTable expires the snapshots of t beyond keep_snapshots older than
+// snapshot_retention, when there are some. Every commit that adds a
+// snapshot is followed by it: data commits, and compaction's replaces,
+// inside run and in jetlake compact alike.
+func expireTable(ctx context.Context, t *iceberg.Table, ic *config.Iceberg, now time.Time) (int, error) {
 	keep := cmp.Or(ic.KeepSnapshots, 100)
-	if !lt.t.ExpiryDue(keep, ic.SnapshotRetention, time.Now()) {
+	if !t.ExpiryDue(keep, ic.SnapshotRetention, now) {
 		return 0, nil
 	}
-	return lt.t.ExpireSnapshots(ctx, keep, ic.SnapshotRetention)
+	return t.ExpireSnapshots(ctx, keep, ic.SnapshotRetention)
 }
 
 // snapshotsExpired reports an expiry.
@@ -61,7 +69,9 @@ func (r *runner) compactTable(ctx context.Context, now time.Time) {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 		defer cancel()
 		o := CompactOptions{Now: now}
-		res, u, err := compactTable(cctx, r.e.cfg, lt.t, r.e.intents, r.e.store, o, compactPassGroups)
+		var rep CompactReport
+		u, err := compactTable(cctx, r.e.cfg, lt.t, r.e.intents, r.e.store, o, compactPassGroups, &rep)
+		res := rep.Groups
 		var orphans, foreign []string
 		if err == nil && r.e.cfg.Iceberg.RemoveOrphans {
 			o.OrphanAge = r.e.cfg.Iceberg.OrphanAge
@@ -77,6 +87,9 @@ func (r *runner) compactTable(ctx context.Context, now time.Time) {
 				lt.foreignSeen = true
 				r.log.Warn("the table's data folder holds files in no snapshot that this connector did not write for this table; they are left alone",
 					"table", lt.t.Name(), "files", n, "first", foreign[0])
+			}
+			if rep.Expired > 0 || rep.ExpireErr != nil {
+				r.snapshotsExpired(rep.Expired, rep.ExpireErr)
 			}
 			if err != nil {
 				r.tableCompacted(res, nil, err)

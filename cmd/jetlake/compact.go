@@ -74,6 +74,12 @@ func cmdCompact(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "connector %s: left %d files in no snapshot, intent or plan that this connector did not write for this table, such as %s\n",
 				c.Name, n, rep.Foreign[0])
 		}
+		if rep.Expired > 0 {
+			fmt.Fprintf(stdout, "connector %s: expired %d snapshots beyond keep_snapshots\n", c.Name, rep.Expired)
+		}
+		if rep.ExpireErr != nil {
+			fmt.Fprintf(stderr, "jetlake compact: connector %s: %v\n", c.Name, rep.ExpireErr)
+		}
 	}
 	return code
 }
