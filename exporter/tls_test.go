@@ -77,9 +77,9 @@ func writeCert(t *testing.T, name string, parent *testCert) *testCert {
 	return c
 }
 
-// The README says tls_ca_file, or a client certificate, alone turns TLS
-// on: a nats:// URL to a server that offers no TLS is refused, never used
-// in plain text.
+// docs/configuration.md ([nats]) says tls_ca_file, or a client certificate,
+// alone turns TLS on: a nats:// URL to a server that offers no TLS is
+// refused, never used in plain text.
 func TestTLSSettingsAloneRefuseAServerWithoutTLS(t *testing.T) {
 	ns := shared.NATS(t)
 	ca := writeCert(t, "ca", nil)

@@ -19,7 +19,8 @@ func TestMemoryLimitComesFromTheBudgets(t *testing.T) {
 	}
 	setMemoryLimit(conns, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	// 1.5 × 320 MiB + 8 MiB: with what the process holds beyond the Go
-	// heap, within the 1.5 × budget + 64 MiB that README promises.
+	// heap, within the 1.5 × budget + 64 MiB that docs/performance.md
+	// (Sizing) promises.
 	if got, want := debug.SetMemoryLimit(-1), int64(488<<20); got != want {
 		t.Fatalf("memory limit %d MiB, want %d MiB", got>>20, want>>20)
 	}
