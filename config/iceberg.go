@@ -165,6 +165,25 @@ const (
 func (c *checker) iceberg(t map[string]any, p keyPath, name string) *Iceberg {
 	c.unknown(t, p, &icebergSpec)
 	ib := &Iceberg{Catalog: "sql", Namespace: DefaultIcebergNamespace, Table: name, CommitInterval: defaultIcebergCommitInterval}
+	c.icebergCatalog(t, p, ib)
+	c.icebergCatalogAccess(t, p, ib)
+	c.icebergCatalogKeysApply(t, p, ib)
+	c.icebergNames(t, p, ib)
+	ib.Partitioning = c.icebergPartitioning(t, p)
+	c.icebergSnapshots(t, p, ib)
+	c.icebergCompaction(t, p, ib)
+	if d, ok := c.duration(t, p, "commit_interval", defaultIcebergCommitInterval); ok {
+		if d < time.Second {
+			c.report(p.key("commit_interval"), "%s is too short: every commit adds a snapshot; use at least 1s, such as \"1m\"", d)
+		}
+		ib.CommitInterval = d
+	}
+	return ib
+}
+
+// icebergCatalog checks the kind of catalog and its uri, with
+// allow_insecure_sslmode for a PostgreSQL one.
+func (c *checker) icebergCatalog(t map[string]any, p keyPath, ib *Iceberg) {
 	if cat, ok := c.str(t, p, "catalog", "sql"); ok {
 		switch cat {
 		case "sql", "rest", "glue":
@@ -189,6 +208,12 @@ func (c *checker) iceberg(t map[string]any, p keyPath, name string) *Iceberg {
 			c.catalogURL(p, uri, "Glue signs its requests with the AWS credentials of the environment")
 		}
 	}
+}
+
+// icebergCatalogAccess checks how a REST or Glue catalog is reached:
+// warehouse, one way to authenticate (token_env, credential_env or
+// sigv4_service), region and catalog_id.
+func (c *checker) icebergCatalogAccess(t map[string]any, p keyPath, ib *Iceberg) {
 	ib.Warehouse, _ = c.str(t, p, "warehouse", "")
 	ib.TokenEnv = c.envName(t, p, "token_env")
 	ib.CredentialEnv = c.envName(t, p, "credential_env")
@@ -209,6 +234,11 @@ func (c *checker) iceberg(t map[string]any, p keyPath, name string) *Iceberg {
 	if ib.CatalogID != "" && (len(ib.CatalogID) != 12 || !isDigits(ib.CatalogID)) {
 		c.report(p.key("catalog_id"), "%q is not an AWS account id (12 digits)", ib.CatalogID)
 	}
+}
+
+// icebergCatalogKeysApply reports the catalog access keys set for a kind
+// of catalog they have no meaning for.
+func (c *checker) icebergCatalogKeysApply(t map[string]any, p keyPath, ib *Iceberg) {
 	for _, key := range []string{"warehouse", "token_env", "credential_env", "sigv4_service", "catalog_id"} {
 		only := "rest"
 		if key == "catalog_id" {
@@ -221,6 +251,10 @@ func (c *checker) iceberg(t map[string]any, p keyPath, name string) *Iceberg {
 	if nonEmpty(t, "region") && ib.Catalog != "glue" && !(ib.Catalog == "rest" && ib.SigV4Service != "") {
 		c.report(p.key("region"), "has no meaning with catalog = %q; it is for catalog = \"glue\", or \"rest\" with sigv4_service", ib.Catalog)
 	}
+}
+
+// icebergNames checks the table's namespace and name.
+func (c *checker) icebergNames(t map[string]any, p keyPath, ib *Iceberg) {
 	for _, key := range []string{"namespace", "table"} {
 		def := ib.Namespace
 		if key == "table" {
@@ -239,23 +273,35 @@ func (c *checker) iceberg(t map[string]any, p keyPath, name string) *Iceberg {
 			}
 		}
 	}
-	ib.Partitioning = DefaultPartitioning
-	if list, ok := c.stringList(t, p, "partitioning"); ok && has(t, "partitioning") {
-		ib.Partitioning = nil
-		seen := map[string]bool{}
-		for _, s := range list {
-			part, err := ParsePartition(s)
-			if err != nil {
-				c.report(p.key("partitioning"), "%v", err)
-				continue
-			}
-			if seen[part.String()] {
-				c.report(p.key("partitioning"), "%q is there twice", part.String())
-			}
-			seen[part.String()] = true
-			ib.Partitioning = append(ib.Partitioning, part)
-		}
+}
+
+// icebergPartitioning checks partitioning and returns the entries that
+// parse, DefaultPartitioning when the key is absent or not a list.
+func (c *checker) icebergPartitioning(t map[string]any, p keyPath) []Partition {
+	list, ok := c.stringList(t, p, "partitioning")
+	if !ok || !has(t, "partitioning") {
+		return DefaultPartitioning
 	}
+	var parts []Partition
+	seen := map[string]bool{}
+	for _, s := range list {
+		part, err := ParsePartition(s)
+		if err != nil {
+			c.report(p.key("partitioning"), "%v", err)
+			continue
+		}
+		if seen[part.String()] {
+			c.report(p.key("partitioning"), "%q is there twice", part.String())
+		}
+		seen[part.String()] = true
+		parts = append(parts, part)
+	}
+	return parts
+}
+
+// icebergSnapshots checks how much history the table keeps:
+// keep_snapshots and snapshot_retention.
+func (c *checker) icebergSnapshots(t map[string]any, p keyPath, ib *Iceberg) {
 	if n, ok := c.integer(t, p, "keep_snapshots", defaultKeepSnapshots); ok {
 		if n < 1 || n > maxKeepSnapshots {
 			c.report(p.key("keep_snapshots"), "%d is out of range; allowed: 1 to %d", n, maxKeepSnapshots)
@@ -268,6 +314,12 @@ func (c *checker) iceberg(t map[string]any, p keyPath, name string) *Iceberg {
 		}
 		ib.SnapshotRetention = d
 	}
+}
+
+// icebergCompaction checks when partitions are compacted and orphan files
+// removed: compact_after (its default follows ib.Partitioning),
+// remove_orphans and orphan_age.
+func (c *checker) icebergCompaction(t map[string]any, p keyPath, ib *Iceberg) {
 	if d, ok := c.duration(t, p, "compact_after", defaultCompactAfter(ib.Partitioning)); ok {
 		if d < time.Second {
 			c.report(p.key("compact_after"), "%s is too short: use at least 1s, such as \"2h\"; a partition still written to is compacted over and over", d)
@@ -281,13 +333,6 @@ func (c *checker) iceberg(t map[string]any, p keyPath, name string) *Iceberg {
 		}
 		ib.OrphanAge = d
 	}
-	if d, ok := c.duration(t, p, "commit_interval", defaultIcebergCommitInterval); ok {
-		if d < time.Second {
-			c.report(p.key("commit_interval"), "%s is too short: every commit adds a snapshot; use at least 1s, such as \"1m\"", d)
-		}
-		ib.CommitInterval = d
-	}
-	return ib
 }
 
 // checkIceberg checks what [iceberg] asks of [output].

@@ -16,10 +16,21 @@ type outputCheck struct {
 	templateSet bool // path_template is in the file
 }
 
+// output checks [output]: the format of the objects, their compression,
+// where they go and what each record holds.
 func (c *checker) output(t map[string]any, p keyPath) outputCheck {
 	c.unknown(t, p, &outputSpec)
 	o := outputCheck{templateSet: has(t, "path_template")}
+	formatOK := c.outputFormat(t, p, &o)
+	c.outputLayout(t, p, &o)
+	c.outputRecords(t, p, &o, formatOK)
+	c.outputParquet(t, p, &o, formatOK)
+	return o
+}
 
+// outputFormat checks format and, when the format is known, compression;
+// it reports whether the format is known.
+func (c *checker) outputFormat(t map[string]any, p keyPath, o *outputCheck) bool {
 	formatOK := false
 	if f, ok := c.str(t, p, "format", string(formats.JSONLines)); ok {
 		switch f := formats.Format(f); f {
@@ -29,23 +40,27 @@ func (c *checker) output(t map[string]any, p keyPath) outputCheck {
 			c.report(p.key("format"), "%q is not a format; allowed: json_lines, json_array, raw, parquet", f)
 		}
 	}
-	parquet := o.Format == formats.Parquet
-
-	if formatOK {
-		allowed := []formats.Compression{formats.None, formats.Gzip, formats.Zstd}
-		if parquet {
-			allowed = []formats.Compression{formats.Snappy, formats.Zstd, formats.Gzip, formats.None}
-		}
-		// The first allowed is the format's default.
-		if z, ok := c.str(t, p, "compression", string(allowed[0])); ok {
-			if slices.Contains(allowed, formats.Compression(z)) {
-				o.Compression = formats.Compression(z)
-			} else {
-				c.report(p.key("compression"), "%q is not a compression for %s; allowed: %s", z, o.Format, join(allowed))
-			}
+	if !formatOK {
+		return false
+	}
+	allowed := []formats.Compression{formats.None, formats.Gzip, formats.Zstd}
+	if o.Format == formats.Parquet {
+		allowed = []formats.Compression{formats.Snappy, formats.Zstd, formats.Gzip, formats.None}
+	}
+	// The first allowed is the format's default.
+	if z, ok := c.str(t, p, "compression", string(allowed[0])); ok {
+		if slices.Contains(allowed, formats.Compression(z)) {
+			o.Compression = formats.Compression(z)
+		} else {
+			c.report(p.key("compression"), "%q is not a compression for %s; allowed: %s", z, o.Format, join(allowed))
 		}
 	}
+	return true
+}
 
+// outputLayout checks how messages are filed into objects: path_template
+// and group_by.
+func (c *checker) outputLayout(t map[string]any, p keyPath, o *outputCheck) {
 	if src, ok := c.str(t, p, "path_template", defaultPathTemplate); ok {
 		tpl, err := pathtemplate.Parse(src)
 		var se *pathtemplate.SyntaxError
@@ -58,7 +73,6 @@ func (c *checker) output(t map[string]any, p keyPath) outputCheck {
 			o.PathTemplate = tpl
 		}
 	}
-
 	if g, ok := c.str(t, p, "group_by", GroupBySubject); ok {
 		switch g {
 		case GroupBySubject, GroupByPath:
@@ -67,6 +81,12 @@ func (c *checker) output(t map[string]any, p keyPath) outputCheck {
 			c.report(p.key("group_by"), "%q is not a grouping; allowed: subject (one file per subject and directory), path (one file per directory)", g)
 		}
 	}
+}
+
+// outputRecords checks what a record holds besides its payload
+// (include_metadata, include_headers), and the raw format's
+// raw_delimiter.
+func (c *checker) outputRecords(t map[string]any, p keyPath, o *outputCheck, formatOK bool) {
 	o.IncludeMetadata, _ = c.boolean(t, p, "include_metadata", true)
 	o.IncludeHeaders, _ = c.boolean(t, p, "include_headers", false)
 	// Raw objects hold the payloads alone: the record keys do not apply,
@@ -82,9 +102,14 @@ func (c *checker) output(t map[string]any, p keyPath) outputCheck {
 		}
 		o.RawDelimiter = d
 	}
+}
 
-	// The parquet keys: set in the file with another format, they are an
-	// error, so that nobody believes they apply.
+// outputParquet checks the keys of the parquet format: row_group_size,
+// keep_payload, on_type_error and the typed columns.
+func (c *checker) outputParquet(t map[string]any, p keyPath, o *outputCheck, formatOK bool) {
+	parquet := o.Format == formats.Parquet
+	// Set in the file with another format, the parquet keys are an error,
+	// so that nobody believes they apply.
 	parquetOnly := func(key string) bool {
 		if has(t, key) && formatOK && !parquet {
 			c.report(p.key(key), "is only for the parquet format, and format is %s; remove %s or set format = \"parquet\"", o.Format, key)
@@ -116,7 +141,6 @@ func (c *checker) output(t map[string]any, p keyPath) outputCheck {
 	if has(t, "columns") && parquetOnly("columns") {
 		o.Columns = c.columns(t["columns"], p.key("columns"))
 	}
-	return o
 }
 
 // columns checks the [[output.columns]] entries.

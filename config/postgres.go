@@ -47,12 +47,38 @@ func parsePostgresURI(uri string) (pgURI, error) {
 		u.password = strings.Contains(p[:i], ":")
 		p = p[i+1:]
 	}
-	var hosts []string
+	hosts, p, err := cutPostgresHosts(p)
+	if err != nil {
+		return u, err
+	}
+	if i := strings.IndexByte(p, '?'); i >= 0 {
+		p = p[i+1:]
+	} else {
+		p = ""
+	}
+	if err := u.parseQuery(p); err != nil {
+		return u, err
+	}
+	if h, ok := u.settings["host"]; ok {
+		hosts = strings.Split(h, ",")
+	}
+	for _, h := range hosts {
+		if h, err := url.PathUnescape(h); err == nil && strings.TrimSpace(h) != "" {
+			u.hosts = append(u.hosts, strings.TrimSpace(h))
+		}
+	}
+	return u, nil
+}
+
+// cutPostgresHosts cuts the comma-separated host[:port] or [ipv6][:port]
+// list at the start of p, after the user information, and returns the
+// hosts as written (ports dropped) and the rest of p.
+func cutPostgresHosts(p string) (hosts []string, rest string, err error) {
 	for {
 		if strings.HasPrefix(p, "[") {
 			end := strings.IndexByte(p, ']')
 			if end < 0 {
-				return u, fmt.Errorf("an IPv6 address without its closing ]")
+				return hosts, p, fmt.Errorf("an IPv6 address without its closing ]")
 			}
 			hosts = append(hosts, p[1:end])
 			p = p[end+1:]
@@ -72,32 +98,33 @@ func parsePostgresURI(uri string) (pgURI, error) {
 			p = p[i:]
 		}
 		if !strings.HasPrefix(p, ",") {
-			break
+			return hosts, p, nil
 		}
 		p = p[1:]
 	}
-	if i := strings.IndexByte(p, '?'); i >= 0 {
-		p = p[i+1:]
-	} else {
-		p = ""
-	}
+}
+
+// parseQuery reads query, the part of a URI after its '?', into u.params
+// and u.settings: dbname is database, and ssl=true after the last sslmode
+// means sslmode=require.
+func (u *pgURI) parseQuery(query string) error {
 	u.settings = map[string]string{}
 	sslLast := false
-	for _, pair := range strings.Split(p, "&") {
-		if pair == "" && p == "" {
+	for _, pair := range strings.Split(query, "&") {
+		if pair == "" && query == "" {
 			break
 		}
 		rawKey, rawValue, found := strings.Cut(pair, "=")
 		if !found || strings.Contains(rawValue, "=") {
-			return u, fmt.Errorf("query parameter %q is not one key=value pair", rawKey)
+			return fmt.Errorf("query parameter %q is not one key=value pair", rawKey)
 		}
 		key, err := url.PathUnescape(rawKey)
 		if err != nil {
-			return u, fmt.Errorf("query parameter %q: %w", rawKey, err)
+			return fmt.Errorf("query parameter %q: %w", rawKey, err)
 		}
 		value, err := url.PathUnescape(rawValue)
 		if err != nil {
-			return u, fmt.Errorf("query parameter %s: its value is not percent-encoded correctly", key)
+			return fmt.Errorf("query parameter %s: its value is not percent-encoded correctly", key)
 		}
 		key = strings.TrimSpace(key)
 		if key == "dbname" {
@@ -118,15 +145,7 @@ func parsePostgresURI(uri string) (pgURI, error) {
 			u.settings["sslmode"] = "require"
 		}
 	}
-	if h, ok := u.settings["host"]; ok {
-		hosts = strings.Split(h, ",")
-	}
-	for _, h := range hosts {
-		if h, err := url.PathUnescape(h); err == nil && strings.TrimSpace(h) != "" {
-			u.hosts = append(u.hosts, strings.TrimSpace(h))
-		}
-	}
-	return u, nil
+	return nil
 }
 
 // postgresURI checks the uri of a PostgreSQL catalog: no secret in it, and

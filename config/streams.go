@@ -120,10 +120,21 @@ func (c *checker) streams(top map[string]any, connector string, rot rotationChec
 	return out
 }
 
+// stream checks one [[streams]] entry: what it reads, with which consumer,
+// and how that consumer fails over and bounds its pending messages.
 func (c *checker) stream(t map[string]any, p keyPath, connector string, rot rotationCheck) Stream {
 	c.unknown(t, p, &streamSpec)
 	s := Stream{DeliverPolicy: DeliverAll, Consumer: connector}
+	c.streamSource(t, p, &s)
+	c.streamConsumer(t, p, connector, &s)
+	c.streamAckWait(t, p, rot, &s)
+	c.streamFailover(t, p, &s)
+	c.streamMaxAckPending(t, p, rot, &s)
+	return s
+}
 
+// streamSource checks what the entry reads: stream and subjects.
+func (c *checker) streamSource(t map[string]any, p keyPath, s *Stream) {
 	if !has(t, "stream") {
 		c.report(p.key("stream"), "missing; name the JetStream stream to export, such as \"EVENTS\"")
 	} else if name, ok := c.str(t, p, "stream", ""); ok {
@@ -133,11 +144,14 @@ func (c *checker) stream(t map[string]any, p keyPath, connector string, rot rota
 			s.Stream = name
 		}
 	}
-
 	if subjects, ok := c.stringList(t, p, "subjects"); ok {
 		s.Subjects = c.subjects(subjects, p.key("subjects"))
 	}
+}
 
+// streamConsumer checks the consumer the entry reads with: its name
+// (default the connector's), deliver_policy and consumer_storage.
+func (c *checker) streamConsumer(t map[string]any, p keyPath, connector string, s *Stream) {
 	if name, ok := c.str(t, p, "consumer", connector); ok && has(t, "consumer") {
 		if why := checkJetStreamName(name); why != "" {
 			c.report(p.key("consumer"), "%q is not a consumer name: it %s", name, why)
@@ -146,7 +160,6 @@ func (c *checker) stream(t map[string]any, p keyPath, connector string, rot rota
 			s.Consumer = name
 		}
 	}
-
 	if d, ok := c.str(t, p, "deliver_policy", DeliverAll); ok {
 		switch d {
 		case DeliverAll, DeliverNew:
@@ -155,7 +168,6 @@ func (c *checker) stream(t map[string]any, p keyPath, connector string, rot rota
 			c.report(p.key("deliver_policy"), "%q is not a deliver policy; allowed: all (from the first message in the stream), new (from the first message published after the consumer is created)", d)
 		}
 	}
-
 	if d, ok := c.str(t, p, "consumer_storage", ""); ok && has(t, "consumer_storage") {
 		switch d {
 		case StorageMemory, StorageFile:
@@ -164,7 +176,11 @@ func (c *checker) stream(t map[string]any, p keyPath, connector string, rot rota
 			c.report(p.key("consumer_storage"), "%q is not a consumer storage; allowed: memory (the server keeps the consumer's state in memory; jetlake rebuilds it from its export record after a server restart), file (on disk)", d)
 		}
 	}
+}
 
+// streamAckWait checks ack_wait, and that it leaves room for an upload
+// after a message waited max_file_age in a buffer.
+func (c *checker) streamAckWait(t map[string]any, p keyPath, rot rotationCheck, s *Stream) {
 	ackOK := false
 	if d, ok := c.duration(t, p, "ack_wait", defaultAckWait); ok {
 		if d < minAckWait {
@@ -173,20 +189,26 @@ func (c *checker) stream(t map[string]any, p keyPath, connector string, rot rota
 			s.AckWait, ackOK = d, true
 		}
 	}
-	if ackOK && rot.ageOK && 2*rot.MaxFileAge > s.AckWait {
-		// A message may wait max_file_age in a buffer before its upload
-		// starts, and must be acked before ack_wait ends; half of ack_wait
-		// is left for the upload and its retries.
-		age, ack := FormatDuration(rot.MaxFileAge), FormatDuration(s.AckWait)
-		if rot.ageSet || !has(t, "ack_wait") {
-			c.report(rot.path.key("max_file_age"), "%s is more than half of %s (%s): a message waits up to max_file_age in a buffer and must then be uploaded and acked within ack_wait; lower max_file_age to at most %s or raise %s to at least %s",
-				age, p.key("ack_wait"), ack, FormatDuration(s.AckWait/2), p.key("ack_wait"), FormatDuration(2*rot.MaxFileAge))
-		} else {
-			c.report(p.key("ack_wait"), "%s is less than twice rotation.max_file_age (%s): a message waits up to max_file_age in a buffer and must then be uploaded and acked within ack_wait; raise ack_wait to at least %s or lower rotation.max_file_age to at most %s",
-				ack, age, FormatDuration(2*rot.MaxFileAge), FormatDuration(s.AckWait/2))
-		}
+	if !ackOK || !rot.ageOK || 2*rot.MaxFileAge <= s.AckWait {
+		return
 	}
+	// A message may wait max_file_age in a buffer before its upload
+	// starts, and must be acked before ack_wait ends; half of ack_wait
+	// is left for the upload and its retries.
+	age, ack := FormatDuration(rot.MaxFileAge), FormatDuration(s.AckWait)
+	if rot.ageSet || !has(t, "ack_wait") {
+		c.report(rot.path.key("max_file_age"), "%s is more than half of %s (%s): a message waits up to max_file_age in a buffer and must then be uploaded and acked within ack_wait; lower max_file_age to at most %s or raise %s to at least %s",
+			age, p.key("ack_wait"), ack, FormatDuration(s.AckWait/2), p.key("ack_wait"), FormatDuration(2*rot.MaxFileAge))
+	} else {
+		c.report(p.key("ack_wait"), "%s is less than twice rotation.max_file_age (%s): a message waits up to max_file_age in a buffer and must then be uploaded and acked within ack_wait; raise ack_wait to at least %s or lower rotation.max_file_age to at most %s",
+			ack, age, FormatDuration(2*rot.MaxFileAge), FormatDuration(s.AckWait/2))
+	}
+}
 
+// streamFailover checks how instances share the stream: failover,
+// partitions (which imply pinned failover), lease_ttl and
+// priority_timeout.
+func (c *checker) streamFailover(t map[string]any, p keyPath, s *Stream) {
 	if f, ok := c.str(t, p, "failover", ""); ok {
 		switch f {
 		case "", FailoverPinned:
@@ -226,6 +248,11 @@ func (c *checker) stream(t map[string]any, p keyPath, connector string, rot rota
 			s.PriorityTimeout = d
 		}
 	}
+}
+
+// streamMaxAckPending checks max_ack_pending; 0 derives it from the
+// rotation limits.
+func (c *checker) streamMaxAckPending(t map[string]any, p keyPath, rot rotationCheck, s *Stream) {
 	if n, ok := c.integer(t, p, "max_ack_pending", 0); ok {
 		switch {
 		case n < 0:
@@ -238,7 +265,6 @@ func (c *checker) stream(t map[string]any, p keyPath, connector string, rot rota
 			s.MaxAckPending = int(n)
 		}
 	}
-	return s
 }
 
 // DerivedAckPending is the max_ack_pending of a consumer whose file says 0:
