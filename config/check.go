@@ -110,6 +110,19 @@ var (
 	allSpecs = []*spec{&topSpec, &natsSpec, &streamSpec, &s3Spec, &outputSpec, &columnSpec, &rotationSpec, &stateSpec, &icebergSpec}
 )
 
+// Keys returns the keys a connector file may set in table, in the order
+// the documentation lists them: table is a header without its brackets
+// ("nats", "streams", "output.columns"), or "" for the top level. It
+// returns nil for a table config does not know.
+func Keys(table string) []string {
+	for _, sp := range allSpecs {
+		if strings.Trim(sp.header, "[]") == table {
+			return slices.Clone(sp.keys)
+		}
+	}
+	return nil
+}
+
 // unknown reports every key of t, the table at p, that sp does not allow.
 func (c *checker) unknown(t map[string]any, p keyPath, sp *spec) {
 	for _, k := range sortedKeys(t) {
