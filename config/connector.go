@@ -39,12 +39,13 @@ const (
 	derivedAckPendingUnit = 256 // bytes of max_buffered_bytes per pending message
 )
 
-// maxObjectName is the longest object name after the directory:
-// "/<first:020>-<last:020>." and an extension, which is at most
-// maxExtLen bytes for every format and compression.
+// maxObjectName is the longest object name after the directory, with the
+// "/" before it: the sequence range pathtemplate names objects by, a "."
+// and an extension, which is at most maxExtLen bytes for every format and
+// compression.
 const (
 	maxExtLen     = 16
-	maxObjectName = 1 + 20 + 1 + 20 + 1 + maxExtLen
+	maxObjectName = 1 + pathtemplate.RangeLen + 1 + maxExtLen
 )
 
 // parse parses and checks one file. It returns the connector, filled in as

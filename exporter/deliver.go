@@ -167,10 +167,7 @@ func (r *runner) reject(idx int, s *streamState, msg jetstream.Msg, te *formats.
 	}
 	h[RejectReasonHeader] = []string{te.Error()}
 	rec.Headers = h
-	dir := []byte(lossmarker.Dir + "/rejected/")
-	dir = pathtemplate.AppendEscaped(dir, s.cfg.Stream)
-	dir = append(dir, '/')
-	dir = rec.Time.UTC().AppendFormat(dir, "2006-01-02")
+	dir := pathtemplate.AppendRejectedDir(nil, s.cfg.Stream, rec.Time)
 	group := strconv.AppendInt(nil, int64(idx), 10)
 	group = append(group, 0)
 	ref := ackRef(msg.Reply())

@@ -9,7 +9,6 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/formats"
-	"github.com/jetlake/jetlake/lossmarker"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 
@@ -21,11 +20,7 @@ func ProbeKey(c *config.Connector, who string) string {
 	if who != "" {
 		name += "-" + who
 	}
-	key := string(pathtemplate.AppendEscaped([]byte(lossmarker.Dir+"/probe/"), name)) + "-" + nuid.Next()
-	if c.S3.Prefix != "" {
-		key = c.S3.Prefix + "/" + key
-	}
-	return key
+	return pathtemplate.ProbeKey(c.S3.Prefix, name, nuid.Next())
 }
 
 // ProbeError is a write of Probe that failed.

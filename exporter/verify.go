@@ -101,8 +101,9 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 	if err != nil {
 		return nil, err
 	}
+	own := pathtemplate.OwnPrefix(cfg.S3.Prefix) // loss markers, rejected messages, probes: not data
 	err = store.List(ctx, prefix, func(key string, md map[string]string) error {
-		if strings.HasPrefix(key, prefix+lossmarker.Dir+"/") {
+		if strings.HasPrefix(key, own) {
 			return nil
 		}
 		if table != nil && strings.HasPrefix(key, table.dataPrefix+"/") && !table.has(key) {
@@ -114,10 +115,11 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 		if listed%1000 == 0 {
 			say("listed %d objects", listed)
 		}
-		first, last, ok := parseObjectName(path.Base(key))
+		name, ok := pathtemplate.ParseName(path.Base(key))
 		if !ok {
 			return nil // not ours
 		}
+		first, last := name.First, name.Last
 		if md == nil || md[MetaStream] == "" {
 			var err error
 			if md, err = store.Head(ctx, key); err != nil {
@@ -175,7 +177,7 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 			rep.Problems = append(rep.Problems, table.missing()...)
 		}
 		// Loss markers.
-		mprefix := prefix + lossmarker.Dir + "/lost/" + string(pathtemplate.AppendEscaped(nil, sc.Stream)) + "/"
+		mprefix := pathtemplate.StreamPrefix(cfg.S3.Prefix, pathtemplate.Lost, sc.Stream)
 		if err := store.List(ctx, mprefix, func(key string, _ map[string]string) error {
 			body, err := store.Get(ctx, key)
 			if err != nil {
@@ -196,7 +198,7 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 
 		// Rejected messages are exported too, to their own objects.
 		var rejected []object
-		rprefix := prefix + lossmarker.Dir + "/rejected/" + string(pathtemplate.AppendEscaped(nil, sc.Stream)) + "/"
+		rprefix := pathtemplate.StreamPrefix(cfg.S3.Prefix, pathtemplate.Rejected, sc.Stream)
 		if err := store.List(ctx, rprefix, func(key string, _ map[string]string) error {
 			body, err := store.Get(ctx, key)
 			if err != nil {
@@ -301,20 +303,6 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 		rep.Messages, rep.RejectedMessages = c.messages, c.rejectedMessages
 	}
 	return reports, nil
-}
-
-// parseObjectName parses "<first:020>-<last:020>.<ext>".
-func parseObjectName(name string) (first, last uint64, ok bool) {
-	// A compacted data file adds its compaction's id: <first>-<last>-c<id>.parquet.
-	if len(name) < 42 || name[20] != '-' || name[41] != '.' && name[41] != '-' {
-		return 0, 0, false
-	}
-	f, err1 := strconv.ParseUint(name[:20], 10, 64)
-	l, err2 := strconv.ParseUint(name[21:41], 10, 64)
-	if err1 != nil || err2 != nil || f == 0 || l < f {
-		return 0, 0, false
-	}
-	return f, l, true
 }
 
 // recordSequences reads the sequence of every record of an object: JSON

@@ -34,7 +34,8 @@ const (
 
 // Dir is the folder, under the connector's prefix, that holds jetlake's own
 // objects. Query engines must not read it; it sits beside the table folders.
-const Dir = "_jetlake"
+// It is pathtemplate.OwnDir, which names every key.
+const Dir = pathtemplate.OwnDir
 
 // Marker records a range of stream sequences that was not exported.
 type Marker struct {
@@ -63,16 +64,11 @@ func (m *Marker) Runs() []progress.Range {
 	return []progress.Range{{First: m.FirstSeq, Last: m.LastSeq}}
 }
 
-// Key returns the marker's object key:
+// Key returns the marker's object key, as pathtemplate.LostKey names it:
 // "<prefix>/_jetlake/lost/<stream>/<date>/<first:020>-<last:020>.lost.json",
 // with the date of DetectedAt in UTC.
 func (m *Marker) Key(prefix string) string {
-	dir := make([]byte, 0, 64)
-	dir = append(dir, Dir+"/lost/"...)
-	dir = pathtemplate.AppendEscaped(dir, m.Stream)
-	dir = append(dir, '/')
-	dir = m.DetectedAt.UTC().AppendFormat(dir, "2006-01-02")
-	return string(pathtemplate.AppendKey(nil, prefix, dir, m.FirstSeq, m.LastSeq, "lost.json"))
+	return pathtemplate.LostKey(prefix, m.Stream, m.DetectedAt, m.FirstSeq, m.LastSeq)
 }
 
 // Validate reports what is wrong with a marker, or nil.

@@ -1,5 +1,11 @@
-// Package pathtemplate renders the directory part of object keys from a
-// template such as "{stream}/{subject}/{date}/{hour}".
+// Package pathtemplate names every object jetlake writes, and nothing else
+// does. It renders the directory part of data object keys from a template
+// such as "{stream}/{subject}/{date}/{hour}"; the object names, which carry
+// the stream sequence range an object holds (AppendKey, AppendCompactedKey),
+// and parses them back (ParseName); and the keys of jetlake's own objects
+// under "<prefix>/_jetlake/": loss markers, rejected messages and probes
+// (LostKey, AppendRejectedDir, ProbeKey). Releases that were written keep
+// being read, so these forms never change.
 //
 // Rendering is a pure function of the template, the stream, subject and
 // consumer names and the message time: it does no I/O and reads no clock.
@@ -355,47 +361,4 @@ func appendInt(dst []byte, v, width int) []byte {
 	i--
 	b[i] = byte('0' + v)
 	return append(dst, b[i:]...)
-}
-
-// AppendKey appends a full object key to dst:
-// "<prefix>/<dir>/<first:020>-<last:020>.<ext>", leaving out an empty prefix
-// or dir without producing "//".
-func AppendKey(dst []byte, prefix string, dir []byte, first, last uint64, ext string) []byte {
-	if prefix != "" {
-		dst = append(dst, prefix...)
-		dst = append(dst, '/')
-	}
-	if len(dir) > 0 {
-		dst = append(dst, dir...)
-		dst = append(dst, '/')
-	}
-	dst = AppendSeq(dst, first)
-	dst = append(dst, '-')
-	dst = AppendSeq(dst, last)
-	if ext != "" {
-		dst = append(dst, '.')
-		dst = append(dst, ext...)
-	}
-	return dst
-}
-
-// AppendSeq appends a sequence number zero-padded to 20 digits, so that keys
-// sort in sequence order.
-func AppendSeq(dst []byte, seq uint64) []byte {
-	var b [20]byte
-	for i := len(b) - 1; i >= 0; i-- {
-		b[i] = byte('0' + seq%10)
-		seq /= 10
-	}
-	return append(dst, b[:]...)
-}
-
-// Key returns a full object key; see AppendKey. It returns ErrKeyTooLong when
-// the key would exceed MaxKeyLen.
-func Key(prefix, dir string, first, last uint64, ext string) (string, error) {
-	k := AppendKey(nil, prefix, []byte(dir), first, last, ext)
-	if len(k) > MaxKeyLen {
-		return "", ErrKeyTooLong
-	}
-	return string(k), nil
 }

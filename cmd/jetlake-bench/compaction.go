@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/pathtemplate"
 )
 
 // CompactionResult measures jetlake compact: an Iceberg table of many small
@@ -119,7 +119,7 @@ func (b *bench) compaction(ctx context.Context, spec compactionSpec) *Compaction
 		return r
 	}
 	for key := range after {
-		if strings.Contains(path.Base(key), "-c") {
+		if n, ok := pathtemplate.ParseName(path.Base(key)); ok && n.Compaction != "" {
 			r.FilesAfter++
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/pathtemplate"
 )
 
 // runSpec is one way of running jetlake over a workload.
@@ -411,13 +412,14 @@ type objectList struct {
 // _jetlake/ is.
 func (b *bench) listObjects(ctx context.Context, prefix, data string) (objectList, error) {
 	l := objectList{exts: map[string]int{}}
+	own, lost := pathtemplate.OwnPrefix(prefix), pathtemplate.KindPrefix(prefix, pathtemplate.Lost)
 	for obj := range b.s3.ListObjects(ctx, bucket, minio.ListObjectsOptions{Prefix: prefix + "/", Recursive: true}) {
 		if obj.Err != nil {
 			return l, fmt.Errorf("list %s: %w", prefix, obj.Err)
 		}
-		if strings.Contains(obj.Key, "/_jetlake/") {
+		if strings.HasPrefix(obj.Key, own) {
 			l.other++
-			if strings.Contains(obj.Key, "/_jetlake/lost/") {
+			if strings.HasPrefix(obj.Key, lost) {
 				l.lost++
 			}
 			continue

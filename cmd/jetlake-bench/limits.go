@@ -19,6 +19,7 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/exportertest"
+	"github.com/jetlake/jetlake/pathtemplate"
 )
 
 // pullBatch is how many messages a pull request asks for, as jetlake does.
@@ -29,7 +30,8 @@ const pullBatch = 1000
 // {stream}/{subject}/{date}/{hour} lays it out, and named by a sequence
 // range as jetlake names its objects.
 func limitKey(prefix string, i int64, subjects int) string {
-	return fmt.Sprintf("%s/BENCH/bench.s%05d/2026-12-01/00/%020d-%020d.jsonl", prefix, i%int64(max(subjects, 1)), i+1, i+1)
+	dir := fmt.Sprintf("BENCH/bench.s%05d/2026-12-01/00", i%int64(max(subjects, 1)))
+	return string(pathtemplate.AppendKey(nil, prefix, []byte(dir), uint64(i+1), uint64(i+1), "jsonl"))
 }
 
 // maxAckPending is the consume limit's MaxAckPending: what jetlake derives

@@ -37,6 +37,7 @@ import (
 
 	"github.com/jetlake/jetlake/exporter/exportertest"
 	"github.com/jetlake/jetlake/exporter/iceberg/icebergtest"
+	"github.com/jetlake/jetlake/pathtemplate"
 	_ "modernc.org/sqlite" // reads the demo's catalog
 )
 
@@ -276,7 +277,7 @@ func listObjects(ctx context.Context, ms *exportertest.MinIOServer) error {
 		fmt.Printf("%10d  %s\n", obj.Size, obj.Key)
 		count++
 		total += obj.Size
-		if strings.Contains("/"+obj.Key, "/_jetlake/") {
+		if strings.Contains("/"+obj.Key, "/"+pathtemplate.OwnDir+"/") {
 			continue // loss markers and other records, not data
 		}
 		data++

@@ -15,6 +15,7 @@ import (
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/progress"
+	"github.com/jetlake/jetlake/pathtemplate"
 )
 
 // cmdVerify checks that every sequence in scope is in exactly one data
@@ -122,7 +123,7 @@ func printReport(w io.Writer, r *exporter.Report) {
 		fmt.Fprintf(w, "  %d raw objects checked from their metadata only: raw records carry no sequence to read back\n", r.MetadataOnly)
 	}
 	if r.Rejected > 0 {
-		fmt.Fprintf(w, "  %d rejected messages in scope, in %d objects under _jetlake/rejected/\n", r.RejectedMessages, r.Rejected)
+		fmt.Fprintf(w, "  %d rejected messages in scope, in %d objects under %s\n", r.RejectedMessages, r.Rejected, pathtemplate.KindPrefix("", pathtemplate.Rejected))
 	}
 	for _, m := range r.Markers {
 		subject := ""

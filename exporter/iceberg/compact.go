@@ -20,6 +20,8 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/jetlake/jetlake/pathtemplate"
 )
 
 // CompactionIDProperty is the snapshot summary property that holds a
@@ -290,7 +292,7 @@ func (t *Table) Rewrite(ctx context.Context, g CompactGroup) (*Compacted, error)
 	}
 	out.Body = buf.Bytes()
 	first, last := out.Seqs[0], out.Seqs[len(out.Seqs)-1]
-	out.Location = fmt.Sprintf("%s/data/%s/%020d-%020d-c%s.parquet", strings.TrimSuffix(t.tbl.Location(), "/"), g.Partition, first, last, g.ID())
+	out.Location = pathtemplate.CompactedKey(strings.TrimSuffix(t.tbl.Location(), "/")+"/data", g.Partition, first, last, g.ID())
 	return out, nil
 }
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
-	"github.com/jetlake/jetlake/lossmarker"
+	"github.com/jetlake/jetlake/pathtemplate"
 )
 
 // checkS3 checks the bucket, probes conditional writes (exporter.Probe)
@@ -80,7 +80,7 @@ func (p *planner) checkS3(ctx context.Context) {
 // ProbeResource is where plan and run write their probes, as an S3 ARN
 // resource pattern: plan -cleanup removes its probe there.
 func ProbeResource(c *config.Connector) string {
-	return strings.TrimSuffix(ResourcePrefix(c), "*") + lossmarker.Dir + "/probe/*"
+	return strings.TrimSuffix(ResourcePrefix(c), "*") + pathtemplate.KindPrefix("", pathtemplate.Probe) + "*"
 }
 
 // ResourcePrefix is the key prefix jetlake writes under, as an S3 ARN
