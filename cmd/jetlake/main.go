@@ -269,52 +269,33 @@ func newLogger(format, level string, stderr io.Writer) (*slog.Logger, error) {
 	return nil, fmt.Errorf("-log-format %q: want text or json", format)
 }
 
+// cmdRun runs the enabled connectors until a signal, a failure, or with
+// -until-idle the end of their work.
 func cmdRun(args []string, stderr io.Writer) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	path := fs.String("config", "", "connector file or directory of *.toml files")
-	untilIdle := fs.Bool("until-idle", false, "exit once every consumer has nothing pending and everything is uploaded and acked")
-	logFormat := fs.String("log-format", "text", "log format: text or json")
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
-	metricsAddr := fs.String("metrics-addr", "", "serve /metrics, /healthz and /readyz on this address, e.g. 127.0.0.1:9464 (off by default)")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (for go tool pprof)")
-	if err := fs.Parse(args); err != nil {
+	f, ok := parseRunFlags(args, stderr)
+	if !ok {
 		return exitUsage
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "jetlake run: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
-	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+	if f.cpuProfile != "" {
+		stopProfile, err := startCPUProfile(f.cpuProfile)
 		if err != nil {
 			fmt.Fprintf(stderr, "jetlake run: cpu profile: %v\n", err)
 			return exitFailure
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintf(stderr, "jetlake run: cpu profile: %v\n", err)
-			return exitFailure
-		}
-		defer pprof.StopCPUProfile()
+		defer stopProfile()
 	}
-	log, err := newLogger(*logFormat, *logLevel, stderr)
+	log, err := newLogger(f.logFormat, f.logLevel, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "jetlake run: %v\n", err)
 		return exitUsage
 	}
-	conns, code, ok := loadConfig(*path, stderr)
+	conns, code, ok := loadConfig(f.path, stderr)
 	if !ok {
 		return code
 	}
-	var enabled []*config.Connector
-	for _, c := range conns {
-		if c.Enabled {
-			enabled = append(enabled, c)
-		}
-	}
+	enabled := enabledConnectors(conns)
 	if len(enabled) == 0 {
-		fmt.Fprintf(stderr, "jetlake run: %s has no enabled connector; set enabled = true in one\n", *path)
+		fmt.Fprintf(stderr, "jetlake run: %s has no enabled connector; set enabled = true in one\n", f.path)
 		return exitUsage
 	}
 
@@ -328,39 +309,121 @@ func cmdRun(args []string, stderr io.Writer) int {
 
 	setMemoryLimit(enabled, log)
 	reg, metrics := newRegistry()
-	exps := make([]*exporter.Exporter, len(enabled))
-	ready := make([]readiness, len(enabled))
-	for i, c := range enabled {
-		exps[i], err = exporter.New(c, exporter.Options{Logger: log, UntilIdle: *untilIdle, Version: versionString(), Metrics: metrics})
-		if err != nil {
-			fmt.Fprintf(stderr, "jetlake run: %v\n", err)
-			return exitFailure
-		}
-		ready[i] = exps[i]
+	exps, err := newExporters(enabled, exporter.Options{Logger: log, UntilIdle: f.untilIdle, Version: versionString(), Metrics: metrics})
+	if err != nil {
+		fmt.Fprintf(stderr, "jetlake run: %v\n", err)
+		return exitFailure
 	}
-	if *metricsAddr != "" {
-		if err := serveMetrics(ctx, *metricsAddr, reg, ready, log); err != nil {
+	if f.metricsAddr != "" {
+		ready := make([]readiness, len(exps))
+		for i, e := range exps {
+			ready[i] = e
+		}
+		if err := serveMetrics(ctx, f.metricsAddr, reg, ready, log); err != nil {
 			fmt.Fprintf(stderr, "jetlake run: %v\n", err)
 			return exitUsage
 		}
 	}
-	log.Info("jetlake starting", "version", versionString(), "connectors", len(exps), "until_idle", *untilIdle)
+	log.Info("jetlake starting", "version", versionString(), "connectors", len(exps), "until_idle", f.untilIdle)
 
-	// One failing connector stops the others: the process exits 1 and a
-	// supervisor restarts it, rather than running half of the config.
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	errs := runExporters(rctx, cancel, exps, enabled)
+	return runExit(ctx, errs, exps, enabled, f.untilIdle, log, stderr)
+}
+
+// runFlags are the flags of jetlake run.
+type runFlags struct {
+	path, logFormat, logLevel, metricsAddr, cpuProfile string
+	untilIdle                                          bool
+}
+
+// parseRunFlags parses the arguments of jetlake run. On a usage error it
+// has written why to stderr and returns false.
+func parseRunFlags(args []string, stderr io.Writer) (runFlags, bool) {
+	var f runFlags
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.path, "config", "", "connector file or directory of *.toml files")
+	fs.BoolVar(&f.untilIdle, "until-idle", false, "exit once every consumer has nothing pending and everything is uploaded and acked")
+	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve /metrics, /healthz and /readyz on this address, e.g. 127.0.0.1:9464 (off by default)")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (for go tool pprof)")
+	if err := fs.Parse(args); err != nil {
+		return f, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "jetlake run: unexpected argument %q\n", fs.Arg(0))
+		return f, false
+	}
+	return f, true
+}
+
+// startCPUProfile starts a CPU profile of the process into the file at
+// path; the function it returns stops the profile and closes the file.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
+// enabledConnectors returns the connectors of conns that are enabled.
+func enabledConnectors(conns []*config.Connector) []*config.Connector {
+	var enabled []*config.Connector
+	for _, c := range conns {
+		if c.Enabled {
+			enabled = append(enabled, c)
+		}
+	}
+	return enabled
+}
+
+// newExporters makes an exporter of each connector, all with opts.
+func newExporters(conns []*config.Connector, opts exporter.Options) ([]*exporter.Exporter, error) {
+	exps := make([]*exporter.Exporter, len(conns))
+	for i, c := range conns {
+		e, err := exporter.New(c, opts)
+		if err != nil {
+			return nil, err
+		}
+		exps[i] = e
+	}
+	return exps, nil
+}
+
+// runExporters runs every exporter until each has returned and returns
+// their errors, by exporter. One failing connector stops the others, by
+// cancelling ctx with its error: the process exits 1 and a supervisor
+// restarts it, rather than running half of the config.
+func runExporters(ctx context.Context, cancel context.CancelCauseFunc, exps []*exporter.Exporter, conns []*config.Connector) []error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(exps))
 	for i, e := range exps {
 		wg.Go(func() {
-			if err := e.Run(rctx); err != nil {
-				errs[i] = fmt.Errorf("connector %s: %w", enabled[i].Name, err)
+			if err := e.Run(ctx); err != nil {
+				errs[i] = fmt.Errorf("connector %s: %w", conns[i].Name, err)
 				cancel(errs[i])
 			}
 		})
 	}
 	wg.Wait()
+	return errs
+}
+
+// runExit reports how the run ended and returns the exit code: a failure
+// of a connector, other than the cancelling that follows a signal on ctx;
+// with untilIdle, connectors stopped before their work was done.
+func runExit(ctx context.Context, errs []error, exps []*exporter.Exporter, conns []*config.Connector, untilIdle bool, log *slog.Logger, stderr io.Writer) int {
 	for _, err := range errs {
 		if err == nil || ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			continue
@@ -369,8 +432,8 @@ func cmdRun(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "jetlake: %v\n", err)
 		return exitFailure
 	}
-	if *untilIdle {
-		if busy := notDone(exps, enabled); len(busy) > 0 {
+	if untilIdle {
+		if busy := notDone(exps, conns); len(busy) > 0 {
 			// A backfill script reads the exit code: a run stopped
 			// before its work was done has not exported everything.
 			log.Error("stopped before every connector was idle; what is not exported stays in the streams, run again to finish", "connectors", strings.Join(busy, ","))

@@ -111,199 +111,253 @@ func printPlan(w io.Writer, c *config.Connector, res *plan.Result, cleanup bool)
 // filled in. Secrets are never in a connector: environment variables and
 // files are shown by name, with whether they are set.
 func effectiveConfig(c *config.Connector) string {
-	var b strings.Builder
-	kv := func(k string, v any, comment string) {
-		var s string
-		switch v := v.(type) {
-		case string:
-			s = tomlString(v)
-		case time.Duration:
-			s = tomlString(config.FormatDuration(v))
-		case []string:
-			q := make([]string, len(v))
-			for i, e := range v {
-				q[i] = tomlString(e)
-			}
-			s = "[" + strings.Join(q, ", ") + "]"
-		default:
-			s = fmt.Sprint(v)
-		}
-		if comment != "" {
-			s += "  # " + comment
-		}
-		fmt.Fprintf(&b, "%s = %s\n", k, s)
+	w := &effectiveWriter{}
+	w.kv("name", c.Name, "")
+	w.kv("enabled", c.Enabled, "")
+	w.kv("shutdown_timeout", c.ShutdownTimeout, "")
+	w.kv("ready_upload_failure", c.ReadyUploadFailure, "")
+	w.nats(c.NATS)
+	w.streams(c.Streams)
+	w.s3(c.S3)
+	w.state(c.State)
+	w.output(c.Output, c.Iceberg != nil)
+	if c.Iceberg != nil {
+		w.iceberg(c.Iceberg)
 	}
-	opt := func(k, v, comment string) {
-		if v != "" {
-			kv(k, v, comment)
-		}
-	}
-	kv("name", c.Name, "")
-	kv("enabled", c.Enabled, "")
-	kv("shutdown_timeout", c.ShutdownTimeout, "")
-	kv("ready_upload_failure", c.ReadyUploadFailure, "")
+	w.rotation(c.Rotation)
+	return w.b.String()
+}
 
-	n := c.NATS
-	b.WriteString("\n[nats]\n")
-	kv("url", redactURLs(n.URL), "")
-	opt("creds_file", n.CredsFile, plan.FileStatus(n.CredsFile))
-	opt("nkey_seed_file", n.NkeySeedFile, plan.FileStatus(n.NkeySeedFile))
-	opt("token_env", n.TokenEnv, plan.EnvStatus(n.TokenEnv))
-	opt("user", n.User, "")
-	opt("password_env", n.PasswordEnv, plan.EnvStatus(n.PasswordEnv))
-	if n.CredsFile == "" && n.NkeySeedFile == "" && n.TokenEnv == "" && n.User == "" {
-		b.WriteString("# no credentials: connects without authentication\n")
+// effectiveWriter writes the effective configuration of a connector, one
+// TOML table after another.
+type effectiveWriter struct {
+	b strings.Builder
+}
+
+// kv writes the line k = v, v in TOML, with comment after it unless that
+// is "".
+func (w *effectiveWriter) kv(k string, v any, comment string) {
+	var s string
+	switch v := v.(type) {
+	case string:
+		s = tomlString(v)
+	case time.Duration:
+		s = tomlString(config.FormatDuration(v))
+	case []string:
+		q := make([]string, len(v))
+		for i, e := range v {
+			q[i] = tomlString(e)
+		}
+		s = "[" + strings.Join(q, ", ") + "]"
+	default:
+		s = fmt.Sprint(v)
 	}
-	opt("tls_ca_file", n.TLSCAFile, plan.FileStatus(n.TLSCAFile))
-	opt("tls_cert_file", n.TLSCertFile, plan.FileStatus(n.TLSCertFile))
-	opt("tls_key_file", n.TLSKeyFile, plan.FileStatus(n.TLSKeyFile))
-	kv("tls_required", n.TLSRequired, "")
-	kv("allow_insecure_auth", n.AllowInsecureAuth, "")
-	opt("jetstream_domain", n.JetStreamDomain, "")
-	opt("jetstream_api_prefix", n.JetStreamAPIPrefix, "")
+	if comment != "" {
+		s += "  # " + comment
+	}
+	fmt.Fprintf(&w.b, "%s = %s\n", k, s)
+}
+
+// opt writes the line k = v unless v is "".
+func (w *effectiveWriter) opt(k, v, comment string) {
+	if v != "" {
+		w.kv(k, v, comment)
+	}
+}
+
+// table starts the table of header ("[nats]", "[[streams]]") after a
+// blank line.
+func (w *effectiveWriter) table(header string) {
+	w.b.WriteString("\n" + header + "\n")
+}
+
+// nats writes [nats]: the servers, the credentials and TLS files with
+// whether they are there, and the JetStream API.
+func (w *effectiveWriter) nats(n config.NATS) {
+	w.table("[nats]")
+	w.kv("url", redactURLs(n.URL), "")
+	w.opt("creds_file", n.CredsFile, plan.FileStatus(n.CredsFile))
+	w.opt("nkey_seed_file", n.NkeySeedFile, plan.FileStatus(n.NkeySeedFile))
+	w.opt("token_env", n.TokenEnv, plan.EnvStatus(n.TokenEnv))
+	w.opt("user", n.User, "")
+	w.opt("password_env", n.PasswordEnv, plan.EnvStatus(n.PasswordEnv))
+	if n.CredsFile == "" && n.NkeySeedFile == "" && n.TokenEnv == "" && n.User == "" {
+		w.b.WriteString("# no credentials: connects without authentication\n")
+	}
+	w.opt("tls_ca_file", n.TLSCAFile, plan.FileStatus(n.TLSCAFile))
+	w.opt("tls_cert_file", n.TLSCertFile, plan.FileStatus(n.TLSCertFile))
+	w.opt("tls_key_file", n.TLSKeyFile, plan.FileStatus(n.TLSKeyFile))
+	w.kv("tls_required", n.TLSRequired, "")
+	w.kv("allow_insecure_auth", n.AllowInsecureAuth, "")
+	w.opt("jetstream_domain", n.JetStreamDomain, "")
+	w.opt("jetstream_api_prefix", n.JetStreamAPIPrefix, "")
 	inbox := n.InboxPrefix
 	if inbox == "" {
 		inbox = "_INBOX"
 	}
-	kv("inbox_prefix", inbox, "")
+	w.kv("inbox_prefix", inbox, "")
+}
 
-	for _, s := range c.Streams {
-		b.WriteString("\n[[streams]]\n")
-		kv("stream", s.Stream, "")
+// streams writes a [[streams]] table for each stream, with the settings
+// of partitions and failover where they apply.
+func (w *effectiveWriter) streams(streams []config.Stream) {
+	for _, s := range streams {
+		w.table("[[streams]]")
+		w.kv("stream", s.Stream, "")
 		if len(s.Subjects) == 0 {
-			kv("subjects", []string{}, "the whole stream")
+			w.kv("subjects", []string{}, "the whole stream")
 		} else {
-			kv("subjects", s.Subjects, "")
+			w.kv("subjects", s.Subjects, "")
 		}
-		kv("consumer", s.Consumer, "")
-		kv("deliver_policy", s.DeliverPolicy, "only where a consumer without an export record starts")
+		w.kv("consumer", s.Consumer, "")
+		w.kv("deliver_policy", s.DeliverPolicy, "only where a consumer without an export record starts")
 		if s.ConsumerStorage == "" {
-			kv("consumer_storage", config.DefaultConsumerStorage, "for a consumer jetlake creates; an existing one keeps its own")
+			w.kv("consumer_storage", config.DefaultConsumerStorage, "for a consumer jetlake creates; an existing one keeps its own")
 		} else {
-			kv("consumer_storage", s.ConsumerStorage, "")
+			w.kv("consumer_storage", s.ConsumerStorage, "")
 		}
-		kv("ack_wait", s.AckWait, "")
-		kv("max_ack_pending", s.MaxAckPending, "")
+		w.kv("ack_wait", s.AckWait, "")
+		w.kv("max_ack_pending", s.MaxAckPending, "")
 		if s.Partitions > 1 {
-			kv("partitions", s.Partitions, "")
-			kv("lease_ttl", s.LeaseTTL, "")
+			w.kv("partitions", s.Partitions, "")
+			w.kv("lease_ttl", s.LeaseTTL, "")
 		}
 		if s.Failover != "" {
-			kv("failover", s.Failover, "")
-			kv("priority_timeout", s.PriorityTimeout, "")
+			w.kv("failover", s.Failover, "")
+			w.kv("priority_timeout", s.PriorityTimeout, "")
 		}
 	}
+}
 
-	s3 := c.S3
-	b.WriteString("\n[s3]\n")
-	kv("bucket", s3.Bucket, "")
+// s3 writes [s3]: the store, its credentials (or the chain that finds
+// them) and how objects are written.
+func (w *effectiveWriter) s3(s3 config.S3) {
+	w.table("[s3]")
+	w.kv("bucket", s3.Bucket, "")
 	if s3.Endpoint != "" {
-		kv("endpoint", redactURLs(s3.Endpoint), "")
+		w.kv("endpoint", redactURLs(s3.Endpoint), "")
 	} else {
-		b.WriteString("# endpoint: AWS S3\n")
+		w.b.WriteString("# endpoint: AWS S3\n")
 	}
-	kv("region", s3.Region, "")
-	kv("prefix", s3.Prefix, "")
-	kv("path_style", s3.PathStyle, "")
+	w.kv("region", s3.Region, "")
+	w.kv("prefix", s3.Prefix, "")
+	w.kv("path_style", s3.PathStyle, "")
 	if s3.AccessKeyIDEnv != "" {
-		kv("access_key_id_env", s3.AccessKeyIDEnv, plan.EnvStatus(s3.AccessKeyIDEnv))
-		kv("secret_access_key_env", s3.SecretAccessKeyEnv, plan.EnvStatus(s3.SecretAccessKeyEnv))
+		w.kv("access_key_id_env", s3.AccessKeyIDEnv, plan.EnvStatus(s3.AccessKeyIDEnv))
+		w.kv("secret_access_key_env", s3.SecretAccessKeyEnv, plan.EnvStatus(s3.SecretAccessKeyEnv))
 	} else {
-		b.WriteString("# credentials: the standard chain, first that works:\n")
-		fmt.Fprintf(&b, "#   AWS_ACCESS_KEY_ID (%s), AWS_SECRET_ACCESS_KEY (%s), AWS_SESSION_TOKEN (%s)\n",
-			plan.EnvStatus("AWS_ACCESS_KEY_ID"), plan.EnvStatus("AWS_SECRET_ACCESS_KEY"), plan.EnvStatus("AWS_SESSION_TOKEN"))
-		fmt.Fprintf(&b, "#   MINIO_ROOT_USER (%s), MINIO_ROOT_PASSWORD (%s)\n", plan.EnvStatus("MINIO_ROOT_USER"), plan.EnvStatus("MINIO_ROOT_PASSWORD"))
-		file := os.Getenv("AWS_SHARED_CREDENTIALS_FILE")
-		if file == "" {
-			if home, err := os.UserHomeDir(); err == nil {
-				file = filepath.Join(home, ".aws", "credentials")
-			}
-		}
-		profile := os.Getenv("AWS_PROFILE")
-		if profile == "" {
-			profile = "default"
-		}
-		fmt.Fprintf(&b, "#   shared credentials file %s (%s), profile %s\n", file, plan.FileStatus(file), profile)
-		b.WriteString("#   IAM: instance, task or pod role\n")
+		w.credentialChain()
 	}
-	kv("upload_concurrency", s3.UploadConcurrency, "")
-	kv("checksum", s3.Checksum, "")
-	kv("allow_insecure_http", s3.AllowInsecureHTTP, "")
-	opt("tls_ca_file", s3.TLSCAFile, plan.FileStatus(s3.TLSCAFile))
-	opt("sse", s3.SSE, "")
-	opt("sse_kms_key_id", s3.SSEKMSKeyID, "")
-	opt("storage_class", s3.StorageClass, "")
+	w.kv("upload_concurrency", s3.UploadConcurrency, "")
+	w.kv("checksum", s3.Checksum, "")
+	w.kv("allow_insecure_http", s3.AllowInsecureHTTP, "")
+	w.opt("tls_ca_file", s3.TLSCAFile, plan.FileStatus(s3.TLSCAFile))
+	w.opt("sse", s3.SSE, "")
+	w.opt("sse_kms_key_id", s3.SSEKMSKeyID, "")
+	w.opt("storage_class", s3.StorageClass, "")
+}
 
-	b.WriteString("\n[state]\n")
-	kv("bucket", c.State.Bucket, "")
-	kv("replicas", max(c.State.Replicas, 1), "")
-
-	o := c.Output
-	b.WriteString("\n[output]\n")
-	kv("format", string(o.Format), "")
-	kv("compression", string(o.Compression), "objects end in ."+c.Output.Ext())
-	if c.Iceberg == nil {
-		kv("path_template", o.PathTemplate.String(), "")
-		kv("group_by", o.GroupBy, "")
+// credentialChain writes, as comments, where the store's credentials are
+// looked for when [s3] names no variables, and whether each is there.
+func (w *effectiveWriter) credentialChain() {
+	w.b.WriteString("# credentials: the standard chain, first that works:\n")
+	fmt.Fprintf(&w.b, "#   AWS_ACCESS_KEY_ID (%s), AWS_SECRET_ACCESS_KEY (%s), AWS_SESSION_TOKEN (%s)\n",
+		plan.EnvStatus("AWS_ACCESS_KEY_ID"), plan.EnvStatus("AWS_SECRET_ACCESS_KEY"), plan.EnvStatus("AWS_SESSION_TOKEN"))
+	fmt.Fprintf(&w.b, "#   MINIO_ROOT_USER (%s), MINIO_ROOT_PASSWORD (%s)\n", plan.EnvStatus("MINIO_ROOT_USER"), plan.EnvStatus("MINIO_ROOT_PASSWORD"))
+	file := os.Getenv("AWS_SHARED_CREDENTIALS_FILE")
+	if file == "" {
+		if home, err := os.UserHomeDir(); err == nil {
+			file = filepath.Join(home, ".aws", "credentials")
+		}
 	}
-	kv("include_metadata", o.IncludeMetadata, "")
-	kv("include_headers", o.IncludeHeaders, "")
+	profile := os.Getenv("AWS_PROFILE")
+	if profile == "" {
+		profile = "default"
+	}
+	fmt.Fprintf(&w.b, "#   shared credentials file %s (%s), profile %s\n", file, plan.FileStatus(file), profile)
+	w.b.WriteString("#   IAM: instance, task or pod role\n")
+}
+
+// state writes [state]: the bucket of intents.
+func (w *effectiveWriter) state(st config.State) {
+	w.table("[state]")
+	w.kv("bucket", st.Bucket, "")
+	w.kv("replicas", max(st.Replicas, 1), "")
+}
+
+// output writes [output] and its [[output.columns]], with the keys of the
+// format only; an Iceberg table has no path_template or group_by.
+func (w *effectiveWriter) output(o config.Output, iceberg bool) {
+	w.table("[output]")
+	w.kv("format", string(o.Format), "")
+	w.kv("compression", string(o.Compression), "objects end in ."+o.Ext())
+	if !iceberg {
+		w.kv("path_template", o.PathTemplate.String(), "")
+		w.kv("group_by", o.GroupBy, "")
+	}
+	w.kv("include_metadata", o.IncludeMetadata, "")
+	w.kv("include_headers", o.IncludeHeaders, "")
 	if o.Format == formats.Raw {
-		kv("raw_delimiter", o.RawDelimiter, "")
+		w.kv("raw_delimiter", o.RawDelimiter, "")
 	}
-	if o.Format == formats.Parquet {
-		kv("row_group_size", config.FormatSize(o.RowGroupSize), "")
-		kv("keep_payload", o.KeepPayload, "")
-		kv("on_type_error", string(o.OnTypeError), "")
-		for _, col := range o.Columns {
-			b.WriteString("\n[[output.columns]]\n")
-			kv("name", col.Name, "")
-			kv("source", col.Source, "")
-			kv("type", string(col.Type), "")
-			opt("unit", col.Unit, "")
-			kv("coerce", col.Coerce, "")
-		}
+	if o.Format != formats.Parquet {
+		return
 	}
+	w.kv("row_group_size", config.FormatSize(o.RowGroupSize), "")
+	w.kv("keep_payload", o.KeepPayload, "")
+	w.kv("on_type_error", string(o.OnTypeError), "")
+	for _, col := range o.Columns {
+		w.table("[[output.columns]]")
+		w.kv("name", col.Name, "")
+		w.kv("source", col.Source, "")
+		w.kv("type", string(col.Type), "")
+		w.opt("unit", col.Unit, "")
+		w.kv("coerce", col.Coerce, "")
+	}
+}
 
-	if ib := c.Iceberg; ib != nil {
-		b.WriteString("\n[iceberg]\n")
-		kv("catalog", ib.Catalog, "")
-		if ib.URI != "" {
-			kv("uri", config.RedactURL(ib.URI), "")
-		}
-		if strings.HasPrefix(ib.URI, "postgres") {
-			kv("allow_insecure_sslmode", ib.AllowInsecureSSLMode, "")
-		}
-		opt("warehouse", ib.Warehouse, "")
-		opt("token_env", ib.TokenEnv, plan.EnvStatus(ib.TokenEnv))
-		opt("credential_env", ib.CredentialEnv, plan.EnvStatus(ib.CredentialEnv))
-		opt("sigv4_service", ib.SigV4Service, "")
-		if ib.Catalog == "glue" || ib.SigV4Service != "" {
-			kv("region", ib.Region, "")
-			opt("catalog_id", ib.CatalogID, "")
-		}
-		kv("namespace", ib.Namespace, "")
-		kv("table", ib.Table, "")
-		parts := make([]string, len(ib.Partitioning))
-		for i, p := range ib.Partitioning {
-			parts[i] = p.String()
-		}
-		kv("partitioning", parts, "")
-		kv("commit_interval", ib.CommitInterval, "")
-		kv("keep_snapshots", ib.KeepSnapshots, "")
-		kv("snapshot_retention", ib.SnapshotRetention, "")
-		kv("compact_after", ib.CompactAfter, "")
-		kv("remove_orphans", ib.RemoveOrphans, "")
-		kv("orphan_age", ib.OrphanAge, "")
+// iceberg writes [iceberg]: the catalog and how it is reached, the table,
+// its partitioning and its upkeep.
+func (w *effectiveWriter) iceberg(ib *config.Iceberg) {
+	w.table("[iceberg]")
+	w.kv("catalog", ib.Catalog, "")
+	if ib.URI != "" {
+		w.kv("uri", config.RedactURL(ib.URI), "")
 	}
+	if strings.HasPrefix(ib.URI, "postgres") {
+		w.kv("allow_insecure_sslmode", ib.AllowInsecureSSLMode, "")
+	}
+	w.opt("warehouse", ib.Warehouse, "")
+	w.opt("token_env", ib.TokenEnv, plan.EnvStatus(ib.TokenEnv))
+	w.opt("credential_env", ib.CredentialEnv, plan.EnvStatus(ib.CredentialEnv))
+	w.opt("sigv4_service", ib.SigV4Service, "")
+	if ib.Catalog == "glue" || ib.SigV4Service != "" {
+		w.kv("region", ib.Region, "")
+		w.opt("catalog_id", ib.CatalogID, "")
+	}
+	w.kv("namespace", ib.Namespace, "")
+	w.kv("table", ib.Table, "")
+	parts := make([]string, len(ib.Partitioning))
+	for i, p := range ib.Partitioning {
+		parts[i] = p.String()
+	}
+	w.kv("partitioning", parts, "")
+	w.kv("commit_interval", ib.CommitInterval, "")
+	w.kv("keep_snapshots", ib.KeepSnapshots, "")
+	w.kv("snapshot_retention", ib.SnapshotRetention, "")
+	w.kv("compact_after", ib.CompactAfter, "")
+	w.kv("remove_orphans", ib.RemoveOrphans, "")
+	w.kv("orphan_age", ib.OrphanAge, "")
+}
 
-	r := c.Rotation
-	b.WriteString("\n[rotation]\n")
-	kv("max_file_size", config.FormatSize(r.MaxFileSize), "")
-	kv("max_messages_per_file", r.MaxMessagesPerFile, "")
-	kv("max_file_age", r.MaxFileAge, "")
-	kv("max_buffered_bytes", config.FormatSize(r.MaxBufferedBytes), "")
-	return b.String()
+// rotation writes [rotation]: when a file is closed, and the memory the
+// buffers may hold.
+func (w *effectiveWriter) rotation(r config.Rotation) {
+	w.table("[rotation]")
+	w.kv("max_file_size", config.FormatSize(r.MaxFileSize), "")
+	w.kv("max_messages_per_file", r.MaxMessagesPerFile, "")
+	w.kv("max_file_age", r.MaxFileAge, "")
+	w.kv("max_buffered_bytes", config.FormatSize(r.MaxBufferedBytes), "")
 }
 
 // tomlString quotes s as a TOML basic string.
