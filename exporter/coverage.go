@@ -58,51 +58,22 @@ func checkCoverage(in coverageInput) coverage {
 	}
 
 	// Every run of every object, clipped to the scope and sorted by first
-	// sequence; obj indexes data objects first, then rejected ones.
-	type run struct {
-		progress.Range
-		obj int
-	}
+	// sequence.
 	keys := make([]string, 0, len(in.data)+len(in.rejected))
-	var runs []run
+	var runs []objectRun
 	for i, o := range slices.Concat(in.data, in.rejected) {
 		keys = append(keys, o.key)
 		for _, r := range o.runs {
 			if r, ok := clip(r, scope); ok {
-				runs = append(runs, run{r, i})
+				runs = append(runs, objectRun{r, i})
 			}
 		}
 	}
-	slices.SortFunc(runs, func(a, b run) int {
+	slices.SortFunc(runs, func(a, b objectRun) int {
 		return cmp.Or(cmp.Compare(a.First, b.First), cmp.Compare(a.obj, b.obj), cmp.Compare(a.Last, b.Last))
 	})
 
-	// Overlaps: a run overlaps each earlier run that has not ended before it
-	// starts, first at its own first sequence. Active holds the earlier runs
-	// that may still overlap one to come. Each run kept in it is a line of
-	// the report, so the sweep ends once the report is full, and its cost
-	// stays O(R).
-	var active []run
-	for _, r := range runs {
-		if len(c.overlaps) == maxOverlaps {
-			break
-		}
-		kept := active[:0]
-		for _, a := range active {
-			if a.Last < r.First {
-				continue
-			}
-			kept = append(kept, a)
-			if len(c.overlaps) < maxOverlaps {
-				first, second := a.obj, r.obj
-				if first > second {
-					first, second = second, first
-				}
-				c.overlaps = append(c.overlaps, fmt.Sprintf("sequence %d is in %s and %s", r.First, keys[first], keys[second]))
-			}
-		}
-		active = append(kept, r)
-	}
+	c.overlaps = overlaps(runs, keys)
 
 	// What the objects hold, each sequence once: a sequence in a data
 	// object and a rejected one too counts as a message only.
@@ -132,6 +103,45 @@ func checkCoverage(in coverageInput) coverage {
 		c.missing = covered.Outside(scope)
 	}
 	return c
+}
+
+// objectRun is a run of sequences of an object; obj indexes data objects
+// first, then rejected ones.
+type objectRun struct {
+	progress.Range
+	obj int
+}
+
+// overlaps reports the sequences two objects both hold, from runs sorted
+// by first sequence, up to maxOverlaps lines. A run overlaps each earlier
+// run that has not ended before it starts, first at its own first
+// sequence. Active holds the earlier runs that may still overlap one to
+// come. Each run kept in it is a line of the report, so the sweep ends
+// once the report is full, and its cost stays O(R).
+func overlaps(runs []objectRun, keys []string) []string {
+	var out []string
+	var active []objectRun
+	for _, r := range runs {
+		if len(out) == maxOverlaps {
+			break
+		}
+		kept := active[:0]
+		for _, a := range active {
+			if a.Last < r.First {
+				continue
+			}
+			kept = append(kept, a)
+			if len(out) < maxOverlaps {
+				first, second := a.obj, r.obj
+				if first > second {
+					first, second = second, first
+				}
+				out = append(out, fmt.Sprintf("sequence %d is in %s and %s", r.First, keys[first], keys[second]))
+			}
+		}
+		active = append(kept, r)
+	}
+	return out
 }
 
 // clip returns the part of r within scope, and false if there is none.

@@ -251,91 +251,20 @@ func (e *Exporter) setUp(ctx context.Context) (*nats.Conn, []*streamState, error
 		return nc, nil, err
 	}
 	e.js = js
-	var kv *kvIntents
-	err = retry(ctx, e.log, "state bucket", func(ctx context.Context) error {
-		var err error
-		kv, err = openIntents(ctx, js, e.cfg.State.Bucket, e.cfg.State.Replicas)
-		return err
-	})
+	if err := e.openState(ctx, js); err != nil {
+		return nc, nil, err
+	}
+	if e.cfg.Iceberg != nil {
+		if err := e.openLakeTable(ctx); err != nil {
+			return nc, nil, err
+		}
+	}
+	streams, err := e.setUpStreams(ctx, js)
 	if err != nil {
 		return nc, nil, err
 	}
-	e.intents = kv
-	if e.wrapState != nil {
-		e.intents = e.wrapState(kv)
-	}
-	if e.cfg.Iceberg != nil {
-		err := retry(ctx, e.log, "iceberg catalog", func(ctx context.Context) error {
-			t, err := e.openTable(ctx)
-			var me *iceberg.MismatchError
-			var fh *iceberg.ForeignHostError
-			var nf *iceberg.NoCatalogFolderError
-			switch {
-			case errors.As(err, &me):
-				return &PermanentError{Code: "IcebergTable", Err: fmt.Errorf("iceberg table %s.%s: %w", e.cfg.Iceberg.Namespace, e.cfg.Iceberg.Table, err)}
-			case errors.As(err, &fh), errors.As(err, &nf):
-				// A catalog pointing elsewhere, or a folder that
-				// is not there, stays so however often it is asked.
-				return &PermanentError{Code: "IcebergCatalog", Err: err}
-			}
-			e.table = t
-			return err
-		})
-		if err != nil {
-			return nc, nil, err
-		}
-	}
-	var streams []*streamState
-	e.groups = nil
-	for _, sc := range e.cfg.Streams {
-		if sc.Partitioned() {
-			var g *partGroup
-			err := retry(ctx, e.log, "jetstream", func(ctx context.Context) (err error) {
-				g, err = e.setUpPartitions(ctx, js, sc)
-				return err
-			})
-			if err != nil {
-				return nc, nil, err
-			}
-			e.groups = append(e.groups, g)
-			streams = append(streams, g.parts...)
-			continue
-		}
-		s := &streamState{cfg: sc,
-			mReceived:    e.m.received.WithLabelValues(e.cfg.Name, sc.Stream),
-			mRedelivered: e.m.redelivered.WithLabelValues(e.cfg.Name, sc.Stream),
-			mAcked:       e.m.acked.WithLabelValues(e.cfg.Name, sc.Stream),
-		}
-		err := retry(ctx, e.log, "jetstream", func(ctx context.Context) error {
-			return e.setupStream(ctx, js, s)
-		})
-		if err != nil {
-			return nc, nil, err
-		}
-		streams = append(streams, s)
-		e.log.Info("consumer ready", "stream", sc.Stream, "consumer", sc.Consumer,
-			"ack_wait", sc.AckWait, "max_ack_pending", sc.MaxAckPending, "recovered_batches", s.recovered)
-	}
-	parts := 0
-	for _, g := range e.groups {
-		parts += len(g.parts)
-	}
-	e.partitions.Store(int64(parts))
-	if len(e.groups) > 0 {
-		ttl := e.groups[0].cfg.LeaseTTL
-		for _, g := range e.groups {
-			ttl = min(ttl, g.cfg.LeaseTTL)
-		}
-		err := retry(ctx, e.log, "state bucket", func(ctx context.Context) error {
-			store, err := lease.Open(ctx, js, e.cfg.State.Bucket)
-			if err == nil {
-				e.leases = newLeaser(store, e.cfg.Name, ttl)
-			}
-			return err
-		})
-		if err != nil {
-			return nc, nil, err
-		}
+	if err := e.openLeases(ctx, js); err != nil {
+		return nc, nil, err
 	}
 	if e.table != nil {
 		// Plans whose intents are all gone: their files are in the table.
@@ -354,6 +283,107 @@ func (e *Exporter) setUp(ctx context.Context) (*nats.Conn, []*streamState, error
 		return nc, nil, err
 	}
 	return nc, streams, nil
+}
+
+// openState opens the state bucket, retrying until it answers.
+func (e *Exporter) openState(ctx context.Context, js jetstream.JetStream) error {
+	var kv *kvIntents
+	err := retry(ctx, e.log, "state bucket", func(ctx context.Context) error {
+		var err error
+		kv, err = openIntents(ctx, js, e.cfg.State.Bucket, e.cfg.State.Replicas)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	e.intents = kv
+	if e.wrapState != nil {
+		e.intents = e.wrapState(kv)
+	}
+	return nil
+}
+
+// openLakeTable opens the connector's Iceberg table, retrying while the
+// catalog is unreachable; a table that does not fit, a catalog pointing
+// elsewhere or a missing folder stop the run.
+func (e *Exporter) openLakeTable(ctx context.Context) error {
+	return retry(ctx, e.log, "iceberg catalog", func(ctx context.Context) error {
+		t, err := e.openTable(ctx)
+		var me *iceberg.MismatchError
+		var fh *iceberg.ForeignHostError
+		var nf *iceberg.NoCatalogFolderError
+		switch {
+		case errors.As(err, &me):
+			return &PermanentError{Code: "IcebergTable", Err: fmt.Errorf("iceberg table %s.%s: %w", e.cfg.Iceberg.Namespace, e.cfg.Iceberg.Table, err)}
+		case errors.As(err, &fh), errors.As(err, &nf):
+			// A catalog pointing elsewhere, or a folder that is not
+			// there, stays so however often it is asked.
+			return &PermanentError{Code: "IcebergCatalog", Err: err}
+		}
+		e.table = t
+		return err
+	})
+}
+
+// setUpStreams sets up every [[streams]] entry: its consumer, or a
+// partitioned entry's partitions, each recovered.
+func (e *Exporter) setUpStreams(ctx context.Context, js jetstream.JetStream) ([]*streamState, error) {
+	var streams []*streamState
+	e.groups = nil
+	for _, sc := range e.cfg.Streams {
+		if sc.Partitioned() {
+			var g *partGroup
+			err := retry(ctx, e.log, "jetstream", func(ctx context.Context) (err error) {
+				g, err = e.setUpPartitions(ctx, js, sc)
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			e.groups = append(e.groups, g)
+			streams = append(streams, g.parts...)
+			continue
+		}
+		s := &streamState{cfg: sc,
+			mReceived:    e.m.received.WithLabelValues(e.cfg.Name, sc.Stream),
+			mRedelivered: e.m.redelivered.WithLabelValues(e.cfg.Name, sc.Stream),
+			mAcked:       e.m.acked.WithLabelValues(e.cfg.Name, sc.Stream),
+		}
+		err := retry(ctx, e.log, "jetstream", func(ctx context.Context) error {
+			return e.setupStream(ctx, js, s)
+		})
+		if err != nil {
+			return nil, err
+		}
+		streams = append(streams, s)
+		e.log.Info("consumer ready", "stream", sc.Stream, "consumer", sc.Consumer,
+			"ack_wait", sc.AckWait, "max_ack_pending", sc.MaxAckPending, "recovered_batches", s.recovered)
+	}
+	parts := 0
+	for _, g := range e.groups {
+		parts += len(g.parts)
+	}
+	e.partitions.Store(int64(parts))
+	return streams, nil
+}
+
+// openLeases opens the lease store of the partitioned entries, if there
+// are any, with the shortest of their lease_ttl for membership.
+func (e *Exporter) openLeases(ctx context.Context, js jetstream.JetStream) error {
+	if len(e.groups) == 0 {
+		return nil
+	}
+	ttl := e.groups[0].cfg.LeaseTTL
+	for _, g := range e.groups {
+		ttl = min(ttl, g.cfg.LeaseTTL)
+	}
+	return retry(ctx, e.log, "state bucket", func(ctx context.Context) error {
+		store, err := lease.Open(ctx, js, e.cfg.State.Bucket)
+		if err == nil {
+			e.leases = newLeaser(store, e.cfg.Name, ttl)
+		}
+		return err
+	})
 }
 
 // ErrConsumerDeleted is returned by Run when a stream is deleted while the

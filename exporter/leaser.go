@@ -159,53 +159,11 @@ const leaseOpTimeout = 5 * time.Second
 // fields that never change.
 func (l *leaser) round(ctx context.Context, memberRev uint64, held []heldLease, groups []groupSnap) *roundResult {
 	res := &roundResult{renewed: map[string]uint64{}, lost: map[string]bool{}, failed: map[string]error{}, claimed: map[string]uint64{}}
-	op := func(f func(ctx context.Context) error) error {
-		octx, cancel := context.WithTimeout(ctx, leaseOpTimeout)
-		defer cancel()
-		return f(octx)
-	}
-	// Membership: the instances that share the partitions.
-	res.memberRev = memberRev
-	if memberRev != 0 {
-		err := op(func(ctx context.Context) (err error) {
-			res.memberRev, err = l.store.Renew(ctx, l.memberKey, memberRev, l.value, l.ttl)
-			return err
-		})
-		if errors.Is(err, lease.ErrLost) {
-			res.memberRev = 0
-		} else if err != nil {
-			res.memberRev = memberRev
-		}
-	}
-	if res.memberRev == 0 {
-		_ = op(func(ctx context.Context) (err error) {
-			res.memberRev, err = l.store.Claim(ctx, l.memberKey, l.value, l.ttl)
-			return err
-		})
-	}
-	ttlOf := map[string]time.Duration{}
-	for _, g := range groups {
-		ttlOf[g.prefix] = g.ttl
-	}
-	for _, h := range held {
-		ttl := ttlOf[h.key[:strings.LastIndexByte(h.key, '.')+1]]
-		err := op(func(ctx context.Context) error {
-			rev, err := l.store.Renew(ctx, h.key, h.rev, l.value, ttl)
-			res.renewed[h.key] = rev
-			return err
-		})
-		switch {
-		case errors.Is(err, lease.ErrLost):
-			delete(res.renewed, h.key)
-			res.lost[h.key] = true
-		case err != nil:
-			delete(res.renewed, h.key)
-			res.failed[h.key] = err
-		}
-	}
+	res.memberRev = l.renewMember(ctx, memberRev)
+	l.renewHeld(ctx, held, groups, res)
 	var members []lease.Entry
 	memberPrefix := strings.TrimSuffix(l.memberKey, l.holder.Instance)
-	err := op(func(ctx context.Context) (err error) {
+	err := l.op(ctx, func(ctx context.Context) (err error) {
 		members, err = l.store.List(ctx, memberPrefix+">")
 		return err
 	})
@@ -226,7 +184,7 @@ func (l *leaser) round(ctx context.Context, memberRev uint64, held []heldLease, 
 		share := Share(g.partitions, ids, l.holder.Instance)
 		res.shares[i] = share
 		var leases []lease.Entry
-		err := op(func(ctx context.Context) (err error) {
+		err := l.op(ctx, func(ctx context.Context) (err error) {
 			leases, err = l.store.List(ctx, g.prefix+">")
 			return err
 		})
@@ -235,81 +193,162 @@ func (l *leaser) round(ctx context.Context, memberRev uint64, held []heldLease, 
 			res.listed = false
 			continue
 		}
-		now := bucketNow(now, leases)
-		taken := map[int]bool{}
-		dead := map[int]uint64{} // partition → revision of a lease taken as free
-		holding := make(map[string]int, len(ids))
-		for _, id := range ids {
-			holding[id] = 0
+		ls := readLeases(g, leases, ids, bucketNow(now, leases), res)
+		res.uneven[i] = ls.uneven(g.partitions)
+		l.claimShare(ctx, g, ls, share, res)
+	}
+	return res
+}
+
+// op runs one lease operation, bounded by leaseOpTimeout.
+func (l *leaser) op(ctx context.Context, f func(ctx context.Context) error) error {
+	octx, cancel := context.WithTimeout(ctx, leaseOpTimeout)
+	defer cancel()
+	return f(octx)
+}
+
+// renewMember renews this instance's membership entry at memberRev (0:
+// none yet), or claims it anew when it was lost or never held. It returns
+// the entry's revision, 0 when the claim failed too.
+func (l *leaser) renewMember(ctx context.Context, memberRev uint64) uint64 {
+	rev := memberRev
+	if memberRev != 0 {
+		err := l.op(ctx, func(ctx context.Context) (err error) {
+			rev, err = l.store.Renew(ctx, l.memberKey, memberRev, l.value, l.ttl)
+			return err
+		})
+		if errors.Is(err, lease.ErrLost) {
+			rev = 0
+		} else if err != nil {
+			rev = memberRev
 		}
-		for _, e := range leases {
-			k, ok := statekey.LeasePartition(e.Key, g.prefix, g.partitions)
-			if !ok {
-				// Another name for a partition ("01", "+1") would
-				// block it, and a takeover of its revision never
-				// succeeds: it is no partition's lease.
-				res.ignored = append(res.ignored, ignoredEntry{key: e.Key, rev: e.Revision, value: e.Value,
-					found: "a key that names none of the " + strconv.Itoa(g.partitions) + " partitions", does: "it is no partition's lease"})
-				continue
-			}
-			h, err := parseHolder(e.Value)
-			switch {
-			case err != nil:
-				dead[k] = e.Revision
-				res.ignored = append(res.ignored, ignoredEntry{key: e.Key, rev: e.Revision, value: e.Value, found: "not a holder: " + err.Error(),
-					does: "its partition counts as free"})
-			case now.Sub(e.Created) > staleAfter(g.ttl):
-				dead[k] = e.Revision
-				res.ignored = append(res.ignored, ignoredEntry{key: e.Key, rev: e.Revision, value: e.Value, found: notRenewed(h, e, now),
-					does: "the lease counts as expired"})
-			default:
-				taken[k] = true
-				if _, live := holding[h.Instance]; live {
-					holding[h.Instance]++
-				}
-			}
+	}
+	if rev == 0 {
+		_ = l.op(ctx, func(ctx context.Context) (err error) {
+			rev, err = l.store.Claim(ctx, l.memberKey, l.value, l.ttl)
+			return err
+		})
+	}
+	return rev
+}
+
+// renewHeld renews every lease held, each with its group's ttl, into
+// res: renewed, lost (another holds it now) or failed.
+func (l *leaser) renewHeld(ctx context.Context, held []heldLease, groups []groupSnap, res *roundResult) {
+	ttlOf := map[string]time.Duration{}
+	for _, g := range groups {
+		ttlOf[g.prefix] = g.ttl
+	}
+	for _, h := range held {
+		ttl := ttlOf[h.key[:strings.LastIndexByte(h.key, '.')+1]]
+		err := l.op(ctx, func(ctx context.Context) error {
+			rev, err := l.store.Renew(ctx, h.key, h.rev, l.value, ttl)
+			res.renewed[h.key] = rev
+			return err
+		})
+		switch {
+		case errors.Is(err, lease.ErrLost):
+			delete(res.renewed, h.key)
+			res.lost[h.key] = true
+		case err != nil:
+			delete(res.renewed, h.key)
+			res.failed[h.key] = err
 		}
-		lo, hi := g.partitions, 0
-		for _, n := range holding {
-			lo, hi = min(lo, n), max(hi, n)
+	}
+}
+
+// groupLeases is what the leases of one partitioned entry say.
+type groupLeases struct {
+	taken   map[int]bool   // partitions a live holder has
+	dead    map[int]uint64 // partition → revision of a lease taken as free
+	holding map[string]int // live member → partitions it holds
+}
+
+// uneven reports whether two live members' holdings differ by more than
+// one partition.
+func (gl *groupLeases) uneven(partitions int) bool {
+	lo, hi := partitions, 0
+	for _, n := range gl.holding {
+		lo, hi = min(lo, n), max(hi, n)
+	}
+	return hi-lo > 1
+}
+
+// readLeases reads the leases of g, listed at now, among the live members
+// ids. Entries that are no partition's lease, not a holder's, or stale are
+// ignored into res; a forged or stale one leaves its partition free, to be
+// taken over by revision.
+func readLeases(g groupSnap, leases []lease.Entry, ids []string, now time.Time, res *roundResult) *groupLeases {
+	gl := &groupLeases{taken: map[int]bool{}, dead: map[int]uint64{}, holding: make(map[string]int, len(ids))}
+	for _, id := range ids {
+		gl.holding[id] = 0
+	}
+	for _, e := range leases {
+		k, ok := statekey.LeasePartition(e.Key, g.prefix, g.partitions)
+		if !ok {
+			// Another name for a partition ("01", "+1") would block it,
+			// and a takeover of its revision never succeeds: it is no
+			// partition's lease.
+			res.ignored = append(res.ignored, ignoredEntry{key: e.Key, rev: e.Revision, value: e.Value,
+				found: "a key that names none of the " + strconv.Itoa(g.partitions) + " partitions", does: "it is no partition's lease"})
+			continue
 		}
-		res.uneven[i] = hi-lo > 1
-		mine := 0
-		for k := range g.held {
-			if !res.lost[statekey.LeaseAt(g.prefix, k)] {
-				mine++
-			}
-		}
-		var free []int
-		for k := range g.partitions {
-			if !taken[k] && !g.held[k] && !g.busy[k] {
-				free = append(free, k)
-			}
-		}
-		rand.Shuffle(len(free), func(a, b int) { free[a], free[b] = free[b], free[a] })
-		for _, k := range free {
-			if mine >= share {
-				break
-			}
-			key := statekey.LeaseAt(g.prefix, k)
-			var rev uint64
-			err := op(func(ctx context.Context) (err error) {
-				if deadRev, ok := dead[k]; ok {
-					// Over the revision judged: whoever renewed or
-					// took it meanwhile keeps it.
-					rev, err = l.store.TakeOver(ctx, key, deadRev, l.value, g.ttl)
-				} else {
-					rev, err = l.store.Claim(ctx, key, l.value, g.ttl)
-				}
-				return err
-			})
-			if err == nil {
-				res.claimed[key] = rev
-				mine++
+		h, err := parseHolder(e.Value)
+		switch {
+		case err != nil:
+			gl.dead[k] = e.Revision
+			res.ignored = append(res.ignored, ignoredEntry{key: e.Key, rev: e.Revision, value: e.Value, found: "not a holder: " + err.Error(),
+				does: "its partition counts as free"})
+		case now.Sub(e.Created) > staleAfter(g.ttl):
+			gl.dead[k] = e.Revision
+			res.ignored = append(res.ignored, ignoredEntry{key: e.Key, rev: e.Revision, value: e.Value, found: notRenewed(h, e, now),
+				does: "the lease counts as expired"})
+		default:
+			gl.taken[k] = true
+			if _, live := gl.holding[h.Instance]; live {
+				gl.holding[h.Instance]++
 			}
 		}
 	}
-	return res
+	return gl
+}
+
+// claimShare claims free partitions of g, in random order, until this
+// instance holds its share: a lease judged dead is taken over by its
+// revision, so that whoever renewed or took it meanwhile keeps it.
+func (l *leaser) claimShare(ctx context.Context, g groupSnap, gl *groupLeases, share int, res *roundResult) {
+	mine := 0
+	for k := range g.held {
+		if !res.lost[statekey.LeaseAt(g.prefix, k)] {
+			mine++
+		}
+	}
+	var free []int
+	for k := range g.partitions {
+		if !gl.taken[k] && !g.held[k] && !g.busy[k] {
+			free = append(free, k)
+		}
+	}
+	rand.Shuffle(len(free), func(a, b int) { free[a], free[b] = free[b], free[a] })
+	for _, k := range free {
+		if mine >= share {
+			break
+		}
+		key := statekey.LeaseAt(g.prefix, k)
+		var rev uint64
+		err := l.op(ctx, func(ctx context.Context) (err error) {
+			if deadRev, ok := gl.dead[k]; ok {
+				rev, err = l.store.TakeOver(ctx, key, deadRev, l.value, g.ttl)
+			} else {
+				rev, err = l.store.Claim(ctx, key, l.value, g.ttl)
+			}
+			return err
+		})
+		if err == nil {
+			res.claimed[key] = rev
+			mine++
+		}
+	}
 }
 
 // Share is how many of n partitions the instance self holds when the

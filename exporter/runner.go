@@ -173,6 +173,31 @@ func (r *runner) run(ctx context.Context) error {
 	// Uploads outlive ctx: on shutdown they get the shutdown timeout.
 	uctx, cancelUploads := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelUploads()
+	stopWorkers := r.startWorkers(uctx)
+	defer func() {
+		close(r.quit)
+		for _, s := range r.streams {
+			if s.cc != nil {
+				s.cc.Stop()
+			}
+		}
+		cancelUploads()
+		stopWorkers()
+	}()
+	if err := r.start(ctx); err != nil {
+		return err
+	}
+	if err := r.loop(ctx); err != nil {
+		return err
+	}
+	return r.shutdown(ctx)
+}
+
+// startWorkers starts the uploaders, the ack gatherer and, when the
+// encoder defers compression, the compressors. The function it returns
+// stops them once the loop is done, and waits for them and for the work
+// beside the loop.
+func (r *runner) startWorkers(uctx context.Context) (stop func()) {
 	var workers sync.WaitGroup
 	n := uploaders(r.e.cfg.S3.UploadConcurrency)
 	ackers := make(chan struct{}, n)
@@ -184,10 +209,10 @@ func (r *runner) run(ctx context.Context) error {
 			}
 		})
 	}
+	var compressors sync.WaitGroup
 	if cs, ok := r.e.enc.(formats.ChunkSource); ok {
 		r.chunks = cs
 		r.compress = make(chan *formats.Chunk, 4*runtime.GOMAXPROCS(0))
-		var compressors sync.WaitGroup
 		for range runtime.GOMAXPROCS(0) {
 			compressors.Go(func() {
 				for c := range r.compress {
@@ -195,17 +220,8 @@ func (r *runner) run(ctx context.Context) error {
 				}
 			})
 		}
-		defer compressors.Wait()
-		defer close(r.compress)
 	}
-	defer func() {
-		close(r.quit)
-		for _, s := range r.streams {
-			if s.cc != nil {
-				s.cc.Stop()
-			}
-		}
-		cancelUploads()
+	return func() {
 		close(r.stopping)
 		close(r.jobs)
 		// Drain results so workers can finish, then wait for them.
@@ -217,8 +233,17 @@ func (r *runner) run(ctx context.Context) error {
 		endGather()
 		close(r.results)
 		r.bg.Wait()
-	}()
+		if r.compress != nil {
+			close(r.compress)
+			compressors.Wait()
+		}
+	}
+}
 
+// start starts pulling every consumer that is not a partition's, and runs
+// the first lease round before the loop: the partitions this instance may
+// take are pulled from the start.
+func (r *runner) start(ctx context.Context) error {
 	for _, s := range r.streams {
 		if s.part == nil {
 			if err := r.pull(s); err != nil {
@@ -227,43 +252,22 @@ func (r *runner) run(ctx context.Context) error {
 		}
 	}
 	if l := r.e.leases; l != nil {
-		// The first round before the loop: the partitions this instance
-		// may take are pulled from the start.
 		l.last = time.Now()
 		r.applyRound(l.round(ctx, 0, nil, r.groupSnaps()), l.last)
 		if r.fatalErr != nil {
 			return r.fatalErr
 		}
 	}
-	err := r.loop(ctx)
-	if err != nil {
+	return nil
+}
+
+// shutdown stops in order: it hands over what the client already
+// buffered, seals everything and uploads it within the shutdown timeout,
+// applies what the work beside the loop still reports, commits what is
+// stored to the table, writes the export records and leaves.
+func (r *runner) shutdown(ctx context.Context) error {
+	if err := r.drainPulls(); err != nil {
 		return err
-	}
-	// Stopping: hand over what the client already buffered, then seal
-	// everything and upload it within the shutdown timeout.
-	var closed []<-chan struct{}
-	for _, s := range r.streams {
-		if s.cc != nil {
-			s.cc.Drain()
-			closed = append(closed, s.cc.Closed())
-		}
-	}
-	pullersDone := make(chan struct{})
-	go func() {
-		for _, c := range closed {
-			<-c
-		}
-		close(pullersDone)
-	}()
-	for drained := false; !drained; {
-		select {
-		case d := <-r.in:
-			r.add(d)
-		case <-pullersDone:
-			drained = true
-		case err := <-r.fatal:
-			return err
-		}
 	}
 	r.takeQueued(math.MaxInt, func() bool { return false })
 	r.flushPoison()
@@ -273,26 +277,8 @@ func (r *runner) run(ctx context.Context) error {
 	stopBy := time.Now().Add(r.e.cfg.ShutdownTimeout)
 	deadline := time.NewTimer(r.e.cfg.ShutdownTimeout)
 	defer deadline.Stop()
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	for r.inflight > 0 {
-		jobs, next, idx := r.offer()
-		select {
-		case jobs <- next:
-			r.dispatched(idx)
-		case now := <-tick.C:
-			r.keepQueuedInProgress(now)
-		case res := <-r.results:
-			if err := r.finish(res); err != nil {
-				return err
-			}
-		case <-deadline.C:
-			r.log.Warn("shutdown timeout: leaving unuploaded messages unacked; JetStream redelivers them",
-				"batches", r.inflight, "bytes", r.inflightBytes, "shutdown_timeout", r.e.cfg.ShutdownTimeout)
-			r.saveNow(context.WithoutCancel(ctx))
-			r.leave(ctx, false)
-			return nil
-		}
+	if done, err := r.uploadRest(ctx, deadline.C); done || err != nil {
+		return err
 	}
 	// Apply what the work beside the loop still reports (deleted intents
 	// among it); from here on, everything is done in order.
@@ -317,6 +303,62 @@ func (r *runner) run(ctx context.Context) error {
 	r.leave(ctx, true)
 	r.log.Info("stopped cleanly", "messages_written", r.written)
 	return nil
+}
+
+// drainPulls stops every pull and adds what the client had buffered.
+func (r *runner) drainPulls() error {
+	var closed []<-chan struct{}
+	for _, s := range r.streams {
+		if s.cc != nil {
+			s.cc.Drain()
+			closed = append(closed, s.cc.Closed())
+		}
+	}
+	pullersDone := make(chan struct{})
+	go func() {
+		for _, c := range closed {
+			<-c
+		}
+		close(pullersDone)
+	}()
+	for {
+		select {
+		case d := <-r.in:
+			r.add(d)
+		case <-pullersDone:
+			return nil
+		case err := <-r.fatal:
+			return err
+		}
+	}
+}
+
+// uploadRest uploads the sealed batches left, until none is in flight or
+// the shutdown deadline fires. done reports that the deadline fired and
+// the runner left, its unuploaded messages unacked.
+func (r *runner) uploadRest(ctx context.Context, deadline <-chan time.Time) (done bool, err error) {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for r.inflight > 0 {
+		jobs, next, idx := r.offer()
+		select {
+		case jobs <- next:
+			r.dispatched(idx)
+		case now := <-tick.C:
+			r.keepQueuedInProgress(now)
+		case res := <-r.results:
+			if err := r.finish(res); err != nil {
+				return true, err
+			}
+		case <-deadline:
+			r.log.Warn("shutdown timeout: leaving unuploaded messages unacked; JetStream redelivers them",
+				"batches", r.inflight, "bytes", r.inflightBytes, "shutdown_timeout", r.e.cfg.ShutdownTimeout)
+			r.saveNow(context.WithoutCancel(ctx))
+			r.leave(ctx, false)
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // loop is the steady state: take messages while memory allows, seal what is

@@ -54,7 +54,6 @@ type lakeTable struct {
 // openTable opens (or creates) the connector's table and commits the plans
 // an earlier process left.
 func (e *Exporter) openTable(ctx context.Context) (*lakeTable, error) {
-	ic := e.cfg.Iceberg
 	cfg, dataPrefix, err := icebergConfig(e.cfg)
 	if err != nil {
 		return nil, &PermanentError{Code: "IcebergCatalog", Err: err}
@@ -73,17 +72,9 @@ func (e *Exporter) openTable(ctx context.Context) (*lakeTable, error) {
 	if ev := t.Evolved(); !ev.Empty() {
 		e.log.Info("iceberg table schema evolved", "table", t.Name(), "changes", ev.String())
 	}
-	// Data files carry the field ids the table has for their columns,
-	// which differ from a new table's once its schema evolved.
-	if ids := t.FieldIDs(); !maps.Equal(ids, e.encOptions.FieldIDs) {
-		fo := e.encOptions
-		fo.FieldIDs = ids
-		enc, err := formats.New(fo)
-		if err != nil {
-			t.Close()
-			return nil, err
-		}
-		e.enc, e.encOptions = enc, fo
+	if err := e.adoptFieldIDs(t); err != nil {
+		t.Close()
+		return nil, err
 	}
 	part, err := t.Partitioner()
 	if err != nil {
@@ -99,6 +90,37 @@ func (e *Exporter) openTable(ctx context.Context) (*lakeTable, error) {
 			"iceberg table %s: data file keys may be %d bytes long (%s/, a partition folder of up to %d bytes, a sequence range), more than S3's limit of %d; shorten s3.prefix, the namespace or table, or the partition fields",
 			t.Name(), n, dataPrefix, part.MaxDirLen(), pathtemplate.MaxKeyLen)}
 	}
+	lt := e.newLakeTable(t, part, dataPrefix)
+	plans, err := e.recoverPlans(ctx, lt)
+	if err != nil {
+		t.Close()
+		return nil, err
+	}
+	e.log.Info("iceberg table ready", "table", t.Name(), "location", t.Location(), "plans_recovered", len(plans))
+	return lt, nil
+}
+
+// adoptFieldIDs makes the encoder write the field ids the table has for
+// its columns, which differ from a new table's once its schema evolved.
+func (e *Exporter) adoptFieldIDs(t *iceberg.Table) error {
+	ids := t.FieldIDs()
+	if maps.Equal(ids, e.encOptions.FieldIDs) {
+		return nil
+	}
+	fo := e.encOptions
+	fo.FieldIDs = ids
+	enc, err := formats.New(fo)
+	if err != nil {
+		return err
+	}
+	e.enc, e.encOptions = enc, fo
+	return nil
+}
+
+// newLakeTable returns the connector's table t with its committer, whose
+// plans live in the state bucket.
+func (e *Exporter) newLakeTable(t *iceberg.Table, part *iceberg.Partitioner, dataPrefix string) *lakeTable {
+	ic := e.cfg.Iceberg
 	lt := &lakeTable{
 		t: t, part: part, dataPrefix: dataPrefix, bucket: e.cfg.S3.Bucket, uuid: t.UUID(),
 		committer: iceberg.NewCommitter(t, planStore{e.intents}, statekey.Commits(e.cfg.Name, ic.Namespace, ic.Table)),
@@ -113,10 +135,17 @@ func (e *Exporter) openTable(ctx context.Context) (*lakeTable, error) {
 	lt.committer.AfterCommit = func() { crashPoint("after-table-commit") }
 	lt.committer.BeforeRecommit = func() { crashPoint("during-table-recovery") }
 	lt.committer.CheckFile = e.planFileCheck(lt)
+	return lt
+}
+
+// recoverPlans finishes the commits whose plans the state bucket keeps,
+// and records which intents their files claim. A plan jetlake did not
+// write stops the run with what to do.
+func (e *Exporter) recoverPlans(ctx context.Context, lt *lakeTable) ([]*iceberg.Plan, error) {
+	t := lt.t
 	plans, err := lt.committer.Recover(ctx)
 	var pe *iceberg.PlanError
 	if errors.As(err, &pe) {
-		t.Close()
 		// A plan jetlake did not write, or one it can not have written:
 		// committing it would put objects it never stored into the
 		// table, and waiting mends nothing.
@@ -125,7 +154,6 @@ func (e *Exporter) openTable(ctx context.Context) (*lakeTable, error) {
 			t.Name(), err, pe.Key, e.cfg.State.Bucket, e.cfg.State.Bucket, pe.Key)}
 	}
 	if err != nil {
-		t.Close()
 		return nil, fmt.Errorf("iceberg table %s: recover commits: %w", t.Name(), err)
 	}
 	for _, p := range plans {
@@ -138,8 +166,7 @@ func (e *Exporter) openTable(ctx context.Context) (*lakeTable, error) {
 		// once the streams are set up.
 		lt.left[p] = 0
 	}
-	e.log.Info("iceberg table ready", "table", t.Name(), "location", t.Location(), "plans_recovered", len(plans))
-	return lt, nil
+	return plans, nil
 }
 
 // planFileCheck returns the Committer.CheckFile of a connector's table: a

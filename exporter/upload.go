@@ -163,6 +163,57 @@ func (e *Exporter) storeBatch(ctx context.Context, j *job) *result {
 		Seqs:          batchSeqs(b),
 		Created:       time.Now().UTC(),
 	}
+	opts := e.batchPut(j, &in, inTable)
+	res.set = in.Seqs
+	if enc, err := in.Seqs.MarshalJSON(); err == nil {
+		res.seqs = enc
+		if len(enc) <= maxMetaSeqs+2 {
+			opts.Metadata[MetaSeqs] = string(enc[1 : len(enc)-1])
+		}
+	}
+	c := &committer{e: e, stream: st.cfg.Stream, b: b, ackWait: st.cfg.AckWait, progress: time.Unix(0, j.confirmed.Load()), key: res.key}
+	start := time.Now()
+
+	if e.intents != nil {
+		res.intentKey = st.intentPrefix + in.ID
+		if res.err = e.recordIntent(ctx, c, res.intentKey, &in); res.err != nil {
+			return res
+		}
+	}
+	crashPoint("before-upload")
+	if res.err = c.do(ctx, "upload", func(ctx context.Context) error {
+		crashSoon("during-upload", time.Millisecond)
+		// In the attempt, after the intent: an instance pinned after the
+		// check finds the intent, and waits for the attempt to end.
+		if err := e.checkPin(ctx, st, j.pin); err != nil {
+			return err
+		}
+		return e.putOnce(ctx, res.key, body, opts, in.ID)
+	}); res.err != nil {
+		if errors.Is(res.err, errFenced) && res.intentKey != "" {
+			e.forgetFenced(ctx, res, in.ID)
+		}
+		return res
+	}
+	res.stored = true
+	crashPoint("after-upload")
+	res.duration = time.Since(start)
+	// Acking after AckWait would ack copies that may already be on their
+	// way to another exporter.
+	if res.ackBy = c.ownedUntil(); !time.Now().Before(res.ackBy) {
+		res.err = ErrAbandoned
+		return res
+	}
+	res.acks = func(ctx context.Context) { res.acked(e.log, e.ack(ctx, b)) }
+	return res
+}
+
+// batchPut returns the options of a batch's PUT: its content type, the
+// metadata that says which sequences it holds and who wrote it (for a
+// table's data file, the connector and the table's UUID too), and the
+// conditional write when the store has it.
+func (e *Exporter) batchPut(j *job, in *intent, inTable bool) PutOptions {
+	b, st := j.batch, j.stream
 	opts := PutOptions{
 		ContentType: j.enc.ContentType(),
 		Metadata: map[string]string{
@@ -181,79 +232,50 @@ func (e *Exporter) storeBatch(ctx context.Context, j *job) *result {
 		opts.Metadata[MetaConnector] = e.cfg.Name
 		opts.Metadata[MetaTable] = e.table.uuid
 	}
-	res.set = in.Seqs
-	if enc, err := in.Seqs.MarshalJSON(); err == nil {
-		res.seqs = enc
-		if len(enc) <= maxMetaSeqs+2 {
-			opts.Metadata[MetaSeqs] = string(enc[1 : len(enc)-1])
-		}
-	}
-	c := &committer{e: e, stream: st.cfg.Stream, b: b, ackWait: st.cfg.AckWait, progress: time.Unix(0, j.confirmed.Load()), key: res.key}
-	start := time.Now()
+	return opts
+}
 
-	if e.intents != nil {
-		value, err := json.Marshal(&in)
-		if err != nil {
-			res.err = err
-			return res
-		}
-		ikey := st.intentPrefix + in.ID
-		res.intentKey = ikey
-		if res.err = c.do(ctx, "record intent", func(ctx context.Context) error {
-			err := e.intents.Create(ctx, ikey, value)
-			if errors.Is(err, jetstream.ErrKeyExists) {
-				return nil // an earlier attempt got through
-			}
-			return err
-		}); res.err != nil {
-			return res
-		}
+// recordIntent writes a batch's intent under ikey before its upload,
+// retried by c; an earlier attempt's intent that got through counts.
+func (e *Exporter) recordIntent(ctx context.Context, c *committer, ikey string, in *intent) error {
+	value, err := json.Marshal(in)
+	if err != nil {
+		return err
 	}
-	crashPoint("before-upload")
-	if res.err = c.do(ctx, "upload", func(ctx context.Context) error {
-		crashSoon("during-upload", time.Millisecond)
-		// In the attempt, after the intent: an instance pinned after the
-		// check finds the intent, and waits for the attempt to end.
-		if err := e.checkPin(ctx, st, j.pin); err != nil {
-			return err
-		}
-		if !e.conditional {
-			// Without conditional writes, look before writing: the check
-			// and the write are not atomic, so two writers can still race.
-			md, err := e.store.Head(ctx, res.key)
-			switch {
-			case err == nil:
-				return e.existing(res.key, md, in.ID)
-			case !errors.Is(err, ErrNotFound):
-				return err
-			}
-		}
-		err := e.store.Put(ctx, res.key, body, opts)
-		if errors.Is(err, ErrExists) {
-			md, herr := e.store.Head(ctx, res.key)
-			if herr != nil {
-				return herr
-			}
-			return e.existing(res.key, md, in.ID)
+	return c.do(ctx, "record intent", func(ctx context.Context) error {
+		err := e.intents.Create(ctx, ikey, value)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return nil // an earlier attempt got through
 		}
 		return err
-	}); res.err != nil {
-		if errors.Is(res.err, errFenced) && res.intentKey != "" {
-			e.forgetFenced(ctx, res, in.ID)
+	})
+}
+
+// putOnce is one attempt to store a batch's object at key: a conditional
+// PUT, or, without conditional writes, a look before the write. An object
+// already at key is this batch's (an earlier attempt landed) or a
+// collision, as existing decides.
+func (e *Exporter) putOnce(ctx context.Context, key string, body formats.Body, opts PutOptions, intentID string) error {
+	if !e.conditional {
+		// Without conditional writes, look before writing: the check and
+		// the write are not atomic, so two writers can still race.
+		md, err := e.store.Head(ctx, key)
+		switch {
+		case err == nil:
+			return e.existing(key, md, intentID)
+		case !errors.Is(err, ErrNotFound):
+			return err
 		}
-		return res
 	}
-	res.stored = true
-	crashPoint("after-upload")
-	res.duration = time.Since(start)
-	// Acking after AckWait would ack copies that may already be on their
-	// way to another exporter.
-	if res.ackBy = c.ownedUntil(); !time.Now().Before(res.ackBy) {
-		res.err = ErrAbandoned
-		return res
+	err := e.store.Put(ctx, key, body, opts)
+	if errors.Is(err, ErrExists) {
+		md, herr := e.store.Head(ctx, key)
+		if herr != nil {
+			return herr
+		}
+		return e.existing(key, md, intentID)
 	}
-	res.acks = func(ctx context.Context) { res.acked(e.log, e.ack(ctx, b)) }
-	return res
+	return err
 }
 
 // finish encodes a batch's object. Parquet batches are encoded one at a
