@@ -27,6 +27,22 @@ const pinHeader = "Nats-Pin-Id"
 
 // add buffers one message and seals what its arrival makes due.
 func (r *runner) add(d delivery) {
+	s, md, ok := r.admit(d)
+	if !ok || !r.buffer(d, s, md) {
+		return
+	}
+	r.sealForAckPending(s)
+	// Memory: when open buffers hold most of the budget, seal the largest so
+	// its upload frees memory; otherwise uploads in flight free it.
+	r.relieve()
+	r.takeSealed()
+}
+
+// admit reads a delivery's JetStream metadata and decides whether its
+// message is to be written: not when it is parked for a takeover, left to
+// the server, waiting for an unresolved intent, held already, or stored
+// already (then it is acked again).
+func (r *runner) admit(d delivery) (*streamState, ackInfo, bool) {
 	s := r.streams[d.stream]
 	msg := d.msg
 	r.lastMsg = time.Now()
@@ -34,11 +50,10 @@ func (r *runner) add(d delivery) {
 	if !ok {
 		// Not a JetStream message: nothing to ack, nothing to export.
 		r.log.Error("message without JetStream metadata", "stream", s.cfg.Stream, "subject", msg.Subject(), "reply", msg.Reply())
-		return
+		return s, md, false
 	}
 	seq := md.streamSeq
 	s.drained = md.pending == 0
-	ts := time.Unix(0, md.timestamp)
 	if s.cfg.Failover == config.FailoverPinned {
 		if pin := msg.Headers().Get(pinHeader); pin != "" && pin != s.pin {
 			// This instance was just pinned: recover what the previous
@@ -50,7 +65,7 @@ func (r *runner) add(d delivery) {
 	}
 	if s.takingOver {
 		s.parked = append(s.parked, d)
-		return
+		return s, md, false
 	}
 	s.mReceived.Inc()
 	if md.delivered > 1 {
@@ -60,20 +75,30 @@ func (r *runner) add(d delivery) {
 	case progress.Unready:
 		// Not pinned yet (a message of the pin in flight as it moved):
 		// leave it to the server, which redelivers it to the pinned one.
-		return
+		return s, md, false
 	case progress.Waiting:
 		s.wait(seq, d)
-		return
+		return s, md, false
 	case progress.Stored:
 		// In a stored object or loss marker already: ack without writing
 		// it again.
 		r.ackCommitted(s, seq, msg)
-		return
+		return s, md, false
 	case progress.Holding:
 		// Redelivered while we hold it: the copy we hold is acked once
 		// stored.
-		return
+		return s, md, false
 	}
+	return s, md, true
+}
+
+// buffer adds an admitted message to the buffer of its directory (and
+// subject, or partition), encoded as it comes. A message that can not be
+// encoded is rejected (a type error) or poisoned; buffer then reports
+// false.
+func (r *runner) buffer(d delivery, s *streamState, md ackInfo) bool {
+	msg := d.msg
+	seq, ts := md.streamSeq, time.Unix(0, md.timestamp)
 	out := &r.e.cfg.Output
 	r.rec = formats.Record{
 		Stream:   s.cfg.Stream,
@@ -87,7 +112,7 @@ func (r *runner) add(d delivery) {
 	}
 	if int64(len(r.rec.Data)) > r.e.opts.MaxObjectSize-64<<10 {
 		r.poison(s, msg, fmt.Errorf("message of %d bytes can not fit in an object of at most %d bytes", len(r.rec.Data), r.e.opts.MaxObjectSize))
-		return
+		return false
 	}
 	r.tplVals = pathtemplate.Values{Stream: s.cfg.Stream, Subject: r.rec.Subject, Consumer: s.consumerName(), Time: ts}
 	if lt := r.e.table; lt != nil {
@@ -111,29 +136,30 @@ func (r *runner) add(d delivery) {
 		var te *formats.TypeError
 		if errors.As(err, &te) {
 			r.reject(d.stream, s, msg, te)
-			return
+			return false
 		}
 		r.poison(s, msg, err)
-		return
+		return false
 	}
 	r.heldMem += refMem(ref)
 	r.rec = formats.Record{}
 	r.dispatchChunks()
-	// MaxAckPending: when held messages near the limit the server stops
-	// delivering, so buffers waiting for more would wait forever. Sealing
-	// helps only when open buffers hold most of them; otherwise the acks of
-	// the uploads in flight make room. Sealing already at three quarters
-	// when nothing of the stream is being uploaded lets the acks come
-	// before delivery stops.
+	return true
+}
+
+// sealForAckPending seals the buffers of s, the stream of the message just
+// buffered (its group is in grpBuf), when its held messages near
+// MaxAckPending: the server then stops delivering, so buffers waiting for
+// more would wait forever. Sealing helps only when open buffers hold most
+// of them; otherwise the acks of the uploads in flight make room. Sealing
+// already at three quarters when nothing of the stream is being uploaded
+// lets the acks come before delivery stops.
+func (r *runner) sealForAckPending(s *streamState) {
 	held, sealed := s.book.Counts()
 	if limit := s.cfg.MaxAckPending; held >= limit-limit/10 && held-sealed >= sealed || held >= limit/4*3 && sealed == 0 {
 		prefix := string(r.grpBuf[:bytes.IndexByte(r.grpBuf, 0)+1])
 		r.set.SealMost(buffer.ReasonPending, func(g string) bool { return strings.HasPrefix(g, prefix) })
 	}
-	// Memory: when open buffers hold most of the budget, seal the largest so
-	// its upload frees memory; otherwise uploads in flight free it.
-	r.relieve()
-	r.takeSealed()
 }
 
 // dispatchChunks hands the chunks the last append filled to the
