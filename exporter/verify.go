@@ -80,29 +80,66 @@ func (r *Report) OK() bool {
 // scope counts; for a filtered one, the messages still in the stream that
 // match its filter.
 func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, store ObjectReader, opts VerifyOptions) ([]*Report, error) {
-	prefix := ""
-	if cfg.S3.Prefix != "" {
-		prefix = cfg.S3.Prefix + "/"
-	}
-	say := func(format string, args ...any) {
-		if opts.Progress != nil {
-			fmt.Fprintf(opts.Progress, format+"\n", args...)
-		}
-	}
-	// Data objects, by stream.
-	type object struct {
-		objectRuns
-		fromMeta bool   // read from metadata though a deep check was asked
-		problem  string // why its sequences are unknown or in doubt
-	}
-	byStream := map[string][]object{}
-	var listed int
+	v := &verifier{cfg: cfg, js: js, store: store, opts: opts}
 	table, err := tableFiles(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	own := pathtemplate.OwnPrefix(cfg.S3.Prefix) // loss markers, rejected messages, probes: not data
-	err = store.List(ctx, prefix, func(key string, md map[string]string) error {
+	byStream, err := v.listData(ctx, table)
+	if err != nil {
+		return nil, err
+	}
+	var reports []*Report
+	for _, sc := range cfg.Streams {
+		rep := &Report{Connector: cfg.Name, Stream: sc.Stream, Consumer: sc.Consumer}
+		reports = append(reports, rep)
+		if table != nil {
+			rep.Notes = append(rep.Notes, table.notes()...)
+			rep.Problems = append(rep.Problems, table.missing()...)
+		}
+		if err := v.checkStream(ctx, sc, byStream[sc.Stream], rep); err != nil {
+			return nil, err
+		}
+	}
+	return reports, nil
+}
+
+// verifier is one Verify: the connector, where it reads, and how.
+type verifier struct {
+	cfg   *config.Connector
+	js    jetstream.JetStream
+	store ObjectReader
+	opts  VerifyOptions
+}
+
+// say writes a progress line, when progress is asked for.
+func (v *verifier) say(format string, args ...any) {
+	if v.opts.Progress != nil {
+		fmt.Fprintf(v.opts.Progress, format+"\n", args...)
+	}
+}
+
+// listedObject is a data or rejected object as verify read it.
+type listedObject struct {
+	objectRuns
+	fromMeta bool   // read from metadata though a deep check was asked
+	problem  string // why its sequences are unknown or in doubt
+}
+
+// listData lists the data objects under the connector's prefix, by stream,
+// each with the sequences it holds. Objects of an Iceberg table that no
+// commit holds yet are counted, not listed; jetlake's own objects (loss
+// markers, rejected messages, probes) and names jetlake does not write are
+// skipped.
+func (v *verifier) listData(ctx context.Context, table *icebergFiles) (map[string][]listedObject, error) {
+	prefix := ""
+	if v.cfg.S3.Prefix != "" {
+		prefix = v.cfg.S3.Prefix + "/"
+	}
+	byStream := map[string][]listedObject{}
+	var listed int
+	own := pathtemplate.OwnPrefix(v.cfg.S3.Prefix) // loss markers, rejected messages, probes: not data
+	err := v.store.List(ctx, prefix, func(key string, md map[string]string) error {
 		if strings.HasPrefix(key, own) {
 			return nil
 		}
@@ -113,196 +150,231 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 		}
 		listed++
 		if listed%1000 == 0 {
-			say("listed %d objects", listed)
+			v.say("listed %d objects", listed)
 		}
 		name, ok := pathtemplate.ParseName(path.Base(key))
 		if !ok {
 			return nil // not ours
 		}
-		first, last := name.First, name.Last
 		if md == nil || md[MetaStream] == "" {
 			var err error
-			if md, err = store.Head(ctx, key); err != nil {
+			if md, err = v.store.Head(ctx, key); err != nil {
 				return err
 			}
 		}
-		stream := md[MetaStream]
-		o := object{objectRuns: objectRuns{key: key}}
-		meta := md[MetaSeqs]
-		fromRecords := opts.Deep || meta == ""
-		if fromRecords {
-			body, err := store.Get(ctx, key)
-			if err != nil {
-				return err
-			}
-			seqs, err := recordSequences(key, body)
-			slices.Sort(seqs)
-			o.runs = progress.FromSorted(seqs)
-			switch {
-			case errors.Is(err, errNoRecords) && meta != "":
-				fromRecords, o.fromMeta = false, opts.Deep
-			case errors.Is(err, errNoRecords):
-				o.problem = fmt.Sprintf("%s: %v, and its %s sequences from %d to %d are too sparse for its metadata: verify can not check it",
-					key, errNoRecords, md[MetaCount], first, last)
-			case err != nil:
-				o.problem = err.Error()
-			}
+		o, err := v.readData(ctx, key, name, md)
+		if err != nil {
+			return err
 		}
-		if !fromRecords {
-			var set progress.Seqs
-			if err := set.UnmarshalJSON([]byte(strconv.Quote(meta))); err != nil {
-				o.problem = fmt.Sprintf("%s: metadata %s: %v", key, MetaSeqs, err)
-			}
-			o.runs = slices.Clone(set.Ranges())
-		}
-		// The runs are sorted by first sequence, and the last one ends with
-		// the highest; a repeated sequence counts each time.
-		if o.problem == "" && (len(o.runs) == 0 || o.runs[0].First != first || o.runs[len(o.runs)-1].Last != last ||
-			md[MetaCount] != "" && md[MetaCount] != strconv.FormatUint(progress.Count(o.runs), 10)) {
-			o.problem = fmt.Sprintf("%s: its name, metadata and records disagree on the sequences it holds", key)
-		}
-		byStream[stream] = append(byStream[stream], o)
+		byStream[md[MetaStream]] = append(byStream[md[MetaStream]], o)
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list objects: %w", err)
 	}
+	return byStream, nil
+}
 
-	var reports []*Report
-	for _, sc := range cfg.Streams {
-		rep := &Report{Connector: cfg.Name, Stream: sc.Stream, Consumer: sc.Consumer}
-		reports = append(reports, rep)
-		if table != nil {
-			rep.Notes = append(rep.Notes, table.notes()...)
-			rep.Problems = append(rep.Problems, table.missing()...)
-		}
-		// Loss markers.
-		mprefix := pathtemplate.StreamPrefix(cfg.S3.Prefix, pathtemplate.Lost, sc.Stream)
-		if err := store.List(ctx, mprefix, func(key string, _ map[string]string) error {
-			body, err := store.Get(ctx, key)
-			if err != nil {
-				return err
-			}
-			m, err := lossmarker.Parse(body)
-			if err != nil {
-				rep.Problems = append(rep.Problems, fmt.Sprintf("%s: %v", key, err))
-				return nil
-			}
-			if m.Consumer == "" || slices.Contains(entryConsumers(sc), m.Consumer) {
-				rep.Markers = append(rep.Markers, m)
-			}
-			return nil
-		}); err != nil {
-			return nil, fmt.Errorf("list loss markers: %w", err)
-		}
-
-		// Rejected messages are exported too, to their own objects.
-		var rejected []object
-		rprefix := pathtemplate.StreamPrefix(cfg.S3.Prefix, pathtemplate.Rejected, sc.Stream)
-		if err := store.List(ctx, rprefix, func(key string, _ map[string]string) error {
-			body, err := store.Get(ctx, key)
-			if err != nil {
-				return err
-			}
-			seqs, err := recordSequences(key, body)
-			if err != nil {
-				rejected = append(rejected, object{objectRuns: objectRuns{key: key}, problem: err.Error()})
-				return nil
-			}
-			slices.Sort(seqs)
-			rejected = append(rejected, object{objectRuns: objectRuns{key: key, runs: progress.FromSorted(seqs)}})
-			return nil
-		}); err != nil {
-			return nil, fmt.Errorf("list rejected messages: %w", err)
-		}
-		rep.Rejected = len(rejected)
-
-		stream, err := js.Stream(ctx, sc.Stream)
+// readData rebuilds the sequences a data object holds: from its records
+// when a deep check is asked or its metadata lacks them, else from its
+// metadata. Name, metadata and records that disagree are a problem of the
+// object, not an error of the verify.
+func (v *verifier) readData(ctx context.Context, key string, name pathtemplate.Name, md map[string]string) (listedObject, error) {
+	first, last := name.First, name.Last
+	o := listedObject{objectRuns: objectRuns{key: key}}
+	meta := md[MetaSeqs]
+	fromRecords := v.opts.Deep || meta == ""
+	if fromRecords {
+		body, err := v.store.Get(ctx, key)
 		if err != nil {
-			return nil, fmt.Errorf("stream %s: %w", sc.Stream, err)
+			return o, err
 		}
-		si := stream.CachedInfo()
-		rep.Filtered = !config.FiltersCover(sc.Subjects, si.Config.Subjects)
+		seqs, err := recordSequences(key, body)
+		slices.Sort(seqs)
+		o.runs = progress.FromSorted(seqs)
+		switch {
+		case errors.Is(err, errNoRecords) && meta != "":
+			fromRecords, o.fromMeta = false, v.opts.Deep
+		case errors.Is(err, errNoRecords):
+			o.problem = fmt.Sprintf("%s: %v, and its %s sequences from %d to %d are too sparse for its metadata: verify can not check it",
+				key, errNoRecords, md[MetaCount], first, last)
+		case err != nil:
+			o.problem = err.Error()
+		}
+	}
+	if !fromRecords {
+		var set progress.Seqs
+		if err := set.UnmarshalJSON([]byte(strconv.Quote(meta))); err != nil {
+			o.problem = fmt.Sprintf("%s: metadata %s: %v", key, MetaSeqs, err)
+		}
+		o.runs = slices.Clone(set.Ranges())
+	}
+	// The runs are sorted by first sequence, and the last one ends with
+	// the highest; a repeated sequence counts each time.
+	if o.problem == "" && (len(o.runs) == 0 || o.runs[0].First != first || o.runs[len(o.runs)-1].Last != last ||
+		md[MetaCount] != "" && md[MetaCount] != strconv.FormatUint(progress.Count(o.runs), 10)) {
+		o.problem = fmt.Sprintf("%s: its name, metadata and records disagree on the sequences it holds", key)
+	}
+	return o, nil
+}
 
-		// Scope.
-		from, to := opts.FromSeq, opts.ToSeq
-		if to > si.State.LastSeq {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("-to-seq %d is past the stream's last sequence: checking up to %d", to, si.State.LastSeq))
-			to = si.State.LastSeq
-		}
-		if to == 0 {
-			// As far as the consumers got.
-			found := false
-			for _, name := range entryConsumers(sc) {
-				if cons, err := stream.Consumer(ctx, name); err == nil {
-					to, found = max(to, cons.CachedInfo().Delivered.Stream), true
-				}
-			}
-			if !found {
-				to = si.State.LastSeq
-			}
-		}
-		if from == 0 {
-			from = si.State.FirstSeq
-			for _, o := range byStream[sc.Stream] {
-				for _, r := range o.runs {
-					if r.Last != 0 {
-						from = min(from, max(r.First, 1))
-					}
-				}
-			}
-			for _, m := range rep.Markers {
-				for _, r := range m.Runs() {
-					from = min(from, r.First)
-				}
-			}
-			from = max(from, 1)
-		}
-		rep.Scope = progress.Range{First: from, Last: to}
+// checkStream fills rep, the report of one [[streams]] entry whose data
+// objects are objects: its loss markers and rejected objects, its scope,
+// and what of the scope is missing or written twice.
+func (v *verifier) checkStream(ctx context.Context, sc config.Stream, objects []listedObject, rep *Report) error {
+	var err error
+	if rep.Markers, err = v.readMarkers(ctx, sc, rep); err != nil {
+		return err
+	}
+	rejected, err := v.readRejected(ctx, sc.Stream)
+	if err != nil {
+		return err
+	}
+	rep.Rejected = len(rejected)
+	stream, err := v.js.Stream(ctx, sc.Stream)
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", sc.Stream, err)
+	}
+	si := stream.CachedInfo()
+	rep.Filtered = !config.FiltersCover(sc.Subjects, si.Config.Subjects)
+	rep.Scope = v.scope(ctx, sc, stream, objects, rep)
+	from, to := rep.Scope.First, rep.Scope.Last
 
-		in := coverageInput{scope: rep.Scope, markers: rep.Markers, filtered: rep.Filtered}
-		for _, o := range byStream[sc.Stream] {
-			rep.Objects++
-			if o.fromMeta {
-				rep.MetadataOnly++
-			}
-			if o.problem != "" {
-				rep.Problems = append(rep.Problems, o.problem)
-				continue
-			}
-			in.data = append(in.data, o.objectRuns)
+	in := coverageInput{scope: rep.Scope, markers: rep.Markers, filtered: rep.Filtered}
+	for _, o := range objects {
+		rep.Objects++
+		if o.fromMeta {
+			rep.MetadataOnly++
 		}
-		for _, o := range rejected {
-			if o.problem != "" {
-				rep.Problems = append(rep.Problems, o.problem)
-				continue
-			}
-			in.rejected = append(in.rejected, o.objectRuns)
-		}
-		if rep.Filtered {
-			var taken uint64
-			if rep.Markers, taken = withoutExported(rep.Markers, in.data); taken > 0 {
-				rep.Notes = append(rep.Notes, fmt.Sprintf("%d sequences loss markers name are in data objects: not counted lost", taken))
-			}
-			in.markers = rep.Markers
-		}
-		if to < from {
+		if o.problem != "" {
+			rep.Problems = append(rep.Problems, o.problem)
 			continue
 		}
-		// What must be covered: every sequence in scope for a consumer that
-		// sees the whole stream; the matching messages still in the stream
-		// for a filtered one.
-		if rep.Filtered {
-			say("stream %s: reading the sequences of the filtered subjects", sc.Stream)
-			if in.stream, _, err = readSequences(ctx, js, sc.Stream, entryFilters(sc, si.Config.Subjects), from, to, 0, time.Second); err != nil {
-				return nil, err
+		in.data = append(in.data, o.objectRuns)
+	}
+	for _, o := range rejected {
+		if o.problem != "" {
+			rep.Problems = append(rep.Problems, o.problem)
+			continue
+		}
+		in.rejected = append(in.rejected, o.objectRuns)
+	}
+	if rep.Filtered {
+		var taken uint64
+		if rep.Markers, taken = withoutExported(rep.Markers, in.data); taken > 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%d sequences loss markers name are in data objects: not counted lost", taken))
+		}
+		in.markers = rep.Markers
+	}
+	if to < from {
+		return nil
+	}
+	// What must be covered: every sequence in scope for a consumer that
+	// sees the whole stream; the matching messages still in the stream
+	// for a filtered one.
+	if rep.Filtered {
+		v.say("stream %s: reading the sequences of the filtered subjects", sc.Stream)
+		if in.stream, _, err = readSequences(ctx, v.js, sc.Stream, entryFilters(sc, si.Config.Subjects), from, to, 0, time.Second); err != nil {
+			return err
+		}
+	}
+	c := checkCoverage(in)
+	rep.Missing, rep.Overlaps = c.missing, c.overlaps
+	rep.Messages, rep.RejectedMessages = c.messages, c.rejectedMessages
+	return nil
+}
+
+// readMarkers reads the loss markers of sc's stream that name its
+// consumers (or none); one that does not parse is a problem of rep.
+func (v *verifier) readMarkers(ctx context.Context, sc config.Stream, rep *Report) ([]*lossmarker.Marker, error) {
+	var markers []*lossmarker.Marker
+	mprefix := pathtemplate.StreamPrefix(v.cfg.S3.Prefix, pathtemplate.Lost, sc.Stream)
+	err := v.store.List(ctx, mprefix, func(key string, _ map[string]string) error {
+		body, err := v.store.Get(ctx, key)
+		if err != nil {
+			return err
+		}
+		m, err := lossmarker.Parse(body)
+		if err != nil {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: %v", key, err))
+			return nil
+		}
+		if m.Consumer == "" || slices.Contains(entryConsumers(sc), m.Consumer) {
+			markers = append(markers, m)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list loss markers: %w", err)
+	}
+	return markers, nil
+}
+
+// readRejected reads the objects of rejected messages of a stream, which
+// are exported too, to their own objects.
+func (v *verifier) readRejected(ctx context.Context, stream string) ([]listedObject, error) {
+	var rejected []listedObject
+	rprefix := pathtemplate.StreamPrefix(v.cfg.S3.Prefix, pathtemplate.Rejected, stream)
+	err := v.store.List(ctx, rprefix, func(key string, _ map[string]string) error {
+		body, err := v.store.Get(ctx, key)
+		if err != nil {
+			return err
+		}
+		seqs, err := recordSequences(key, body)
+		if err != nil {
+			rejected = append(rejected, listedObject{objectRuns: objectRuns{key: key}, problem: err.Error()})
+			return nil
+		}
+		slices.Sort(seqs)
+		rejected = append(rejected, listedObject{objectRuns: objectRuns{key: key, runs: progress.FromSorted(seqs)}})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list rejected messages: %w", err)
+	}
+	return rejected, nil
+}
+
+// scope returns the sequences verify checks: -from-seq and -to-seq when
+// given (the latter at most the stream's last); else from the lowest
+// sequence an object or marker names (or the stream's first) to as far as
+// the entry's consumers got (or the stream's last).
+func (v *verifier) scope(ctx context.Context, sc config.Stream, stream jetstream.Stream, objects []listedObject, rep *Report) progress.Range {
+	si := stream.CachedInfo()
+	from, to := v.opts.FromSeq, v.opts.ToSeq
+	if to > si.State.LastSeq {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("-to-seq %d is past the stream's last sequence: checking up to %d", to, si.State.LastSeq))
+		to = si.State.LastSeq
+	}
+	if to == 0 {
+		// As far as the consumers got.
+		found := false
+		for _, name := range entryConsumers(sc) {
+			if cons, err := stream.Consumer(ctx, name); err == nil {
+				to, found = max(to, cons.CachedInfo().Delivered.Stream), true
 			}
 		}
-		c := checkCoverage(in)
-		rep.Missing, rep.Overlaps = c.missing, c.overlaps
-		rep.Messages, rep.RejectedMessages = c.messages, c.rejectedMessages
+		if !found {
+			to = si.State.LastSeq
+		}
 	}
-	return reports, nil
+	if from == 0 {
+		from = si.State.FirstSeq
+		for _, o := range objects {
+			for _, r := range o.runs {
+				if r.Last != 0 {
+					from = min(from, max(r.First, 1))
+				}
+			}
+		}
+		for _, m := range rep.Markers {
+			for _, r := range m.Runs() {
+				from = min(from, r.First)
+			}
+		}
+		from = max(from, 1)
+	}
+	return progress.Range{First: from, Last: to}
 }
 
 // recordSequences reads the sequence of every record of an object: JSON
