@@ -92,20 +92,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	b := &bench{cfg: cfg, start: time.Now()}
 	b.deadline = b.start.Add(cfg.Budget)
-	rep = &Report{
-		Started: b.start.UTC(),
-		Machine: Machine{
-			CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
-			NATSServer: exportertest.NATSServerVersion, MinIO: exportertest.MinIOVersion,
-		},
-		Settings: Settings{
-			PayloadBytes: cfg.PayloadBytes, MaxFileSize: cfg.MaxFileSize, MaxMessagesPerFile: cfg.MaxMessages,
-			MaxAckPending:     cfg.MaxAckPending,
-			ConsumerStorage:   cfg.ConsumerStorage,
-			MaxFileAgeSeconds: cfg.MaxFileAge.Seconds(), MaxBufferedBytes: cfg.MaxBufferedBytes,
-			UploadConcurrency: cfg.UploadConcurrency, BudgetSeconds: cfg.Budget.Seconds(),
-		},
-	}
+	rep = newReport(cfg, b.start)
 	defer func() { rep.Seconds = time.Since(b.start).Seconds() }()
 
 	if b.jetlake, err = filepath.Abs(cfg.Jetlake); err != nil {
@@ -114,20 +101,12 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if rep.Machine.Jetlake, err = jetlakeVersion(ctx, b.jetlake); err != nil {
 		return rep, err
 	}
-	b.logDir = cfg.LogDir
-	if b.logDir == "" {
-		if b.logDir, err = os.MkdirTemp("", "jetlake-bench-"); err != nil {
-			return rep, err
-		}
-		defer func() {
-			if rep.Failures() > 0 {
-				b.progress("jetlake's logs and connector files are kept in %s", b.logDir)
-				return
-			}
-			os.RemoveAll(b.logDir)
-		}()
-	} else if err := os.MkdirAll(b.logDir, 0o755); err != nil {
+	temporary, err := b.makeLogDir()
+	if err != nil {
 		return rep, err
+	}
+	if temporary {
+		defer b.dropLogDir(rep)
 	}
 
 	b.progress("starting nats-server %s and MinIO %s", exportertest.NATSServerVersion, exportertest.MinIOVersion)
@@ -145,28 +124,10 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if b.s3, err = uploadClient(b.ms); err != nil {
 		return rep, err
 	}
-	if b.nc, err = b.ns.Connect(nats.Name("jetlake-bench"), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-		if errors.Is(err, nats.ErrSlowConsumer) {
-			b.slow.Add(1)
-			return
-		}
-		b.progress("nats: %v", err)
-	})); err != nil {
+	if err := b.connect(); err != nil {
 		return rep, err
 	}
 	defer b.nc.Close()
-	b.pubErrs = make(chan error, 1)
-	b.js, err = jetstream.New(b.nc,
-		jetstream.WithPublishAsyncMaxPending(publishWindow),
-		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, _ *nats.Msg, err error) {
-			select {
-			case b.pubErrs <- err:
-			default:
-			}
-		}))
-	if err != nil {
-		return rep, err
-	}
 	b.progress("servers ready: nats %s, s3 %s", b.ns.URL, b.ms.Endpoint)
 
 	bctx, cancel := context.WithDeadline(ctx, b.deadline)
@@ -177,6 +138,78 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	b.progress("done in %s", fmtDur(time.Since(b.start)))
 	return rep, nil
+}
+
+// newReport starts the report of a bench of cfg started at start: the
+// machine and the settings.
+func newReport(cfg Config, start time.Time) *Report {
+	return &Report{
+		Started: start.UTC(),
+		Machine: Machine{
+			CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
+			NATSServer: exportertest.NATSServerVersion, MinIO: exportertest.MinIOVersion,
+		},
+		Settings: Settings{
+			PayloadBytes: cfg.PayloadBytes, MaxFileSize: cfg.MaxFileSize, MaxMessagesPerFile: cfg.MaxMessages,
+			MaxAckPending:     cfg.MaxAckPending,
+			ConsumerStorage:   cfg.ConsumerStorage,
+			MaxFileAgeSeconds: cfg.MaxFileAge.Seconds(), MaxBufferedBytes: cfg.MaxBufferedBytes,
+			UploadConcurrency: cfg.UploadConcurrency, BudgetSeconds: cfg.Budget.Seconds(),
+		},
+	}
+}
+
+// makeLogDir makes the directory of jetlake's logs and connector files:
+// -logs, or a temporary directory when that is not given. It reports
+// whether the directory is temporary.
+func (b *bench) makeLogDir() (temporary bool, err error) {
+	b.logDir = b.cfg.LogDir
+	if b.logDir != "" {
+		return false, os.MkdirAll(b.logDir, 0o755)
+	}
+	if b.logDir, err = os.MkdirTemp("", "jetlake-bench-"); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// dropLogDir removes the temporary log directory, unless a measurement of
+// rep failed: then it keeps the logs, and says where they are.
+func (b *bench) dropLogDir(rep *Report) {
+	if rep.Failures() > 0 {
+		b.progress("jetlake's logs and connector files are kept in %s", b.logDir)
+		return
+	}
+	os.RemoveAll(b.logDir)
+}
+
+// connect connects to the NATS server: slow consumer errors are counted,
+// and the first error of an asynchronous publish goes to b.pubErrs.
+func (b *bench) connect() error {
+	var err error
+	if b.nc, err = b.ns.Connect(nats.Name("jetlake-bench"), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		if errors.Is(err, nats.ErrSlowConsumer) {
+			b.slow.Add(1)
+			return
+		}
+		b.progress("nats: %v", err)
+	})); err != nil {
+		return err
+	}
+	b.pubErrs = make(chan error, 1)
+	b.js, err = jetstream.New(b.nc,
+		jetstream.WithPublishAsyncMaxPending(publishWindow),
+		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, _ *nats.Msg, err error) {
+			select {
+			case b.pubErrs <- err:
+			default:
+			}
+		}))
+	if err != nil {
+		b.nc.Close()
+		return err
+	}
+	return nil
 }
 
 // workloadState is a workload while it is measured.
@@ -256,49 +289,74 @@ func (b *bench) measure(ctx context.Context, rep *Report) {
 
 // round measures the limits and every run of one workload once.
 func (b *bench) round(ctx context.Context, w *workloadState, k int) {
-	name := w.res.Name
-	// Only the first round is a must; a later one the time budget ends is
-	// left out.
-	var note *string
-	if k == 1 {
-		note = &w.res.Error
-	}
-	fail := func(what string, err error) {
-		if k > 1 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			b.progress("%s %s in round %d: cut by the time budget; the round is left out", name, what, k)
-			return
-		}
-		w.res.Error = b.failure(name+" "+what, ctx, err)
-	}
-	if b.skip(name+" consume limit", note) {
-		return
-	}
-	c, err := b.consumeLimit(ctx, w.res, k)
-	if err != nil {
-		fail("consume limit", err)
-		return
-	}
-	if b.skip(name+" ack-none read", note) {
-		return
-	}
-	an, err := b.ackNoneRead(ctx, w.res, k)
-	if err != nil {
-		fail("ack-none read", err)
-		return
-	}
-	w.ackNone = append(w.ackNone, an)
-	if b.skip(name+" upload limit", note) {
-		return
-	}
-	u, err := b.uploadLimit(ctx, fmt.Sprintf("%s/_limit/put/r%d", name, k), w.res.JSONLinesBytes, b.cfg.MaxFileSize, w.spec.Subjects)
-	if err != nil {
-		fail("upload limit", err)
+	c, u, ok := b.roundLimits(ctx, w, k)
+	if !ok {
 		return
 	}
 	limit := c.Seconds + u.Seconds
 	w.consume, w.upload, w.limits = append(w.consume, c), append(w.upload, u), append(w.limits, limit)
-	b.progress("%s: limit time %s (consume %s + upload %s)", name, fmtSeconds(limit), fmtSeconds(c.Seconds), fmtSeconds(u.Seconds))
+	b.progress("%s: limit time %s (consume %s + upload %s)", w.res.Name, fmtSeconds(limit), fmtSeconds(c.Seconds), fmtSeconds(u.Seconds))
+	runs := b.roundRuns(ctx, w, k, limit)
+	b.roundSameObjects(ctx, w, k, c, u, runs)
+}
 
+// roundNote is where a measurement of round k of w that is skipped says
+// so: only the first round is a must; a later one the time budget ends is
+// left out (nil).
+func roundNote(w *workloadState, k int) *string {
+	if k == 1 {
+		return &w.res.Error
+	}
+	return nil
+}
+
+// roundFailed records that what failed in round k of w, unless the time
+// budget cut a later round: that round is left out.
+func (b *bench) roundFailed(ctx context.Context, w *workloadState, k int, what string, err error) {
+	if k > 1 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		b.progress("%s %s in round %d: cut by the time budget; the round is left out", w.res.Name, what, k)
+		return
+	}
+	w.res.Error = b.failure(w.res.Name+" "+what, ctx, err)
+}
+
+// roundLimits measures the consume limit, the ack-none read and the
+// upload limit of round k of w; it reports false when one was skipped or
+// failed.
+func (b *bench) roundLimits(ctx context.Context, w *workloadState, k int) (consume, upload *Limit, ok bool) {
+	name, note := w.res.Name, roundNote(w, k)
+	if b.skip(name+" consume limit", note) {
+		return nil, nil, false
+	}
+	c, err := b.consumeLimit(ctx, w.res, k)
+	if err != nil {
+		b.roundFailed(ctx, w, k, "consume limit", err)
+		return nil, nil, false
+	}
+	if b.skip(name+" ack-none read", note) {
+		return nil, nil, false
+	}
+	an, err := b.ackNoneRead(ctx, w.res, k)
+	if err != nil {
+		b.roundFailed(ctx, w, k, "ack-none read", err)
+		return nil, nil, false
+	}
+	w.ackNone = append(w.ackNone, an)
+	if b.skip(name+" upload limit", note) {
+		return nil, nil, false
+	}
+	u, err := b.uploadLimit(ctx, fmt.Sprintf("%s/_limit/put/r%d", name, k), w.res.JSONLinesBytes, b.cfg.MaxFileSize, w.spec.Subjects)
+	if err != nil {
+		b.roundFailed(ctx, w, k, "upload limit", err)
+		return nil, nil, false
+	}
+	return c, u, true
+}
+
+// roundRuns runs jetlake in every run of round k of w, each against the
+// limit time of the round, and compares each Iceberg run with the run
+// that wrote the same output as bare objects.
+func (b *bench) roundRuns(ctx context.Context, w *workloadState, k int, limit float64) []*RunResult {
 	var runs []*RunResult
 	var slowest float64
 	for _, spec := range b.cfg.Runs {
@@ -316,17 +374,20 @@ func (b *bench) round(ctx context.Context, w *workloadState, k int) {
 			break
 		}
 	}
-	// An Iceberg run against the run of the round that wrote the same
-	// output as bare objects.
 	for _, r := range runs {
 		if p := plainOf(r, runs); r.Iceberg && succeeded(r) && p != nil && succeeded(p) {
 			r.IcebergToParquet = p.Seconds / r.Seconds
 		}
 	}
+	return runs
+}
 
-	// Objects far smaller than max_file_size cost a PutObject each:
-	// measure what that many cost too. For a workload of small objects
-	// that is a must, as the first round is.
+// roundSameObjects measures the upload limit with the objects the runs of
+// round k wrote, and compares each run with it: objects far smaller than
+// max_file_size cost a PutObject each. For a workload of small objects
+// that is a must, as the first round is.
+func (b *bench) roundSameObjects(ctx context.Context, w *workloadState, k int, c, u *Limit, runs []*RunResult) {
+	name, note := w.res.Name, roundNote(w, k)
 	total, size, from := w.smallObjects(runs, u, b.cfg.MaxFileSize)
 	if !w.spec.SmallObjects {
 		note = nil
@@ -337,7 +398,7 @@ func (b *bench) round(ctx context.Context, w *workloadState, k int) {
 	same, err := b.uploadLimit(ctx, fmt.Sprintf("%s/_limit/same/r%d", name, k), total, size, w.spec.Subjects)
 	if err != nil {
 		if w.spec.SmallObjects {
-			fail("upload limit with jetlake's objects", err)
+			b.roundFailed(ctx, w, k, "upload limit with jetlake's objects", err)
 		} else {
 			b.progress("%s: upload limit with jetlake's objects: %v", name, err)
 		}

@@ -16,69 +16,29 @@ func Compare(before, after *Report, beforeName, afterName string) string {
 	fmt.Fprintf(&b, "### Compared: %s → %s\n\n", beforeName, afterName)
 	fmt.Fprintf(&b, "Before: %s. After: %s.\n\n", describe(before, beforeName), describe(after, afterName))
 
-	var notes []string
-	var onlyBefore, onlyAfter []string
-	rows := 0
-	var t strings.Builder
-	t.WriteString("| workload | run | limit / jetlake | msg/s | CPU s / 1M msg | peak RSS | PUT-rate ratio | iceberg / parquet |\n")
-	t.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	var c comparison
+	c.table.WriteString("| workload | run | limit / jetlake | msg/s | CPU s / 1M msg | peak RSS | PUT-rate ratio | iceberg / parquet |\n")
+	c.table.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, wa := range after.Workloads {
 		wb := before.workload(wa.Name)
 		if wb == nil {
-			onlyAfter = append(onlyAfter, wa.Name)
+			c.onlyAfter = append(c.onlyAfter, wa.Name)
 			continue
 		}
-		if wb.Messages != wa.Messages || wb.Subjects != wa.Subjects {
-			notes = append(notes, fmt.Sprintf("%s: %s messages over %s subjects before, %s over %s after; compare the ratios, not msg/s",
-				wa.Name, fmtInt(int64(wb.Messages)), fmtInt(int64(wb.Subjects)), fmtInt(int64(wa.Messages)), fmtInt(int64(wa.Subjects))))
-		}
-		for _, ra := range wa.Runs {
-			rb := wb.run(ra.Name)
-			if rb == nil {
-				onlyAfter = append(onlyAfter, wa.Name+" "+ra.Name)
-				continue
-			}
-			rows++
-			// A run that failed or was skipped has no figures to
-			// compare.
-			name := ra.Name
-			if !succeeded(rb) {
-				rb = &RunResult{}
-			}
-			if !succeeded(ra) {
-				ra = &RunResult{}
-			}
-			fmt.Fprintf(&t, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", wa.Name, name,
-				change(rb.Ratio, ra.Ratio, fmtRatio, false),
-				change(rb.MessagesPerSecond, ra.MessagesPerSecond, func(x float64) string { return fmtInt(int64(x)) }, true),
-				change(cpuPerMillion(rb, wb.Messages), cpuPerMillion(ra, wa.Messages), fmtCPU, true),
-				change(float64(rb.PeakRSSBytes), float64(ra.PeakRSSBytes), func(x float64) string { return fmtMiB(int64(x)) }, true),
-				change(rb.PutRateRatio, ra.PutRateRatio, fmtRatio, false),
-				change(rb.IcebergToParquet, ra.IcebergToParquet, fmtRatio, false))
-		}
-		for _, rb := range wb.Runs {
-			if wa.run(rb.Name) == nil {
-				onlyBefore = append(onlyBefore, wa.Name+" "+rb.Name)
-			}
-		}
+		c.workload(wb, wa)
 	}
 	for _, wb := range before.Workloads {
 		if after.workload(wb.Name) == nil {
-			onlyBefore = append(onlyBefore, wb.Name)
+			c.onlyBefore = append(c.onlyBefore, wb.Name)
 		}
 	}
-	if rows > 0 {
-		b.WriteString(t.String())
+	if c.rows > 0 {
+		b.WriteString(c.table.String())
 	} else {
 		b.WriteString("No workload and run is in both.\n")
 	}
 
-	if len(onlyBefore) > 0 {
-		notes = append(notes, "only before: "+strings.Join(onlyBefore, ", "))
-	}
-	if len(onlyAfter) > 0 {
-		notes = append(notes, "only after: "+strings.Join(onlyAfter, ", "))
-	}
+	notes := append(c.notes, c.unshared()...)
 	if cb, ca := before.Compaction, after.Compaction; cb != nil && ca != nil && (cb.Ratio > 0 || ca.Ratio > 0) {
 		notes = append(notes, fmt.Sprintf("Iceberg compaction (%s → %s small files): limit / jetlake %s, wall time %s",
 			fmtInt(int64(cb.SmallFiles)), fmtInt(int64(ca.SmallFiles)), change(cb.Ratio, ca.Ratio, fmtRatio, false),
@@ -91,6 +51,68 @@ func Compare(before, after *Report, beforeName, afterName string) string {
 		}
 	}
 	return b.String()
+}
+
+// comparison is what Compare gathers from the workloads of two reports.
+type comparison struct {
+	table                 strings.Builder // the rows of the runs both hold
+	rows                  int
+	notes                 []string // on workloads that differ
+	onlyBefore, onlyAfter []string // workloads and runs one report holds
+}
+
+// workload adds a row for each run that both wb, the workload before, and
+// wa, the same after, hold, and notes what they do not share.
+func (c *comparison) workload(wb, wa *WorkloadResult) {
+	if wb.Messages != wa.Messages || wb.Subjects != wa.Subjects {
+		c.notes = append(c.notes, fmt.Sprintf("%s: %s messages over %s subjects before, %s over %s after; compare the ratios, not msg/s",
+			wa.Name, fmtInt(int64(wb.Messages)), fmtInt(int64(wb.Subjects)), fmtInt(int64(wa.Messages)), fmtInt(int64(wa.Subjects))))
+	}
+	for _, ra := range wa.Runs {
+		rb := wb.run(ra.Name)
+		if rb == nil {
+			c.onlyAfter = append(c.onlyAfter, wa.Name+" "+ra.Name)
+			continue
+		}
+		c.rows++
+		c.row(wb, wa, rb, ra)
+	}
+	for _, rb := range wb.Runs {
+		if wa.run(rb.Name) == nil {
+			c.onlyBefore = append(c.onlyBefore, wa.Name+" "+rb.Name)
+		}
+	}
+}
+
+// row writes the row of run rb of workload wb before and ra of wa after.
+func (c *comparison) row(wb, wa *WorkloadResult, rb, ra *RunResult) {
+	// A run that failed or was skipped has no figures to compare.
+	name := ra.Name
+	if !succeeded(rb) {
+		rb = &RunResult{}
+	}
+	if !succeeded(ra) {
+		ra = &RunResult{}
+	}
+	fmt.Fprintf(&c.table, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", wa.Name, name,
+		change(rb.Ratio, ra.Ratio, fmtRatio, false),
+		change(rb.MessagesPerSecond, ra.MessagesPerSecond, func(x float64) string { return fmtInt(int64(x)) }, true),
+		change(cpuPerMillion(rb, wb.Messages), cpuPerMillion(ra, wa.Messages), fmtCPU, true),
+		change(float64(rb.PeakRSSBytes), float64(ra.PeakRSSBytes), func(x float64) string { return fmtMiB(int64(x)) }, true),
+		change(rb.PutRateRatio, ra.PutRateRatio, fmtRatio, false),
+		change(rb.IcebergToParquet, ra.IcebergToParquet, fmtRatio, false))
+}
+
+// unshared notes the workloads and runs only one of the reports holds.
+func (c *comparison) unshared() []string {
+	var notes []string
+	if len(c.onlyBefore) > 0 {
+		notes = append(notes, "only before: "+strings.Join(c.onlyBefore, ", "))
+	}
+	if len(c.onlyAfter) > 0 {
+		notes = append(notes, "only after: "+strings.Join(c.onlyAfter, ", "))
+	}
+	return notes
 }
 
 // describe names a report for Compare: what ran, when, how many rounds.

@@ -118,35 +118,82 @@ func (b *bench) jetlakeRun(ctx context.Context, w *WorkloadResult, spec runSpec,
 		r.Skipped = true
 		return r
 	}
-	consumer := fmt.Sprintf("bench-%s-%s-%d", w.Name, strings.ReplaceAll(spec.Name, "_", "-"), time.Now().UnixNano())
-	prefix := fmt.Sprintf("%s/%s/r%d", w.Name, spec.Name, round)
-	base := fmt.Sprintf("%s-%s-r%d", w.Name, spec.Name, round)
-	file := filepath.Join(b.logDir, base+".toml")
-	logFile := filepath.Join(b.logDir, base+".log")
-	catalog := filepath.Join(b.logDir, base+"-catalog.db")
-	if spec.Iceberg {
-		if err := removeCatalog(catalog); err != nil {
-			r.Error = err.Error()
-			return r
-		}
-	}
-	if err := os.WriteFile(file, b.connector(w, spec, consumer, prefix, catalog), 0o644); err != nil {
-		r.Error = err.Error()
-		return r
-	}
-
-	if problem, err := b.validate(ctx, file); err != nil {
-		r.Error = err.Error()
-		return r
-	} else if problem != "" {
-		r.Skipped = true
-		r.Note = "jetlake validate rejects it: " + problem
-		b.progress("%s skipped: %s", what, r.Note)
+	f := b.runFiles(w, spec, round)
+	if !b.prepareRun(ctx, w, spec, f, what, r) {
 		return r
 	}
 
 	b.progress("%s: running jetlake", what)
-	defer b.deleteConsumer(ctx, w.Stream, consumer)
+	defer b.deleteConsumer(ctx, w.Stream, f.consumer)
+	log, ok := b.measureRun(ctx, f, what, maxTime, r)
+	if !ok {
+		return r
+	}
+	r.MessagesPerSecond = float64(w.Messages) / r.Seconds
+	r.CPUPerMillion = r.CPUSeconds * 1e6 / float64(w.Messages)
+
+	b.checkRun(ctx, w, spec, f, log, r)
+	b.progress("%s: %s, %s msg/s, %d objects, %s written (%.1f MB/s), peak RSS %s, CPU %s, rotation %s",
+		what, fmtSeconds(r.Seconds), fmtInt(int64(r.MessagesPerSecond)), r.Objects, fmtMB(r.Bytes), r.MBPerSecond,
+		fmtMiB(r.PeakRSSBytes), fmtSeconds(r.CPUSeconds), reasonList(r.Reasons))
+	if r.Error != "" {
+		b.progress("%s: %s", what, r.Error)
+	}
+	return r
+}
+
+// runFiles names what one run of jetlake uses: its consumer, its prefix in
+// the bucket, and its connector file, log and catalog in the log
+// directory.
+type runFiles struct {
+	consumer, prefix        string
+	connector, log, catalog string
+}
+
+// runFiles returns the names of a run: a consumer of its own, and a
+// prefix and files for the workload, run and round.
+func (b *bench) runFiles(w *WorkloadResult, spec runSpec, round int) runFiles {
+	base := fmt.Sprintf("%s-%s-r%d", w.Name, spec.Name, round)
+	return runFiles{
+		consumer:  fmt.Sprintf("bench-%s-%s-%d", w.Name, strings.ReplaceAll(spec.Name, "_", "-"), time.Now().UnixNano()),
+		prefix:    fmt.Sprintf("%s/%s/r%d", w.Name, spec.Name, round),
+		connector: filepath.Join(b.logDir, base+".toml"),
+		log:       filepath.Join(b.logDir, base+".log"),
+		catalog:   filepath.Join(b.logDir, base+"-catalog.db"),
+	}
+}
+
+// prepareRun writes the connector file of a run, after removing an
+// Iceberg run's old catalog, and has jetlake validate it. It reports
+// false when the run cannot go on: r says why, failed or skipped.
+func (b *bench) prepareRun(ctx context.Context, w *WorkloadResult, spec runSpec, f runFiles, what string, r *RunResult) bool {
+	if spec.Iceberg {
+		if err := removeCatalog(f.catalog); err != nil {
+			r.Error = err.Error()
+			return false
+		}
+	}
+	if err := os.WriteFile(f.connector, b.connector(w, spec, f.consumer, f.prefix, f.catalog), 0o644); err != nil {
+		r.Error = err.Error()
+		return false
+	}
+	if problem, err := b.validate(ctx, f.connector); err != nil {
+		r.Error = err.Error()
+		return false
+	} else if problem != "" {
+		r.Skipped = true
+		r.Note = "jetlake validate rejects it: " + problem
+		b.progress("%s skipped: %s", what, r.Note)
+		return false
+	}
+	return true
+}
+
+// measureRun runs jetlake, stopped after maxTime when that is not 0, and
+// records in r its times, peak memory, and the servers' CPU meanwhile;
+// it returns what jetlake's log says. It reports false when the run
+// failed: r.Error says why, the time budget or the cap included.
+func (b *bench) measureRun(ctx context.Context, f runFiles, what string, maxTime time.Duration, r *RunResult) (logSummary, bool) {
 	rctx := ctx
 	if maxTime > 0 {
 		var cancel context.CancelFunc
@@ -154,7 +201,7 @@ func (b *bench) jetlakeRun(ctx context.Context, w *WorkloadResult, spec runSpec,
 		defer cancel()
 	}
 	startCPU := b.serverCPU()
-	res, err := b.runJetlake(rctx, file, logFile)
+	res, err := b.runJetlake(rctx, f.connector, f.log)
 	b.since(startCPU, &r.NATSCPUSeconds, &r.MinIOCPUSeconds)
 	if res != nil {
 		r.Seconds = res.wall.Seconds()
@@ -162,37 +209,40 @@ func (b *bench) jetlakeRun(ctx context.Context, w *WorkloadResult, spec runSpec,
 		r.UserSeconds = res.user.Seconds()
 		r.PeakRSSBytes = res.maxRSS
 	}
-	log := parseLog(logFile)
+	log := parseLog(f.log)
 	r.Reasons = log.reasons
 	r.Warnings = log.warnings
 	r.SlowConsumer = log.slowConsumer
-	if err != nil {
-		switch {
-		case errors.Is(ctx.Err(), context.DeadlineExceeded):
-			r.cut = true
-			err = fmt.Errorf("cut by the time budget (-timeout %s) after %s: %w", b.cfg.Budget, fmtSeconds(r.Seconds), err)
-		case errors.Is(rctx.Err(), context.DeadlineExceeded):
-			err = fmt.Errorf("stopped after %s, %d times the slowest run before it in the round or at least %s: %w",
-				fmtSeconds(r.Seconds), runCapFactor, fmtDur(minRunCap), err)
-		}
-		r.Error = err.Error()
-		switch {
-		case log.lastError != "":
-			r.Error += ": " + log.lastError
-		case log.warnings > 0:
-			r.Error += fmt.Sprintf(": %d warnings logged (first: %s)", log.warnings, log.firstWarning)
-		}
-		b.progress("%s failed: %s", what, r.Error)
-		return r
+	if err == nil {
+		return log, true
 	}
-	r.MessagesPerSecond = float64(w.Messages) / r.Seconds
-	r.CPUPerMillion = r.CPUSeconds * 1e6 / float64(w.Messages)
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		r.cut = true
+		err = fmt.Errorf("cut by the time budget (-timeout %s) after %s: %w", b.cfg.Budget, fmtSeconds(r.Seconds), err)
+	case errors.Is(rctx.Err(), context.DeadlineExceeded):
+		err = fmt.Errorf("stopped after %s, %d times the slowest run before it in the round or at least %s: %w",
+			fmtSeconds(r.Seconds), runCapFactor, fmtDur(minRunCap), err)
+	}
+	r.Error = err.Error()
+	switch {
+	case log.lastError != "":
+		r.Error += ": " + log.lastError
+	case log.warnings > 0:
+		r.Error += fmt.Sprintf(": %d warnings logged (first: %s)", log.warnings, log.firstWarning)
+	}
+	b.progress("%s failed: %s", what, r.Error)
+	return log, false
+}
 
-	// Check what it did, outside the measured time.
+// checkRun checks what a run did, outside the measured time: every
+// message acked, the objects it wrote (an Iceberg run's commits too), and
+// what its log says. Problems go into r.Error, remarks into r.Note.
+func (b *bench) checkRun(ctx context.Context, w *WorkloadResult, spec runSpec, f runFiles, log logSummary, r *RunResult) {
 	var notes []string
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
-	if n, err := b.checkConsumer(cctx, w, consumer); err != nil {
+	if n, err := b.checkConsumer(cctx, w, f.consumer); err != nil {
 		r.Error = err.Error()
 	} else {
 		r.Redeliveries = n
@@ -204,9 +254,9 @@ func (b *bench) jetlakeRun(ctx context.Context, w *WorkloadResult, spec runSpec,
 	// metadata is counted apart.
 	var data string
 	if spec.Iceberg {
-		data = prefix + "/" + icebergNamespace + "/" + icebergTable(w, prefix) + "/data/"
+		data = f.prefix + "/" + icebergNamespace + "/" + icebergTable(w, f.prefix) + "/data/"
 	}
-	objs, err := b.listObjects(cctx, prefix, data)
+	objs, err := b.listObjects(cctx, f.prefix, data)
 	if err != nil {
 		r.Error = join(r.Error, err.Error())
 	}
@@ -225,6 +275,24 @@ func (b *bench) jetlakeRun(ctx context.Context, w *WorkloadResult, spec runSpec,
 			notes = append(notes, fmt.Sprintf("%d data files committed, %d in the table's folder", log.committedFiles, r.Objects))
 		}
 	}
+	notes = append(notes, objectNotes(w, spec, r, objs)...)
+	if spec.Format == "parquet" && objs.first != "" {
+		notes = append(notes, b.parquetNotes(cctx, spec, objs.first, r)...)
+	}
+	if log.slowConsumer > 0 {
+		notes = append(notes, fmt.Sprintf("%d \"nats: slow consumer, messages dropped\" on stderr", log.slowConsumer))
+	}
+	if log.warnings > 0 {
+		notes = append(notes, fmt.Sprintf("%d warnings logged (first: %s)", log.warnings, log.firstWarning))
+	}
+	r.Note = join(r.Note, strings.Join(notes, "; "))
+}
+
+// objectNotes remarks on the objects a run wrote: extensions other than
+// the run's, loss markers, and json_lines bytes other than the records
+// hold.
+func objectNotes(w *WorkloadResult, spec runSpec, r *RunResult, objs objectList) []string {
+	var notes []string
 	if len(objs.exts) > 0 && (len(objs.exts) > 1 || objs.exts[spec.Ext] == 0) {
 		notes = append(notes, fmt.Sprintf("objects are %s, want .%s", extList(objs.exts), spec.Ext))
 	}
@@ -234,40 +302,32 @@ func (b *bench) jetlakeRun(ctx context.Context, w *WorkloadResult, spec runSpec,
 	if spec.Name == runJSONLines && r.Bytes != w.JSONLinesBytes {
 		notes = append(notes, fmt.Sprintf("wrote %d bytes, the records hold %d", r.Bytes, w.JSONLinesBytes))
 	}
-	if spec.Format == "parquet" && objs.first != "" {
-		cols, rows, err := b.parquetColumns(cctx, objs.first)
-		if err != nil {
-			notes = append(notes, "first object is not readable parquet: "+err.Error())
-		} else {
-			r.Columns = cols
-			if rows == 0 {
-				notes = append(notes, "first object has no rows")
-			}
-			var missing []string
-			for _, c := range typedColumns {
-				if spec.Typed && !slices.Contains(cols, c.Name) {
-					missing = append(missing, c.Name)
-				}
-			}
-			if len(missing) > 0 {
-				notes = append(notes, "typed columns missing from the files: "+strings.Join(missing, ", "))
-			}
+	return notes
+}
+
+// parquetNotes reads the parquet object at key, one a run wrote, into
+// r.Columns, and remarks on a file that cannot be read, has no rows, or
+// lacks a typed column the run asked for.
+func (b *bench) parquetNotes(ctx context.Context, spec runSpec, key string, r *RunResult) []string {
+	cols, rows, err := b.parquetColumns(ctx, key)
+	if err != nil {
+		return []string{"first object is not readable parquet: " + err.Error()}
+	}
+	var notes []string
+	r.Columns = cols
+	if rows == 0 {
+		notes = append(notes, "first object has no rows")
+	}
+	var missing []string
+	for _, c := range typedColumns {
+		if spec.Typed && !slices.Contains(cols, c.Name) {
+			missing = append(missing, c.Name)
 		}
 	}
-	if log.slowConsumer > 0 {
-		notes = append(notes, fmt.Sprintf("%d \"nats: slow consumer, messages dropped\" on stderr", log.slowConsumer))
+	if len(missing) > 0 {
+		notes = append(notes, "typed columns missing from the files: "+strings.Join(missing, ", "))
 	}
-	if log.warnings > 0 {
-		notes = append(notes, fmt.Sprintf("%d warnings logged (first: %s)", log.warnings, log.firstWarning))
-	}
-	r.Note = join(r.Note, strings.Join(notes, "; "))
-	b.progress("%s: %s, %s msg/s, %d objects, %s written (%.1f MB/s), peak RSS %s, CPU %s, rotation %s",
-		what, fmtSeconds(r.Seconds), fmtInt(int64(r.MessagesPerSecond)), r.Objects, fmtMB(r.Bytes), r.MBPerSecond,
-		fmtMiB(r.PeakRSSBytes), fmtSeconds(r.CPUSeconds), reasonList(r.Reasons))
-	if r.Error != "" {
-		b.progress("%s: %s", what, r.Error)
-	}
-	return r
+	return notes
 }
 
 // connector returns the connector file of a run; an Iceberg run's catalog

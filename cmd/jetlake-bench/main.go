@@ -93,37 +93,8 @@ var (
 // failed, 2 on bad usage (a -compare or -against file that holds no report
 // included).
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("jetlake-bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: jetlake-bench [flags]\n       jetlake-bench -compare OLD.json -against NEW.json\n\n"+
-			"Measures jetlake against the consume and upload limits of this machine, or compares the results of two benches.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	quick := fs.Bool("quick", false, "scaled-down workloads: 100,000 messages over 10 subjects and 10,000 over 1,000")
-	messages := fs.Int("messages", fullWorkloads[0].Messages, "messages of the first workload")
-	subjects := fs.Int("subjects", fullWorkloads[0].Subjects, "subjects of the first workload")
-	smallMessages := fs.Int("small-messages", fullWorkloads[1].Messages, "messages of the second, high-cardinality workload; 0 skips it")
-	smallSubjects := fs.Int("small-subjects", fullWorkloads[1].Subjects, "subjects of the second workload")
-	payload := fs.Int("payload", 256, "bytes of JSON per message")
-	runs := fs.String("runs", strings.Join(runNames(), ","), "jetlake runs, comma-separated")
-	jetlake := fs.String("jetlake", "bin/jetlake", "the jetlake binary to measure")
-	out := fs.String("out", "", "write the results as JSON to this file")
-	rounds := fs.Int("rounds", 3, "measure each limit and run this many times (while the time budget allows) and report the median; -quick: 1")
-	budget := fs.Duration("timeout", 10*time.Minute, "time budget of the measurements; those that do not fit are skipped or cut, and say so (removing what the runs wrote comes after it: up to 3 minutes)")
-	maxFileSize := fs.String("max-file-size", "8MiB", "rotation.max_file_size, and the size of the upload limit's objects")
-	maxMessages := fs.Int("max-messages-per-file", 0, "rotation.max_messages_per_file (0: no count limit)")
-	maxAckPending := fs.Int("max-ack-pending", 0, "max_ack_pending of every stream (0: jetlake derives it)")
-	storage := fs.String("consumer-storage", config.DefaultConsumerStorage, "consumer_storage of every stream, and the storage of the consume limit's consumer: memory or file")
-	maxAge := fs.Duration("max-file-age", 30*time.Second, "rotation.max_file_age")
-	maxBuffered := fs.String("max-buffered-bytes", "256MiB", "rotation.max_buffered_bytes")
-	concurrency := fs.Int("upload-concurrency", 4, "s3.upload_concurrency, and the concurrency of the upload limit")
-	compaction := fs.Bool("compaction", true, "measure jetlake compact over an Iceberg table of small files (2,000 over 20 partitions; -quick: 200 over 10)")
-	scaleOut := fs.Bool("partitions", true, "measure instances sharing a stream of 4 partitions: one instance, then 2 at once, each one's CPU per million messages (500,000 messages; -quick: 20,000)")
-	profile := fs.Bool("cpuprofile", false, "write a CPU profile of each jetlake run next to its log (use with -logs)")
-	logDir := fs.String("logs", "", "keep jetlake's logs and connector files in this directory (default: a temporary directory, removed)")
-	compare := fs.String("compare", "", "after the results, compare them with those of an earlier bench: a JSON file written by -out")
-	against := fs.String("against", "", "with -compare: compare with the results in this JSON file instead, measuring nothing")
+	var f benchFlags
+	fs := f.flagSet(stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -134,97 +105,208 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "jetlake-bench: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	var before *Report
-	if *compare != "" {
-		var err error
-		if before, err = readReport(*compare); err != nil {
-			fmt.Fprintln(stderr, "jetlake-bench: -compare:", err)
-			return 2
-		}
+	before, ok := readBefore(f.compare, stderr)
+	if !ok {
+		return 2
 	}
-	if *against != "" {
-		if before == nil {
-			fmt.Fprintln(stderr, "jetlake-bench: -against needs -compare: the earlier results to compare with")
-			return 2
-		}
-		after, err := readReport(*against)
-		if err != nil {
-			fmt.Fprintln(stderr, "jetlake-bench: -against:", err)
-			return 2
-		}
-		fmt.Fprint(stdout, Compare(before, after, *compare, *against))
-		return 0
+	if f.against != "" {
+		return compareFiles(before, f.compare, f.against, stdout, stderr)
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	f.set = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
 
-	wl := fullWorkloads
-	if *quick {
-		wl = quickWorkloads
+	cfg, problems := f.config(stderr)
+	if len(problems) > 0 {
+		for _, p := range problems {
+			fmt.Fprintln(stderr, "jetlake-bench:", p)
+		}
+		return 2
 	}
-	if *quick && !set["rounds"] {
-		*rounds = 1
-	}
-	if set["messages"] {
-		wl[0].Messages = *messages
-	}
-	if set["subjects"] {
-		wl[0].Subjects = *subjects
-	}
-	if set["small-messages"] {
-		wl[1].Messages = *smallMessages
-	}
-	if set["small-subjects"] {
-		wl[1].Subjects = *smallSubjects
-	}
+	rep, err := Run(ctx, cfg)
+	return f.finish(rep, err, before, stdout, stderr)
+}
 
-	cfg := Config{
-		Jetlake:           *jetlake,
-		PayloadBytes:      *payload,
-		MaxMessages:       *maxMessages,
-		MaxAckPending:     *maxAckPending,
-		ConsumerStorage:   *storage,
-		MaxFileAge:        *maxAge,
-		UploadConcurrency: *concurrency,
-		Rounds:            *rounds,
-		Budget:            *budget,
-		LogDir:            *logDir,
-		Profile:           *profile,
-		Progress:          stderr,
+// benchFlags are the command-line flags of jetlake-bench. Those that are
+// settings of the bench as they stand are parsed into cfg.
+type benchFlags struct {
+	cfg                      Config
+	quick                    bool
+	given                    [2]workloadSpec // the messages and subjects of the workload flags
+	runs, out                string
+	maxFileSize, maxBuffered string
+	compaction, scaleOut     bool
+	compare, against         string
+	set                      map[string]bool // the flags given, by name
+}
+
+// flagSet returns the flag set that parses the command line into f; its
+// usage and errors go to stderr.
+func (f *benchFlags) flagSet(stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("jetlake-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: jetlake-bench [flags]\n       jetlake-bench -compare OLD.json -against NEW.json\n\n"+
+			"Measures jetlake against the consume and upload limits of this machine, or compares the results of two benches.\n\nFlags:")
+		fs.PrintDefaults()
 	}
+	fs.BoolVar(&f.quick, "quick", false, "scaled-down workloads: 100,000 messages over 10 subjects and 10,000 over 1,000")
+	fs.IntVar(&f.given[0].Messages, "messages", fullWorkloads[0].Messages, "messages of the first workload")
+	fs.IntVar(&f.given[0].Subjects, "subjects", fullWorkloads[0].Subjects, "subjects of the first workload")
+	fs.IntVar(&f.given[1].Messages, "small-messages", fullWorkloads[1].Messages, "messages of the second, high-cardinality workload; 0 skips it")
+	fs.IntVar(&f.given[1].Subjects, "small-subjects", fullWorkloads[1].Subjects, "subjects of the second workload")
+	fs.IntVar(&f.cfg.PayloadBytes, "payload", 256, "bytes of JSON per message")
+	fs.StringVar(&f.runs, "runs", strings.Join(runNames(), ","), "jetlake runs, comma-separated")
+	fs.StringVar(&f.cfg.Jetlake, "jetlake", "bin/jetlake", "the jetlake binary to measure")
+	fs.StringVar(&f.out, "out", "", "write the results as JSON to this file")
+	fs.IntVar(&f.cfg.Rounds, "rounds", 3, "measure each limit and run this many times (while the time budget allows) and report the median; -quick: 1")
+	fs.DurationVar(&f.cfg.Budget, "timeout", 10*time.Minute, "time budget of the measurements; those that do not fit are skipped or cut, and say so (removing what the runs wrote comes after it: up to 3 minutes)")
+	fs.StringVar(&f.maxFileSize, "max-file-size", "8MiB", "rotation.max_file_size, and the size of the upload limit's objects")
+	fs.IntVar(&f.cfg.MaxMessages, "max-messages-per-file", 0, "rotation.max_messages_per_file (0: no count limit)")
+	fs.IntVar(&f.cfg.MaxAckPending, "max-ack-pending", 0, "max_ack_pending of every stream (0: jetlake derives it)")
+	fs.StringVar(&f.cfg.ConsumerStorage, "consumer-storage", config.DefaultConsumerStorage, "consumer_storage of every stream, and the storage of the consume limit's consumer: memory or file")
+	fs.DurationVar(&f.cfg.MaxFileAge, "max-file-age", 30*time.Second, "rotation.max_file_age")
+	fs.StringVar(&f.maxBuffered, "max-buffered-bytes", "256MiB", "rotation.max_buffered_bytes")
+	fs.IntVar(&f.cfg.UploadConcurrency, "upload-concurrency", 4, "s3.upload_concurrency, and the concurrency of the upload limit")
+	fs.BoolVar(&f.compaction, "compaction", true, "measure jetlake compact over an Iceberg table of small files (2,000 over 20 partitions; -quick: 200 over 10)")
+	fs.BoolVar(&f.scaleOut, "partitions", true, "measure instances sharing a stream of 4 partitions: one instance, then 2 at once, each one's CPU per million messages (500,000 messages; -quick: 20,000)")
+	fs.BoolVar(&f.cfg.Profile, "cpuprofile", false, "write a CPU profile of each jetlake run next to its log (use with -logs)")
+	fs.StringVar(&f.cfg.LogDir, "logs", "", "keep jetlake's logs and connector files in this directory (default: a temporary directory, removed)")
+	fs.StringVar(&f.compare, "compare", "", "after the results, compare them with those of an earlier bench: a JSON file written by -out")
+	fs.StringVar(&f.against, "against", "", "with -compare: compare with the results in this JSON file instead, measuring nothing")
+	return fs
+}
+
+// readBefore reads the report of -compare, nil when there is none; it
+// reports false after telling stderr why the file holds no report.
+func readBefore(compare string, stderr io.Writer) (*Report, bool) {
+	if compare == "" {
+		return nil, true
+	}
+	before, err := readReport(compare)
+	if err != nil {
+		fmt.Fprintln(stderr, "jetlake-bench: -compare:", err)
+		return nil, false
+	}
+	return before, true
+}
+
+// compareFiles compares before, read from -compare, with the report of
+// -against, measuring nothing, and returns the exit code.
+func compareFiles(before *Report, compare, against string, stdout, stderr io.Writer) int {
+	if before == nil {
+		fmt.Fprintln(stderr, "jetlake-bench: -against needs -compare: the earlier results to compare with")
+		return 2
+	}
+	after, err := readReport(against)
+	if err != nil {
+		fmt.Fprintln(stderr, "jetlake-bench: -against:", err)
+		return 2
+	}
+	fmt.Fprint(stdout, Compare(before, after, compare, against))
+	return 0
+}
+
+// config resolves the flags into the Config of a bench, or returns the
+// problems with them.
+func (f *benchFlags) config(stderr io.Writer) (Config, []string) {
+	wl := f.workloads()
+	if f.quick && !f.set["rounds"] {
+		f.cfg.Rounds = 1
+	}
+	cfg := f.cfg
+	cfg.Progress = stderr
 	var problems []string
 	var err error
-	if *storage != config.StorageMemory && *storage != config.StorageFile {
-		problems = append(problems, fmt.Sprintf("-consumer-storage %q: want memory or file", *storage))
+	if cfg.ConsumerStorage != config.StorageMemory && cfg.ConsumerStorage != config.StorageFile {
+		problems = append(problems, fmt.Sprintf("-consumer-storage %q: want memory or file", cfg.ConsumerStorage))
 	}
-	if cfg.MaxFileSize, err = config.ParseSize(*maxFileSize); err != nil {
+	if cfg.MaxFileSize, err = config.ParseSize(f.maxFileSize); err != nil {
 		problems = append(problems, "-max-file-size: "+err.Error())
 	}
-	if cfg.MaxBufferedBytes, err = config.ParseSize(*maxBuffered); err != nil {
+	if cfg.MaxBufferedBytes, err = config.ParseSize(f.maxBuffered); err != nil {
 		problems = append(problems, "-max-buffered-bytes: "+err.Error())
 	}
+	problems = append(problems, rangeProblems(cfg, wl)...)
+	var runProblems []string
+	cfg.Runs, runProblems = parseRuns(f.runs)
+	if problems = append(problems, runProblems...); len(problems) > 0 {
+		return cfg, problems
+	}
+	if f.scaleOut {
+		cfg.ScaleOut = fullScaleOut
+		if f.quick {
+			cfg.ScaleOut = quickScaleOut
+		}
+	}
+	if f.compaction {
+		cfg.Compaction = fullCompaction
+		if f.quick {
+			cfg.Compaction = quickCompaction
+		}
+	}
+	cfg.Workloads = append(cfg.Workloads, wl[0])
+	if wl[1].Messages > 0 {
+		cfg.Workloads = append(cfg.Workloads, wl[1])
+	}
+	return cfg, nil
+}
+
+// workloads returns the two workloads: the full ones or -quick's, with
+// the messages and subjects of the flags given.
+func (f *benchFlags) workloads() [2]workloadSpec {
+	wl := fullWorkloads
+	if f.quick {
+		wl = quickWorkloads
+	}
+	if f.set["messages"] {
+		wl[0].Messages = f.given[0].Messages
+	}
+	if f.set["subjects"] {
+		wl[0].Subjects = f.given[0].Subjects
+	}
+	if f.set["small-messages"] {
+		wl[1].Messages = f.given[1].Messages
+	}
+	if f.set["small-subjects"] {
+		wl[1].Subjects = f.given[1].Subjects
+	}
+	return wl
+}
+
+// rangeProblems returns the numbers of cfg, and of the workloads wl, that
+// are out of range, as the flags that set them.
+func rangeProblems(cfg Config, wl [2]workloadSpec) []string {
+	var problems []string
 	if wl[0].Messages < 1 || wl[0].Subjects < 1 {
 		problems = append(problems, "-messages and -subjects must be at least 1")
 	}
 	if wl[1].Messages < 0 || wl[1].Messages > 0 && wl[1].Subjects < 1 {
 		problems = append(problems, "-small-messages must be 0 or more, and -small-subjects at least 1")
 	}
-	if *payload < 64 || *payload > 1<<20 {
+	if cfg.PayloadBytes < 64 || cfg.PayloadBytes > 1<<20 {
 		problems = append(problems, "-payload must be 64 to 1048576 bytes")
 	}
-	if *concurrency < 1 || *concurrency > 64 {
+	if cfg.UploadConcurrency < 1 || cfg.UploadConcurrency > 64 {
 		problems = append(problems, "-upload-concurrency must be 1 to 64")
 	}
-	if *maxAge <= 0 {
+	if cfg.MaxFileAge <= 0 {
 		problems = append(problems, "-max-file-age must be more than 0")
 	}
-	if *rounds < 1 {
+	if cfg.Rounds < 1 {
 		problems = append(problems, "-rounds must be at least 1")
 	}
-	if *budget <= 0 {
+	if cfg.Budget <= 0 {
 		problems = append(problems, "-timeout must be more than 0")
 	}
-	for _, name := range strings.Split(*runs, ",") {
+	return problems
+}
+
+// parseRuns returns the runs named in the comma-separated list, and a
+// problem for each name that is not a run.
+func parseRuns(list string) ([]runSpec, []string) {
+	var runs []runSpec
+	var problems []string
+	for _, name := range strings.Split(list, ",") {
 		name = strings.TrimSpace(name)
 		if name == "" {
 			continue
@@ -234,45 +316,28 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			problems = append(problems, fmt.Sprintf("-runs: unknown run %q; known: %s", name, strings.Join(runNames(), ", ")))
 			continue
 		}
-		cfg.Runs = append(cfg.Runs, spec)
+		runs = append(runs, spec)
 	}
-	if len(problems) > 0 {
-		for _, p := range problems {
-			fmt.Fprintln(stderr, "jetlake-bench:", p)
-		}
-		return 2
-	}
-	if *scaleOut {
-		cfg.ScaleOut = fullScaleOut
-		if *quick {
-			cfg.ScaleOut = quickScaleOut
-		}
-	}
-	if *compaction {
-		cfg.Compaction = fullCompaction
-		if *quick {
-			cfg.Compaction = quickCompaction
-		}
-	}
-	cfg.Workloads = append(cfg.Workloads, wl[0])
-	if wl[1].Messages > 0 {
-		cfg.Workloads = append(cfg.Workloads, wl[1])
-	}
+	return runs, problems
+}
 
-	rep, err := Run(ctx, cfg)
+// finish writes the report of a bench that ended with err: the Markdown
+// to stdout, with the comparison of -compare, and the JSON of -out; it
+// returns the exit code.
+func (f *benchFlags) finish(rep *Report, err error, before *Report, stdout, stderr io.Writer) int {
 	if rep != nil {
 		fmt.Fprint(stdout, rep.Markdown())
 		if before != nil {
-			fmt.Fprint(stdout, "\n"+Compare(before, rep, *compare, "this run"))
+			fmt.Fprint(stdout, "\n"+Compare(before, rep, f.compare, "this run"))
 		}
-		if *out != "" {
-			if werr := writeJSON(*out, rep); werr != nil {
+		if f.out != "" {
+			if werr := writeJSON(f.out, rep); werr != nil {
 				fmt.Fprintln(stderr, "jetlake-bench:", werr)
 				if err == nil {
 					err = werr
 				}
 			} else {
-				fmt.Fprintf(stderr, "jetlake-bench: wrote %s\n", *out)
+				fmt.Fprintf(stderr, "jetlake-bench: wrote %s\n", f.out)
 			}
 		}
 	}

@@ -22,80 +22,14 @@ const publishWindow = 4096
 // json_lines output of the stream holds, computed with the formats package
 // as jetlake encodes it.
 func (b *bench) prefill(ctx context.Context, spec workloadSpec, w *WorkloadResult) error {
-	if err := b.js.DeleteStream(ctx, w.Stream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-		return fmt.Errorf("delete old stream %s: %w", w.Stream, err)
+	if err := b.createStream(ctx, spec, w.Stream); err != nil {
+		return err
 	}
-	sc := jetstream.StreamConfig{
-		Name:     w.Stream,
-		Subjects: []string{"bench." + spec.Name + ".>"},
-		Storage:  jetstream.FileStorage,
+	b.dropPublishErrors()
+	payloadBytes, elapsed, err := b.publish(ctx, spec, w)
+	if err != nil {
+		return err
 	}
-	if spec.Partitions > 1 {
-		src, dst := config.PartitionTransform(spec.Partitions)
-		sc.SubjectTransform = &jetstream.SubjectTransformConfig{Source: src, Destination: dst}
-	}
-	if _, err := b.js.CreateStream(ctx, sc); err != nil {
-		return fmt.Errorf("create stream %s: %w", w.Stream, err)
-	}
-	subjects := make([]string, spec.Subjects)
-	for i := range subjects {
-		subjects[i] = fmt.Sprintf("bench.%s.s%05d", spec.Name, i)
-	}
-	for {
-		select {
-		case <-b.pubErrs: // left over from an earlier workload
-			continue
-		default:
-		}
-		break
-	}
-
-	gen := newPayloadGen(b.cfg.PayloadBytes, uint64(spec.Messages))
-	rec := formats.Record{Stream: w.Stream, Time: time.Now()}
-	opts := formats.Options{Format: formats.JSONLines, Metadata: true}
-	var line []byte
-	var payloadBytes int64
-	start := time.Now()
-	lastReport := start
-	for i := range spec.Messages {
-		subject := subjects[i%len(subjects)]
-		// A fresh slice per message: the publish future keeps it until
-		// the ack arrives.
-		data := gen.next(i, time.Now())
-		if _, err := b.js.PublishAsync(subject, data, jetstream.WithStallWait(time.Minute)); err != nil {
-			return fmt.Errorf("publish message %d: %w", i+1, err)
-		}
-		payloadBytes += int64(len(data))
-		rec.Subject, rec.Sequence, rec.Data = subject, uint64(i+1), data
-		line = formats.AppendJSONRecord(line[:0], &rec, opts)
-		w.JSONLinesBytes += int64(len(line)) + 1
-		if i%4096 == 0 {
-			select {
-			case err := <-b.pubErrs:
-				return fmt.Errorf("publish: %w", err)
-			case <-ctx.Done():
-				return ctx.Err()
-			default:
-			}
-			if time.Since(lastReport) >= 5*time.Second {
-				lastReport = time.Now()
-				b.progress("%s: published %d of %d messages", spec.Name, i, spec.Messages)
-			}
-		}
-	}
-	select {
-	case <-b.js.PublishAsyncComplete():
-	case err := <-b.pubErrs:
-		return fmt.Errorf("publish: %w", err)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case err := <-b.pubErrs:
-		return fmt.Errorf("publish: %w", err)
-	default:
-	}
-	elapsed := time.Since(start)
 	stream, err := b.js.Stream(ctx, w.Stream)
 	if err != nil {
 		return err
@@ -111,6 +45,106 @@ func (b *bench) prefill(ctx context.Context, spec workloadSpec, w *WorkloadResul
 	b.progress("%s: pre-filled %s with %d messages over %d subjects in %s (%s msg/s), %s in the stream, %s of json_lines",
 		spec.Name, w.Stream, spec.Messages, spec.Subjects, fmtSeconds(w.PrefillSeconds),
 		fmtInt(int64(float64(spec.Messages)/w.PrefillSeconds)), fmtMB(w.StreamBytes), fmtMB(w.JSONLinesBytes))
+	return nil
+}
+
+// createStream creates the workload's stream afresh, in file storage,
+// with jetlake's partition transform when the workload is partitioned.
+func (b *bench) createStream(ctx context.Context, spec workloadSpec, name string) error {
+	if err := b.js.DeleteStream(ctx, name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("delete old stream %s: %w", name, err)
+	}
+	sc := jetstream.StreamConfig{
+		Name:     name,
+		Subjects: []string{"bench." + spec.Name + ".>"},
+		Storage:  jetstream.FileStorage,
+	}
+	if spec.Partitions > 1 {
+		src, dst := config.PartitionTransform(spec.Partitions)
+		sc.SubjectTransform = &jetstream.SubjectTransformConfig{Source: src, Destination: dst}
+	}
+	if _, err := b.js.CreateStream(ctx, sc); err != nil {
+		return fmt.Errorf("create stream %s: %w", name, err)
+	}
+	return nil
+}
+
+// dropPublishErrors drops a publish error left over from an earlier
+// workload.
+func (b *bench) dropPublishErrors() {
+	for {
+		select {
+		case <-b.pubErrs:
+			continue
+		default:
+		}
+		break
+	}
+}
+
+// publish publishes the workload's messages, round-robin over its
+// subjects, and waits for every ack. It adds the bytes of each message's
+// json_lines record to w.JSONLinesBytes, and returns the bytes of the
+// payloads and the time publishing took.
+func (b *bench) publish(ctx context.Context, spec workloadSpec, w *WorkloadResult) (int64, time.Duration, error) {
+	subjects := make([]string, spec.Subjects)
+	for i := range subjects {
+		subjects[i] = fmt.Sprintf("bench.%s.s%05d", spec.Name, i)
+	}
+	gen := newPayloadGen(b.cfg.PayloadBytes, uint64(spec.Messages))
+	rec := formats.Record{Stream: w.Stream, Time: time.Now()}
+	opts := formats.Options{Format: formats.JSONLines, Metadata: true}
+	var line []byte
+	var payloadBytes int64
+	start := time.Now()
+	lastReport := start
+	for i := range spec.Messages {
+		subject := subjects[i%len(subjects)]
+		// A fresh slice per message: the publish future keeps it until
+		// the ack arrives.
+		data := gen.next(i, time.Now())
+		if _, err := b.js.PublishAsync(subject, data, jetstream.WithStallWait(time.Minute)); err != nil {
+			return 0, 0, fmt.Errorf("publish message %d: %w", i+1, err)
+		}
+		payloadBytes += int64(len(data))
+		rec.Subject, rec.Sequence, rec.Data = subject, uint64(i+1), data
+		line = formats.AppendJSONRecord(line[:0], &rec, opts)
+		w.JSONLinesBytes += int64(len(line)) + 1
+		if i%4096 == 0 {
+			select {
+			case err := <-b.pubErrs:
+				return 0, 0, fmt.Errorf("publish: %w", err)
+			case <-ctx.Done():
+				return 0, 0, ctx.Err()
+			default:
+			}
+			if time.Since(lastReport) >= 5*time.Second {
+				lastReport = time.Now()
+				b.progress("%s: published %d of %d messages", spec.Name, i, spec.Messages)
+			}
+		}
+	}
+	if err := b.publishComplete(ctx); err != nil {
+		return 0, 0, err
+	}
+	return payloadBytes, time.Since(start), nil
+}
+
+// publishComplete waits until every asynchronous publish is acked, and
+// returns the first publish error, or ctx's.
+func (b *bench) publishComplete(ctx context.Context) error {
+	select {
+	case <-b.js.PublishAsyncComplete():
+	case err := <-b.pubErrs:
+		return fmt.Errorf("publish: %w", err)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-b.pubErrs:
+		return fmt.Errorf("publish: %w", err)
+	default:
+	}
 	return nil
 }
 
