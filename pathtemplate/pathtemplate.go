@@ -99,77 +99,115 @@ func Parse(src string) (*Template, error) {
 	if strings.HasSuffix(src, "/") {
 		return nil, &SyntaxError{Offset: len(src) - 1, Msg: "must not start or end with '/'"}
 	}
-	var lit strings.Builder
-	flush := func() {
-		if lit.Len() > 0 {
-			t.parts = append(t.parts, Part{Var: VarLiteral, Text: lit.String()})
-			lit.Reset()
-		}
+	parts, err := scan(src)
+	if err != nil {
+		return nil, err
 	}
-	// Every bad variable is reported, not only the first, so that one
-	// round of fixes is enough.
-	var bad *SyntaxError
-	unknown := false
-	done := func() *SyntaxError {
-		if unknown {
-			bad.Msg += "; allowed: " + Names
-		}
-		return bad
+	t.parts = parts
+	if err := checkSegments(src); err != nil {
+		return nil, err
 	}
-	// A structural error ends the scan; a bad variable before it is the
-	// first thing to fix.
-	stop := func(off int, msg string) (*Template, error) {
-		if bad != nil {
-			return nil, done()
-		}
-		return nil, &SyntaxError{Offset: off, Msg: msg}
-	}
+	return t, nil
+}
+
+// scan splits src into literal text and variables. Its error is a
+// *SyntaxError.
+func scan(src string) ([]Part, error) {
+	var s scanner
 	for i := 0; i < len(src); {
 		c := src[i]
 		switch c {
 		case '}':
-			return stop(i, "unmatched '}'")
+			return nil, s.stop(i, "unmatched '}'")
 		case '{':
 			end := strings.IndexByte(src[i:], '}')
 			if end < 0 {
-				return stop(i, "unterminated '{'")
+				return nil, s.stop(i, "unterminated '{'")
 			}
-			name := src[i+1 : i+end]
-			p, msg, isUnknown := parseVar(name)
-			switch {
-			case msg == "":
-			case bad == nil:
-				bad = &SyntaxError{Offset: i, Msg: msg}
-			default:
-				bad.Msg += fmt.Sprintf("; at byte %d: %s", i, msg)
-			}
-			unknown = unknown || isUnknown
-			flush()
-			t.parts = append(t.parts, p)
+			s.variable(i, src[i+1:i+end])
 			i += end + 1
 		default:
 			if c < 0x20 || c == 0x7f || c == '\\' {
-				return stop(i, fmt.Sprintf("byte %q is not allowed in literal text", c))
+				return nil, s.stop(i, fmt.Sprintf("byte %q is not allowed in literal text", c))
 			}
-			lit.WriteByte(c)
+			s.lit.WriteByte(c)
 			i++
 		}
 	}
-	flush()
-	if bad != nil {
-		return nil, done()
+	s.flush()
+	if s.bad != nil {
+		return nil, s.badVars()
 	}
+	return s.parts, nil
+}
+
+// scanner holds what scan has found so far: the parts, the literal text
+// not yet made a part, and the bad variables. Every bad variable is
+// reported, not only the first, so that one round of fixes is enough.
+type scanner struct {
+	parts   []Part
+	lit     strings.Builder
+	bad     *SyntaxError // the first bad variable, with the others' messages
+	unknown bool         // a bad variable is no variable at all
+}
+
+// flush makes the pending literal text a part, if there is any.
+func (s *scanner) flush() {
+	if s.lit.Len() > 0 {
+		s.parts = append(s.parts, Part{Var: VarLiteral, Text: s.lit.String()})
+		s.lit.Reset()
+	}
+}
+
+// variable adds the variable name found at byte off, and records it if it
+// is bad.
+func (s *scanner) variable(off int, name string) {
+	p, msg, isUnknown := parseVar(name)
+	switch {
+	case msg == "":
+	case s.bad == nil:
+		s.bad = &SyntaxError{Offset: off, Msg: msg}
+	default:
+		s.bad.Msg += fmt.Sprintf("; at byte %d: %s", off, msg)
+	}
+	s.unknown = s.unknown || isUnknown
+	s.flush()
+	s.parts = append(s.parts, p)
+}
+
+// badVars returns the error of the bad variables, with the list of
+// allowed names when one was unknown. It is called once, when bad is set.
+func (s *scanner) badVars() *SyntaxError {
+	if s.unknown {
+		s.bad.Msg += "; allowed: " + Names
+	}
+	return s.bad
+}
+
+// stop returns the error of a structural error at byte off, which ends the
+// scan; a bad variable before it is the first thing to fix, so it is
+// returned instead.
+func (s *scanner) stop(off int, msg string) *SyntaxError {
+	if s.bad != nil {
+		return s.badVars()
+	}
+	return &SyntaxError{Offset: off, Msg: msg}
+}
+
+// checkSegments rejects a template with an empty, "." or ".." path
+// segment. Its error is a *SyntaxError.
+func checkSegments(src string) error {
 	off := 0 // offset of seg in src
 	for _, seg := range strings.Split(src, "/") {
 		switch seg {
 		case "":
-			return nil, &SyntaxError{Offset: off - 1, Msg: "empty path segment ('//')"}
+			return &SyntaxError{Offset: off - 1, Msg: "empty path segment ('//')"}
 		case ".", "..":
-			return nil, &SyntaxError{Offset: off, Msg: fmt.Sprintf("path segment %q is not allowed", seg)}
+			return &SyntaxError{Offset: off, Msg: fmt.Sprintf("path segment %q is not allowed", seg)}
 		}
 		off += len(seg) + 1
 	}
-	return t, nil
+	return nil
 }
 
 // parseVar parses the name between braces. On failure msg says why, and

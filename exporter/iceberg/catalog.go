@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
 	gluecat "github.com/apache/iceberg-go/catalog/glue"
 	"github.com/apache/iceberg-go/catalog/rest"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
@@ -45,6 +46,28 @@ type Glue struct {
 
 // openCatalog opens the catalog of cfg.
 func openCatalog(ctx context.Context, cfg Config) (*Table, error) {
+	props := catalogProperties(cfg)
+	t := &Table{ident: table.Identifier{cfg.Namespace, cfg.Table}}
+	var err error
+	switch cfg.Type {
+	case "", "sql":
+		t.cat, t.close, err = openSQLCatalog(cfg, props)
+	case "rest":
+		t.cat, t.close, err = openRESTCatalog(ctx, cfg, props)
+	case "glue":
+		t.cat, t.close, err = openGlueCatalog(ctx, cfg, props)
+	default:
+		return nil, fmt.Errorf("iceberg catalog type %q: want sql, rest or glue", cfg.Type)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// catalogProperties returns the properties every catalog type is given:
+// the warehouse, the table's location and the S3 file IO's settings.
+func catalogProperties(cfg Config) iceberg.Properties {
 	props := iceberg.Properties{
 		iceio.S3Region: cfg.S3.Region,
 		"warehouse":    cfg.Warehouse,
@@ -62,73 +85,92 @@ func openCatalog(ctx context.Context, cfg Config) (*Table, error) {
 	if cfg.S3.TLSCAFile != "" {
 		props[S3CAFileProperty] = cfg.S3.TLSCAFile
 	}
-	t := &Table{ident: table.Identifier{cfg.Namespace, cfg.Table}}
-	switch cfg.Type {
-	case "", "sql":
-		db, dialect, err := openDB(cfg.URI)
-		if err != nil {
-			return nil, &MismatchError{Diffs: []string{err.Error()}}
-		}
-		cat, err := sqlcat.NewCatalog(cfg.Catalog, db, dialect, props)
-		if err != nil {
-			db.Close()
-			return nil, fmt.Errorf("iceberg catalog %s: %w", config.RedactURL(cfg.URI), err)
-		}
-		t.cat, t.close = cat, db.Close
-	case "rest":
-		delete(props, "warehouse")
-		tr, err := newRESTTransport(cfg.URI)
-		if err != nil {
-			return nil, err
-		}
-		opts := []rest.Option{rest.WithAdditionalProps(props), rest.WithCustomTransport(tr)}
-		if cfg.REST.Warehouse != "" {
-			opts = append(opts, rest.WithWarehouseLocation(cfg.REST.Warehouse))
-		}
-		switch {
-		case cfg.REST.Token != "":
-			opts = append(opts, rest.WithOAuthToken(cfg.REST.Token))
-		case cfg.REST.Credential != "":
-			opts = append(opts, rest.WithCredential(cfg.REST.Credential))
-		case cfg.REST.SigV4Service != "":
-			aws, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(cfg.REST.Region))
-			if err != nil {
-				return nil, fmt.Errorf("iceberg catalog %s: AWS credentials for SigV4: %w", config.RedactURL(cfg.URI), err)
-			}
-			opts = append(opts, rest.WithAwsConfig(aws), rest.WithSigV4RegionSvc(cfg.REST.Region, cfg.REST.SigV4Service))
-		}
-		cat, err := rest.NewCatalog(ctx, cfg.Catalog, cfg.URI, opts...)
-		if err != nil {
-			tr.CloseIdleConnections()
-			return nil, fmt.Errorf("iceberg catalog %s: %w", config.RedactURL(cfg.URI), err)
-		}
-		t.cat = cat
-		t.close = func() error {
-			err := cat.Close()
-			tr.CloseIdleConnections()
-			return err
-		}
-	case "glue":
-		loads := []func(*awsconfig.LoadOptions) error{awsconfig.WithRegion(cfg.Glue.Region)}
-		if cfg.URI != "" {
-			loads = append(loads, awsconfig.WithBaseEndpoint(cfg.URI))
-		}
-		aws, err := awsconfig.LoadDefaultConfig(ctx, loads...)
-		if err != nil {
-			return nil, fmt.Errorf("iceberg catalog glue %s: AWS configuration: %w", config.RedactURL(cfg.URI), err)
-		}
-		if cfg.Glue.CatalogID != "" {
-			props[gluecat.CatalogIdKey] = cfg.Glue.CatalogID
-		}
-		cat, err := gluecat.NewCatalog(gluecat.WithAwsConfig(aws), gluecat.WithAwsProperties(gluecat.AwsProperties(props)))
-		if err != nil {
-			return nil, fmt.Errorf("iceberg catalog glue: %w", err)
-		}
-		t.cat, t.close = cat, cat.Close
-	default:
-		return nil, fmt.Errorf("iceberg catalog type %q: want sql, rest or glue", cfg.Type)
+	return props
+}
+
+// openSQLCatalog opens a SQL catalog on the database of cfg.URI and
+// returns it with the function that closes that database. A URI that
+// cannot be opened is a *MismatchError.
+func openSQLCatalog(cfg Config, props iceberg.Properties) (catalog.Catalog, func() error, error) {
+	db, dialect, err := openDB(cfg.URI)
+	if err != nil {
+		return nil, nil, &MismatchError{Diffs: []string{err.Error()}}
 	}
-	return t, nil
+	cat, err := sqlcat.NewCatalog(cfg.Catalog, db, dialect, props)
+	if err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("iceberg catalog %s: %w", config.RedactURL(cfg.URI), err)
+	}
+	return cat, db.Close, nil
+}
+
+// openRESTCatalog opens the REST catalog at cfg.URI and returns it with
+// the function that closes it and its transport's idle connections.
+func openRESTCatalog(ctx context.Context, cfg Config, props iceberg.Properties) (catalog.Catalog, func() error, error) {
+	delete(props, "warehouse")
+	tr, err := newRESTTransport(cfg.URI)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := []rest.Option{rest.WithAdditionalProps(props), rest.WithCustomTransport(tr)}
+	if cfg.REST.Warehouse != "" {
+		opts = append(opts, rest.WithWarehouseLocation(cfg.REST.Warehouse))
+	}
+	auth, err := restAuthOptions(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	cat, err := rest.NewCatalog(ctx, cfg.Catalog, cfg.URI, append(opts, auth...)...)
+	if err != nil {
+		tr.CloseIdleConnections()
+		return nil, nil, fmt.Errorf("iceberg catalog %s: %w", config.RedactURL(cfg.URI), err)
+	}
+	closeCat := func() error {
+		err := cat.Close()
+		tr.CloseIdleConnections()
+		return err
+	}
+	return cat, closeCat, nil
+}
+
+// restAuthOptions returns the options that authenticate to a REST
+// catalog: a bearer token, else an OAuth2 credential, else SigV4 signing
+// with the AWS SDK's default credentials; none when cfg names none.
+func restAuthOptions(ctx context.Context, cfg Config) ([]rest.Option, error) {
+	switch {
+	case cfg.REST.Token != "":
+		return []rest.Option{rest.WithOAuthToken(cfg.REST.Token)}, nil
+	case cfg.REST.Credential != "":
+		return []rest.Option{rest.WithCredential(cfg.REST.Credential)}, nil
+	case cfg.REST.SigV4Service != "":
+		aws, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(cfg.REST.Region))
+		if err != nil {
+			return nil, fmt.Errorf("iceberg catalog %s: AWS credentials for SigV4: %w", config.RedactURL(cfg.URI), err)
+		}
+		return []rest.Option{rest.WithAwsConfig(aws), rest.WithSigV4RegionSvc(cfg.REST.Region, cfg.REST.SigV4Service)}, nil
+	}
+	return nil, nil
+}
+
+// openGlueCatalog opens the AWS Glue catalog of cfg (at cfg.URI when one
+// is set, as for a stand-in) and returns it with its Close.
+func openGlueCatalog(ctx context.Context, cfg Config, props iceberg.Properties) (catalog.Catalog, func() error, error) {
+	loads := []func(*awsconfig.LoadOptions) error{awsconfig.WithRegion(cfg.Glue.Region)}
+	if cfg.URI != "" {
+		loads = append(loads, awsconfig.WithBaseEndpoint(cfg.URI))
+	}
+	aws, err := awsconfig.LoadDefaultConfig(ctx, loads...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("iceberg catalog glue %s: AWS configuration: %w", config.RedactURL(cfg.URI), err)
+	}
+	if cfg.Glue.CatalogID != "" {
+		props[gluecat.CatalogIdKey] = cfg.Glue.CatalogID
+	}
+	cat, err := gluecat.NewCatalog(gluecat.WithAwsConfig(aws), gluecat.WithAwsProperties(gluecat.AwsProperties(props)))
+	if err != nil {
+		return nil, nil, fmt.Errorf("iceberg catalog glue: %w", err)
+	}
+	return cat, cat.Close, nil
 }
 
 // NoCatalogFolderError is a sqlite catalog whose folder does not exist:

@@ -117,39 +117,68 @@ func (t *Table) Upkeep(ctx context.Context, o CompactOptions) (Upkeep, error) {
 	return u, nil
 }
 
+// compactionGroups returns the compaction groups of the current snapshot
+// and the upkeep counts found on the way; on an error, the counts so far.
 func (t *Table) compactionGroups(ctx context.Context, o CompactOptions) ([]CompactGroup, Upkeep, error) {
 	var u Upkeep
 	cur := t.tbl.CurrentSnapshot()
 	if cur == nil || o.TargetSize <= 0 {
 		return nil, u, nil
 	}
-	fs, err := t.tbl.FS(ctx)
+	byPart, err := t.smallFilesByPartition(ctx, cur, o, &u)
 	if err != nil {
 		return nil, u, err
+	}
+	if u.DeleteFiles > 0 {
+		// jetlake compacts only tables whose rows nobody deleted.
+		u.Compactable = 0
+		return nil, u, nil
+	}
+	closedBefore := o.ClosedBefore.UnixMicro()
+	var groups []CompactGroup
+	for _, part := range slices.Sorted(maps.Keys(byPart)) {
+		files := byPart[part]
+		newest, closed := closedSince(files, closedBefore)
+		if !closed {
+			continue // still open, or of unknown age
+		}
+		if len(files) >= 2 {
+			u.Compactable += len(files)
+			u.OldestClosed = max(u.OldestClosed, time.Duration(closedBefore-newest)*time.Microsecond)
+		}
+		groups = append(groups, cutGroups(part, files, o.TargetSize)...)
+	}
+	return groups, u, nil
+}
+
+// smallFilesByPartition reads the manifests of snapshot cur: it counts the
+// data, small and delete files into u, and returns the small data files
+// that may be compacted (under the table's data folder, not excluded) by
+// partition folder.
+func (t *Table) smallFilesByPartition(ctx context.Context, cur *table.Snapshot, o CompactOptions, u *Upkeep) (map[string][]fileInfo, error) {
+	fs, err := t.tbl.FS(ctx)
+	if err != nil {
+		return nil, err
 	}
 	schema := t.tbl.Schema()
 	seqField, _ := schema.FindFieldByName("sequence")
 	tsField, _ := schema.FindFieldByName("timestamp")
 	manifests, err := cur.Manifests(fs)
 	if err != nil {
-		return nil, u, err
+		return nil, err
 	}
 	dataDir := strings.TrimSuffix(t.tbl.Location(), "/") + "/data/"
 	byPart := map[string][]fileInfo{}
 	for _, m := range manifests {
+		entries, err := m.FetchEntries(fs, true)
+		if err != nil {
+			return nil, err
+		}
 		if m.ManifestContent() != iceberg.ManifestContentData {
 			// Another engine deleted rows (position or equality deletes):
 			// a rewrite that does not apply them brings the rows back.
-			entries, err := m.FetchEntries(fs, true)
-			if err != nil {
-				return nil, u, err
-			}
 			u.DeleteFiles += len(entries)
 			continue
-		}
-		entries, err := m.FetchEntries(fs, true)
-		if err != nil {
-			return nil, u, err
 		}
 		for _, e := range entries {
 			df := e.DataFile()
@@ -162,53 +191,60 @@ func (t *Table) compactionGroups(ctx context.Context, o CompactOptions) ([]Compa
 			if o.Exclude[loc] || !strings.HasPrefix(loc, dataDir) {
 				continue
 			}
-			fi := fileInfo{loc: loc, size: df.FileSizeBytes(), rows: df.Count()}
-			if b := df.LowerBoundValues()[seqField.ID]; len(b) == 8 {
-				fi.first = int64(binary.LittleEndian.Uint64(b))
-			}
-			if b := df.UpperBoundValues()[tsField.ID]; len(b) == 8 {
-				fi.newTs = int64(binary.LittleEndian.Uint64(b))
-			}
 			part := path.Dir(strings.TrimPrefix(loc, dataDir))
-			byPart[part] = append(byPart[part], fi)
+			byPart[part] = append(byPart[part], newFileInfo(df, seqField.ID, tsField.ID))
 		}
 	}
-	if u.DeleteFiles > 0 {
-		// jetlake compacts only tables whose rows nobody deleted.
-		u.Compactable = 0
-		return nil, u, nil
+	return byPart, nil
+}
+
+// newFileInfo returns what the manifest says of data file df: its
+// location, size, rows, and from the bounds of the fields seqID and tsID,
+// its lowest sequence and newest row's time (0 when a bound is missing).
+func newFileInfo(df iceberg.DataFile, seqID, tsID int) fileInfo {
+	fi := fileInfo{loc: df.FilePath(), size: df.FileSizeBytes(), rows: df.Count()}
+	if b := df.LowerBoundValues()[seqID]; len(b) == 8 {
+		fi.first = int64(binary.LittleEndian.Uint64(b))
 	}
-	closedBefore := o.ClosedBefore.UnixMicro()
+	if b := df.UpperBoundValues()[tsID]; len(b) == 8 {
+		fi.newTs = int64(binary.LittleEndian.Uint64(b))
+	}
+	return fi
+}
+
+// closedSince returns the newest row's time of a partition's files, and
+// whether the partition is closed: every file's newest row is known and
+// older than closedBefore (unix µs).
+func closedSince(files []fileInfo, closedBefore int64) (newest int64, closed bool) {
+	if slices.ContainsFunc(files, func(f fileInfo) bool { return f.newTs == 0 || f.newTs >= closedBefore }) {
+		return 0, false
+	}
+	return slices.MaxFunc(files, func(a, b fileInfo) int { return cmp.Compare(a.newTs, b.newTs) }).newTs, true
+}
+
+// cutGroups sorts the files of partition part by first sequence and cuts
+// them into groups of at most target bytes; it returns the groups of two
+// files or more.
+func cutGroups(part string, files []fileInfo, target int64) []CompactGroup {
+	slices.SortFunc(files, func(a, b fileInfo) int { return cmp.Compare(a.first, b.first) })
 	var groups []CompactGroup
-	for _, part := range slices.Sorted(maps.Keys(byPart)) {
-		files := byPart[part]
-		if slices.ContainsFunc(files, func(f fileInfo) bool { return f.newTs == 0 || f.newTs >= closedBefore }) {
-			continue // still open, or of unknown age
+	g := CompactGroup{Partition: part}
+	flush := func() {
+		if len(g.Files) >= 2 {
+			groups = append(groups, g)
 		}
-		newest := slices.MaxFunc(files, func(a, b fileInfo) int { return cmp.Compare(a.newTs, b.newTs) }).newTs
-		if len(files) >= 2 {
-			u.Compactable += len(files)
-			u.OldestClosed = max(u.OldestClosed, time.Duration(closedBefore-newest)*time.Microsecond)
-		}
-		slices.SortFunc(files, func(a, b fileInfo) int { return cmp.Compare(a.first, b.first) })
-		g := CompactGroup{Partition: part}
-		flush := func() {
-			if len(g.Files) >= 2 {
-				groups = append(groups, g)
-			}
-			g = CompactGroup{Partition: part}
-		}
-		for _, f := range files {
-			if g.Bytes+f.size > o.TargetSize && len(g.Files) > 0 {
-				flush()
-			}
-			g.Files = append(g.Files, f.loc)
-			g.Bytes += f.size
-			g.Rows += f.rows
-		}
-		flush()
+		g = CompactGroup{Partition: part}
 	}
-	return groups, u, nil
+	for _, f := range files {
+		if g.Bytes+f.size > target && len(g.Files) > 0 {
+			flush()
+		}
+		g.Files = append(g.Files, f.loc)
+		g.Bytes += f.size
+		g.Rows += f.rows
+	}
+	flush()
+	return groups
 }
 
 // Compacted is a compacted data file, to be stored before Replace.

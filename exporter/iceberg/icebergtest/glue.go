@@ -145,105 +145,159 @@ func (g *GlueServer) serve(w http.ResponseWriter, r *http.Request) {
 func (g *GlueServer) do(op string, req *glueRequest) (any, error) {
 	switch op {
 	case "CreateDatabase":
-		name := strings.ToLower(str(req.DatabaseInput, "Name"))
-		if name == "" {
-			return nil, errorf("InvalidInputException", "DatabaseInput.Name is required")
-		}
-		if g.dbs[name] != nil {
-			return nil, errorf("AlreadyExistsException", "Database %s already exists.", name)
-		}
-		g.dbs[name] = stamp(req.DatabaseInput, req, name)
-		return struct{}{}, nil
+		return g.createDatabase(req)
 	case "GetDatabase":
-		db, err := g.database(req.Name)
-		if err != nil {
-			return nil, err
-		}
-		return map[string]any{"Database": db}, nil
+		return g.getDatabase(req)
 	case "GetDatabases":
-		list := []map[string]any{}
-		for _, name := range slices.Sorted(maps.Keys(g.dbs)) {
-			list = append(list, g.dbs[name])
-		}
-		return map[string]any{"DatabaseList": list}, nil
+		return g.getDatabases()
 	case "UpdateDatabase":
-		name := strings.ToLower(req.Name)
-		if _, err := g.database(name); err != nil {
-			return nil, err
-		}
-		g.dbs[name] = stamp(req.DatabaseInput, req, name)
-		return struct{}{}, nil
+		return g.updateDatabase(req)
 	case "DeleteDatabase":
-		name := strings.ToLower(req.Name)
-		if _, err := g.database(name); err != nil {
-			return nil, err
-		}
-		delete(g.dbs, name)
-		for key := range g.tables {
-			if key[0] == name {
-				delete(g.tables, key) // Glue deletes a database's tables with it
-			}
-		}
-		return struct{}{}, nil
+		return g.deleteDatabase(req)
 	case "CreateTable":
-		key, err := g.tableKey(req.DatabaseName, str(req.TableInput, "Name"))
-		if err != nil {
-			return nil, err
-		}
-		if g.tables[key] != nil {
-			return nil, errorf("AlreadyExistsException", "Table %s already exists.", key[1])
-		}
-		g.tables[key] = &glueTable{input: stamp(req.TableInput, req, key[1]), version: 1}
-		return struct{}{}, nil
+		return g.createTable(req)
 	case "GetTable":
-		key, t, err := g.table(req.DatabaseName, req.Name)
-		if err != nil {
-			return nil, err
-		}
-		return map[string]any{"Table": t.output(key)}, nil
+		return g.getTable(req)
 	case "GetTables":
-		db := strings.ToLower(req.DatabaseName)
-		if _, err := g.database(db); err != nil {
-			return nil, err
-		}
-		var names []string
-		for key := range g.tables {
-			if key[0] == db {
-				names = append(names, key[1])
-			}
-		}
-		list := []map[string]any{}
-		slices.Sort(names)
-		for _, name := range names {
-			key := [2]string{db, name}
-			list = append(list, g.tables[key].output(key))
-		}
-		return map[string]any{"TableList": list}, nil
+		return g.getTables(req)
 	case "UpdateTable":
-		key, t, err := g.table(req.DatabaseName, str(req.TableInput, "Name"))
-		if err != nil {
-			return nil, err
-		}
-		if g.failUpdates > 0 {
-			g.failUpdates--
-			return nil, errorf("ConcurrentModificationException", "Update table failed due to concurrent modifications.")
-		}
-		if req.VersionID != "" && req.VersionID != strconv.Itoa(t.version) {
-			return nil, errorf("ConcurrentModificationException", "Table %s.%s is at version %d, not %s.", key[0], key[1], t.version, req.VersionID)
-		}
-		t.input = stamp(req.TableInput, req, key[1])
-		t.version++
-		return struct{}{}, nil
+		return g.updateTable(req)
 	case "DeleteTable":
-		key, _, err := g.table(req.DatabaseName, req.Name)
-		if err != nil {
-			return nil, err
-		}
-		delete(g.tables, key)
-		return struct{}{}, nil
+		return g.deleteTable(req)
 	default:
 		return nil, errorf("UnknownOperationException", "the fake Glue catalog does not serve AWSGlue.%s", op)
 	}
+}
+
+// createDatabase stores DatabaseInput under its name, which must be new.
+func (g *GlueServer) createDatabase(req *glueRequest) (any, error) {
+	name := strings.ToLower(str(req.DatabaseInput, "Name"))
+	if name == "" {
+		return nil, errorf("InvalidInputException", "DatabaseInput.Name is required")
+	}
+	if g.dbs[name] != nil {
+		return nil, errorf("AlreadyExistsException", "Database %s already exists.", name)
+	}
+	g.dbs[name] = stamp(req.DatabaseInput, req, name)
+	return struct{}{}, nil
+}
+
+// getDatabase returns the database Name.
+func (g *GlueServer) getDatabase(req *glueRequest) (any, error) {
+	db, err := g.database(req.Name)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"Database": db}, nil
+}
+
+// getDatabases returns every database, sorted by name.
+func (g *GlueServer) getDatabases() (any, error) {
+	list := []map[string]any{}
+	for _, name := range slices.Sorted(maps.Keys(g.dbs)) {
+		list = append(list, g.dbs[name])
+	}
+	return map[string]any{"DatabaseList": list}, nil
+}
+
+// updateDatabase replaces the database Name, which must exist, with
+// DatabaseInput.
+func (g *GlueServer) updateDatabase(req *glueRequest) (any, error) {
+	name := strings.ToLower(req.Name)
+	if _, err := g.database(name); err != nil {
+		return nil, err
+	}
+	g.dbs[name] = stamp(req.DatabaseInput, req, name)
+	return struct{}{}, nil
+}
+
+// deleteDatabase deletes the database Name and its tables.
+func (g *GlueServer) deleteDatabase(req *glueRequest) (any, error) {
+	name := strings.ToLower(req.Name)
+	if _, err := g.database(name); err != nil {
+		return nil, err
+	}
+	delete(g.dbs, name)
+	for key := range g.tables {
+		if key[0] == name {
+			delete(g.tables, key) // Glue deletes a database's tables with it
+		}
+	}
+	return struct{}{}, nil
+}
+
+// createTable stores TableInput, at version 1, in DatabaseName under its
+// name, which must be new.
+func (g *GlueServer) createTable(req *glueRequest) (any, error) {
+	key, err := g.tableKey(req.DatabaseName, str(req.TableInput, "Name"))
+	if err != nil {
+		return nil, err
+	}
+	if g.tables[key] != nil {
+		return nil, errorf("AlreadyExistsException", "Table %s already exists.", key[1])
+	}
+	g.tables[key] = &glueTable{input: stamp(req.TableInput, req, key[1]), version: 1}
+	return struct{}{}, nil
+}
+
+// getTable returns the table DatabaseName.Name.
+func (g *GlueServer) getTable(req *glueRequest) (any, error) {
+	key, t, err := g.table(req.DatabaseName, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"Table": t.output(key)}, nil
+}
+
+// getTables returns the tables of DatabaseName, sorted by name.
+func (g *GlueServer) getTables(req *glueRequest) (any, error) {
+	db := strings.ToLower(req.DatabaseName)
+	if _, err := g.database(db); err != nil {
+		return nil, err
+	}
+	var names []string
+	for key := range g.tables {
+		if key[0] == db {
+			names = append(names, key[1])
+		}
+	}
+	list := []map[string]any{}
+	slices.Sort(names)
+	for _, name := range names {
+		key := [2]string{db, name}
+		list = append(list, g.tables[key].output(key))
+	}
+	return map[string]any{"TableList": list}, nil
+}
+
+// updateTable replaces the table named in TableInput with it and counts
+// one more version, unless FailUpdates asked for a failure or the request's
+// VersionId is not the table's.
+func (g *GlueServer) updateTable(req *glueRequest) (any, error) {
+	key, t, err := g.table(req.DatabaseName, str(req.TableInput, "Name"))
+	if err != nil {
+		return nil, err
+	}
+	if g.failUpdates > 0 {
+		g.failUpdates--
+		return nil, errorf("ConcurrentModificationException", "Update table failed due to concurrent modifications.")
+	}
+	if req.VersionID != "" && req.VersionID != strconv.Itoa(t.version) {
+		return nil, errorf("ConcurrentModificationException", "Table %s.%s is at version %d, not %s.", key[0], key[1], t.version, req.VersionID)
+	}
+	t.input = stamp(req.TableInput, req, key[1])
+	t.version++
+	return struct{}{}, nil
+}
+
+// deleteTable deletes the table DatabaseName.Name.
+func (g *GlueServer) deleteTable(req *glueRequest) (any, error) {
+	key, _, err := g.table(req.DatabaseName, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	delete(g.tables, key)
+	return struct{}{}, nil
 }
 
 // stamp returns input (a new map when nil) with its Name set to name and,
