@@ -39,12 +39,12 @@ func (res *result) gatherable(now time.Time) bool {
 // gatherAcks starts the runner's ackGatherer, with room for n results
 // ahead of it, and returns what ends it once no uploader sends to it.
 func (r *runner) gatherAcks(ctx context.Context, n int) (end func()) {
-	r.gather = make(chan *result, n)
-	g := &ackGatherer{e: r.e, in: r.gather, out: r.results}
+	r.wires.gather = make(chan *result, n)
+	g := &ackGatherer{e: r.e, in: r.wires.gather, out: r.wires.results}
 	var wg sync.WaitGroup
 	wg.Go(func() { g.run(ctx) })
 	return func() {
-		close(r.gather)
+		close(r.wires.gather)
 		wg.Wait()
 	}
 }

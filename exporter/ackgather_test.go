@@ -161,24 +161,24 @@ func TestGatheredBatchFreesItsKeyAtOnce(t *testing.T) {
 	s := &streamState{}
 	s.cfg.Stream = "S"
 	r := &runner{
-		e:       &Exporter{cfg: &config.Connector{S3: config.S3{UploadConcurrency: 4}}},
-		results: make(chan *result, 2), gather: make(chan *result, 1), uploading: map[bufferKey]int{},
+		e:     &Exporter{cfg: &config.Connector{S3: config.S3{UploadConcurrency: 4}}},
+		wires: wires{results: make(chan *result, 2), gather: make(chan *result, 1)}, up: uploads{uploading: map[bufferKey]int{}},
 	}
 	res := gatherResult(s, 1, 10, time.Now().Add(time.Minute))
 	j := res.job
-	j.uploading, r.uploading[j.key()], r.inflight = true, 1, 1
+	j.uploading, r.up.uploading[j.key()], r.up.inflight = true, 1, 1
 	next := gatherResult(s, 11, 10, time.Now().Add(time.Minute)).job
-	r.queue = []*job{next}
+	r.up.queue = []*job{next}
 	if r.nextJob() != -1 {
 		t.Fatal("the next batch of a key may go while the one before uploads")
 	}
 
 	var wg sync.WaitGroup
 	r.send(context.Background(), res, &wg, make(chan struct{}, 1))
-	if got := <-r.gather; got != res {
+	if got := <-r.wires.gather; got != res {
 		t.Fatal("the result did not go to the gatherer")
 	}
-	notice := <-r.results
+	notice := <-r.wires.results
 	if !notice.notice || notice.job != j {
 		t.Fatalf("want a notice of the job, got %+v", notice)
 	}
@@ -188,7 +188,7 @@ func TestGatheredBatchFreesItsKeyAtOnce(t *testing.T) {
 	if r.nextJob() != 0 {
 		t.Error("the next batch of the key waits after the notice")
 	}
-	if r.inflight != 1 {
-		t.Errorf("the notice ended the job: %d in flight", r.inflight)
+	if r.up.inflight != 1 {
+		t.Errorf("the notice ended the job: %d in flight", r.up.inflight)
 	}
 }

@@ -16,12 +16,12 @@ import (
 // the loop, which owns the state. Work that reports after the loop ended is
 // dropped.
 func (r *runner) beside(work func() func()) {
-	r.besideN++
-	r.bg.Go(func() {
+	r.chores.besideN++
+	r.chores.bg.Go(func() {
 		apply := work()
 		select {
-		case r.back <- apply:
-		case <-r.stopping:
+		case r.wires.back <- apply:
+		case <-r.wires.stopping:
 		}
 	})
 }
@@ -29,10 +29,10 @@ func (r *runner) beside(work func() func()) {
 // consumerGauges refreshes the consumer gauges from the consumers' info,
 // beside the loop.
 func (r *runner) consumerGauges(ctx context.Context) {
-	if r.gauging {
+	if r.chores.gauging {
 		return
 	}
-	r.gauging = true
+	r.chores.gauging = true
 	conses := make([]jetstream.Consumer, len(r.streams))
 	for i, s := range r.streams {
 		conses[i] = s.cons
@@ -66,7 +66,7 @@ func (r *runner) consumerGauges(ctx context.Context) {
 				r.e.m.ackPending.WithLabelValues(r.e.cfg.Name, stream).Set(float64(c.ackPending))
 			}
 		}
-		return func() { r.gauging = false }
+		return func() { r.chores.gauging = false }
 	})
 }
 
@@ -74,10 +74,10 @@ func (r *runner) consumerGauges(ctx context.Context) {
 // pending; the loop then decides whether the work is done (Options.UntilIdle)
 // and sets idleDone.
 func (r *runner) checkIdle(ctx context.Context) {
-	if r.checking {
+	if r.chores.checking {
 		return
 	}
-	r.checking = true
+	r.chores.checking = true
 	conses := make([]jetstream.Consumer, len(r.streams))
 	for i, s := range r.streams {
 		conses[i] = s.cons
@@ -104,14 +104,14 @@ func (r *runner) checkIdle(ctx context.Context) {
 			infos[i] = info
 		}
 		return func() {
-			r.checking = false
+			r.chores.checking = false
 			if fatal != nil {
 				r.fail(fatal)
 				return
 			}
 			if infos != nil && r.idle(infos) {
 				r.log.Info("idle: every consumer is caught up")
-				r.idleDone = true
+				r.chores.idleDone = true
 			}
 		}
 	})
@@ -143,11 +143,11 @@ func (r *runner) idle(infos []*jetstream.ConsumerInfo) bool {
 		r.takeSealed()
 		return false
 	}
-	if lt := r.e.table; lt != nil && acked && r.inflight == 0 && !lt.idle() {
+	if lt := r.e.table; lt != nil && acked && r.up.inflight == 0 && !lt.idle() {
 		// Everything is stored: commit it now rather than at the next
 		// interval.
 		r.commitTable(r.ctx, time.Now(), true)
 		return false
 	}
-	return acked && r.inflight == 0
+	return acked && r.up.inflight == 0
 }

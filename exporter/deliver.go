@@ -45,7 +45,7 @@ func (r *runner) add(d delivery) {
 func (r *runner) admit(d delivery) (*streamState, ackInfo, bool) {
 	s := r.streams[d.stream]
 	msg := d.msg
-	r.lastMsg = time.Now()
+	r.chores.lastMsg = time.Now()
 	md, ok := parseAckReply(msg.Reply())
 	if !ok {
 		// Not a JetStream message: nothing to ack, nothing to export.
@@ -100,7 +100,7 @@ func (r *runner) buffer(d delivery, s *streamState, md ackInfo) bool {
 	msg := d.msg
 	seq, ts := md.streamSeq, time.Unix(0, md.timestamp)
 	out := &r.e.cfg.Output
-	r.rec = formats.Record{
+	r.intake.rec = formats.Record{
 		Stream:   s.cfg.Stream,
 		Subject:  s.subject(msg),
 		Sequence: seq,
@@ -108,31 +108,31 @@ func (r *runner) buffer(d delivery, s *streamState, md ackInfo) bool {
 		Data:     msg.Data(),
 	}
 	if out.IncludeHeaders {
-		r.rec.Headers = msg.Headers()
+		r.intake.rec.Headers = msg.Headers()
 	}
-	if int64(len(r.rec.Data)) > r.e.opts.MaxObjectSize-64<<10 {
-		r.poison(s, msg, fmt.Errorf("message of %d bytes can not fit in an object of at most %d bytes", len(r.rec.Data), r.e.opts.MaxObjectSize))
+	if int64(len(r.intake.rec.Data)) > r.e.opts.MaxObjectSize-64<<10 {
+		r.poison(s, msg, fmt.Errorf("message of %d bytes can not fit in an object of at most %d bytes", len(r.intake.rec.Data), r.e.opts.MaxObjectSize))
 		return false
 	}
-	r.tplVals = pathtemplate.Values{Stream: s.cfg.Stream, Subject: r.rec.Subject, Consumer: s.consumerName(), Time: ts}
+	r.intake.tplVals = pathtemplate.Values{Stream: s.cfg.Stream, Subject: r.intake.rec.Subject, Consumer: s.consumerName(), Time: ts}
 	if lt := r.e.table; lt != nil {
-		r.dirBuf = lt.part.AppendDir(r.dirBuf[:0], s.cfg.Stream, r.rec.Subject, seq, ts)
+		r.intake.dirBuf = lt.part.AppendDir(r.intake.dirBuf[:0], s.cfg.Stream, r.intake.rec.Subject, seq, ts)
 	} else {
-		r.dirBuf = out.PathTemplate.AppendDir(r.dirBuf[:0], &r.tplVals)
+		r.intake.dirBuf = out.PathTemplate.AppendDir(r.intake.dirBuf[:0], &r.intake.tplVals)
 	}
 	// A group starts with the stream's index, so that two [[streams]]
 	// entries never share a buffer.
-	r.grpBuf = strconv.AppendInt(r.grpBuf[:0], int64(d.stream), 10)
-	r.grpBuf = append(r.grpBuf, 0)
+	r.intake.grpBuf = strconv.AppendInt(r.intake.grpBuf[:0], int64(d.stream), 10)
+	r.intake.grpBuf = append(r.intake.grpBuf, 0)
 	switch {
 	case r.e.table != nil:
 		// A data file holds one partition: a buffer per partition.
-		r.grpBuf = append(r.grpBuf, r.dirBuf...)
+		r.intake.grpBuf = append(r.intake.grpBuf, r.intake.dirBuf...)
 	case out.GroupBy == config.GroupBySubject:
-		r.grpBuf = append(r.grpBuf, r.rec.Subject...)
+		r.intake.grpBuf = append(r.intake.grpBuf, r.intake.rec.Subject...)
 	}
 	ref := ackRef(msg.Reply())
-	if err := r.set.Add(r.grpBuf, r.dirBuf, &r.rec, r.rec.Sequence, r.rec.Time, ref, r.lastMsg); err != nil {
+	if err := r.set.Add(r.intake.grpBuf, r.intake.dirBuf, &r.intake.rec, r.intake.rec.Sequence, r.intake.rec.Time, ref, r.chores.lastMsg); err != nil {
 		var te *formats.TypeError
 		if errors.As(err, &te) {
 			r.reject(d.stream, s, msg, te)
@@ -141,8 +141,8 @@ func (r *runner) buffer(d delivery, s *streamState, md ackInfo) bool {
 		r.poison(s, msg, err)
 		return false
 	}
-	r.heldMem += refMem(ref)
-	r.rec = formats.Record{}
+	r.mem.heldMem += refMem(ref)
+	r.intake.rec = formats.Record{}
 	r.dispatchChunks()
 	return true
 }
@@ -157,7 +157,7 @@ func (r *runner) buffer(d delivery, s *streamState, md ackInfo) bool {
 func (r *runner) sealForAckPending(s *streamState) {
 	held, sealed := s.book.Counts()
 	if limit := s.cfg.MaxAckPending; held >= limit-limit/10 && held-sealed >= sealed || held >= limit/4*3 && sealed == 0 {
-		prefix := string(r.grpBuf[:bytes.IndexByte(r.grpBuf, 0)+1])
+		prefix := string(r.intake.grpBuf[:bytes.IndexByte(r.intake.grpBuf, 0)+1])
 		r.set.SealMost(buffer.ReasonPending, func(g string) bool { return strings.HasPrefix(g, prefix) })
 	}
 }
@@ -166,17 +166,17 @@ func (r *runner) sealForAckPending(s *streamState) {
 // compressors. When they are all busy, the runner compresses the chunk
 // itself: that is the backpressure.
 func (r *runner) dispatchChunks() {
-	if r.chunks == nil {
+	if r.intake.chunks == nil {
 		return
 	}
-	r.chunkBuf = r.chunks.TakeChunks(r.chunkBuf[:0])
-	for i, c := range r.chunkBuf {
+	r.intake.chunkBuf = r.intake.chunks.TakeChunks(r.intake.chunkBuf[:0])
+	for i, c := range r.intake.chunkBuf {
 		select {
-		case r.compress <- c:
+		case r.intake.compress <- c:
 		default:
 			c.Compress()
 		}
-		r.chunkBuf[i] = nil
+		r.intake.chunkBuf[i] = nil
 	}
 }
 
@@ -185,8 +185,8 @@ func (r *runner) dispatchChunks() {
 // <prefix>/_jetlake/rejected/<stream>/<date>/, outside the table folders, and
 // is acked once that object is stored.
 func (r *runner) reject(idx int, s *streamState, msg jetstream.Msg, te *formats.TypeError) {
-	rec := r.rec
-	r.rec = formats.Record{}
+	rec := r.intake.rec
+	r.intake.rec = formats.Record{}
 	h := make(map[string][]string, len(rec.Headers)+1)
 	for k, v := range rec.Headers {
 		h[k] = v
@@ -197,11 +197,11 @@ func (r *runner) reject(idx int, s *streamState, msg jetstream.Msg, te *formats.
 	group := strconv.AppendInt(nil, int64(idx), 10)
 	group = append(group, 0)
 	ref := ackRef(msg.Reply())
-	if err := r.rej.Add(group, dir, &rec, rec.Sequence, rec.Time, ref, r.lastMsg); err != nil {
+	if err := r.rej.Add(group, dir, &rec, rec.Sequence, rec.Time, ref, r.chores.lastMsg); err != nil {
 		r.poison(s, msg, fmt.Errorf("rejected by a typed column (%v) and not writable as JSON: %w", te, err))
 		return
 	}
-	r.heldMem += refMem(ref)
+	r.mem.heldMem += refMem(ref)
 	r.log.Warn("message rejected", "stream", s.cfg.Stream, "subject", rec.Subject, "sequence", rec.Sequence, "reason", te.Error())
 	r.relieve()
 	r.takeSealed()
@@ -210,7 +210,7 @@ func (r *runner) reject(idx int, s *streamState, msg jetstream.Msg, te *formats.
 // poison records a message that can be written in no form: a loss marker,
 // then the message is terminated so it never blocks the consumer.
 func (r *runner) poison(s *streamState, msg jetstream.Msg, why error) {
-	r.rec = formats.Record{}
+	r.intake.rec = formats.Record{}
 	md, _ := msg.Metadata()
 	seq := md.Sequence.Stream
 	// Consecutive poison messages share a marker: it waits until the next

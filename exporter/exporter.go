@@ -216,7 +216,7 @@ func (e *Exporter) Run(ctx context.Context) error {
 	if denied := Denied(ctx); denied != nil {
 		err = denied // what else failed followed from it
 	}
-	e.done.Store(err == nil && r.idleDone)
+	e.done.Store(err == nil && r.chores.idleDone)
 	if ferr := nc.FlushTimeout(5 * time.Second); ferr != nil && err == nil && !nc.IsClosed() {
 		e.log.Warn("flushing acks to NATS failed; unflushed acks are redelivered", "error", ferr)
 	}

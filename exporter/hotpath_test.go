@@ -38,10 +38,10 @@ func hotRunner(tb testing.TB) (*runner, *streamState) {
 
 // drain completes the queued jobs as if they were uploaded and acked.
 func drain(r *runner) {
-	for _, j := range r.queue {
+	for _, j := range r.up.queue {
 		r.finish(&result{job: j, stored: true})
 	}
-	r.queue = r.queue[:0]
+	r.up.queue = r.up.queue[:0]
 }
 
 func fakeMsgs(n int) []*fakeMsg {
@@ -66,7 +66,7 @@ func TestAddingAMessageDoesNotAllocateInSteadyState(t *testing.T) {
 	// Warm up: fill and flush a few batches so slices and maps have grown.
 	for _, m := range msgs[:5000] {
 		r.add(delivery{msg: m})
-		if len(r.queue) > 0 {
+		if len(r.up.queue) > 0 {
 			drain(r)
 		}
 	}
@@ -95,7 +95,7 @@ func BenchmarkAdd(b *testing.B) {
 		m := msgs[i%len(msgs)]
 		m.seq = uint64(i + 1)
 		r.add(delivery{msg: m})
-		if len(r.queue) > 0 {
+		if len(r.up.queue) > 0 {
 			drain(r)
 		}
 		i++

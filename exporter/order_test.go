@@ -32,17 +32,17 @@ func TestBatchesOfOneBufferAreUploadedInOrder(t *testing.T) {
 		if i < 0 {
 			return 0
 		}
-		return r.queue[i].batch.First
+		return r.up.queue[i].batch.First
 	}
 	if got := first(); got != 1 {
 		t.Fatalf("first job: batch %d, want 1", got)
 	}
-	j1 := r.queue[0]
+	j1 := r.up.queue[0]
 	r.dispatched(0)
 	if got := first(); got != 3 {
 		t.Fatalf("while a's first batch uploads: batch %d next, want b's (3)", got)
 	}
-	j3 := r.queue[r.nextJob()]
+	j3 := r.up.queue[r.nextJob()]
 	r.dispatched(r.nextJob())
 	if got := first(); got != 0 {
 		t.Fatalf("batch %d next while a's first batch uploads", got)
@@ -53,8 +53,8 @@ func TestBatchesOfOneBufferAreUploadedInOrder(t *testing.T) {
 		t.Fatalf("after a's first batch: batch %d next, want 2", got)
 	}
 	r.dispatched(r.nextJob())
-	if len(r.queue) != 0 || len(r.uploading) != 1 {
-		t.Fatalf("queue %d, uploading %v", len(r.queue), r.uploading)
+	if len(r.up.queue) != 0 || len(r.up.uploading) != 1 {
+		t.Fatalf("queue %d, uploading %v", len(r.up.queue), r.up.uploading)
 	}
 }
 
@@ -71,8 +71,8 @@ func TestAMessageOfAConfirmedBatchThatComesBackIsAckedNotWrittenAgain(t *testing
 	if acks, _, _ := back.snapshot(); acks != 1 {
 		t.Fatalf("the message that came back got %d acks, want 1", acks)
 	}
-	if r.set.Open() != 0 || len(r.queue) != 0 {
-		t.Fatalf("the message that came back was buffered again: %d open, %d queued", r.set.Open(), len(r.queue))
+	if r.set.Open() != 0 || len(r.up.queue) != 0 {
+		t.Fatalf("the message that came back was buffered again: %d open, %d queued", r.set.Open(), len(r.up.queue))
 	}
 	// A redelivered message of no stored batch is exported as usual.
 	other := &fakeMsg{seq: 4, data: msgs[0].data, reply: "$JS.ACK.S.c.2.4.10.1764399600123456789.0"}
@@ -115,7 +115,7 @@ func uploadingBatch(t *testing.T, r *runner) (*job, []*fakeMsg, []byte) {
 	}
 	r.set.SealAll(buffer.ReasonCount)
 	r.takeSealed()
-	j := r.queue[0]
+	j := r.up.queue[0]
 	r.dispatched(0)
 	seqs, err := batchSeqs(j.batch).MarshalJSON()
 	if err != nil {

@@ -297,7 +297,7 @@ func (r *runner) handOver(s *streamState, lost bool, why string) {
 			p.stopped = true
 			// The deliveries the pulls handed over before they ended
 			// are queued already: take them in before sealing.
-			r.takeQueued(cap(r.in), func() bool { return false })
+			r.takeQueued(cap(r.wires.in), func() bool { return false })
 		}
 	})
 }

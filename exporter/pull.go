@@ -32,8 +32,8 @@ func (r *runner) pull(s *streamState) error {
 	}
 	cc, err := s.cons.Consume(func(msg jetstream.Msg) {
 		select {
-		case r.in <- delivery{stream: i, msg: msg}:
-		case <-r.quit:
+		case r.wires.in <- delivery{stream: i, msg: msg}:
+		case <-r.wires.quit:
 		}
 	}, opts...)
 	if err != nil {
@@ -53,7 +53,7 @@ func (r *runner) pull(s *streamState) error {
 func (r *runner) pullError(s *streamState, err error) {
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		select {
-		case r.fatal <- fmt.Errorf("stream %s, consumer %s: %w: %w", s.cfg.Stream, s.cfg.Consumer, ErrConsumerDeleted, err):
+		case r.wires.fatal <- fmt.Errorf("stream %s, consumer %s: %w: %w", s.cfg.Stream, s.cfg.Consumer, ErrConsumerDeleted, err):
 		default:
 		}
 		return

@@ -116,9 +116,9 @@ func (res *result) acked(log *slog.Logger, err error) {
 // of one key are stored in the order they were sealed. It returns -1 when
 // there is none.
 func (r *runner) nextJob() int {
-	full := r.large >= r.e.cfg.S3.UploadConcurrency
-	for i, j := range r.queue {
-		if j.batch == nil || r.uploading[j.key()] == 0 && !(full && j.size > smallUpload) {
+	full := r.up.large >= r.e.cfg.S3.UploadConcurrency
+	for i, j := range r.up.queue {
+		if j.batch == nil || r.up.uploading[j.key()] == 0 && !(full && j.size > smallUpload) {
 			return i
 		}
 	}
@@ -148,11 +148,11 @@ func uploaders(uploadConcurrency int) int { return smallUploads * uploadConcurre
 // count as confirmed. A round waits for the answer to the one before, so
 // that a link that stopped answering confirms nothing.
 func (r *runner) keepQueuedInProgress(now time.Time) {
-	if r.confirming {
+	if r.up.confirming {
 		return
 	}
 	var due []*job
-	for _, j := range r.queue {
+	for _, j := range r.up.queue {
 		if j.batch == nil || now.Sub(j.progress) < j.stream.cfg.AckWait/3 {
 			continue
 		}
@@ -188,13 +188,13 @@ func (r *runner) keepQueuedInProgress(now time.Time) {
 		}
 	}
 	due = sent
-	r.confirming = true
+	r.up.confirming = true
 	r.beside(func() func() {
 		ctx, cancel := context.WithTimeout(context.Background(), inProgressTimeout)
 		err := last.confirmInProgress(ctx, r.e.acks)
 		cancel()
 		return func() {
-			r.confirming = false
+			r.up.confirming = false
 			if err != nil {
 				return
 			}
@@ -233,28 +233,28 @@ func (r *runner) offer() (chan *job, *job, int) {
 	if idx < 0 {
 		return nil, nil, idx
 	}
-	return r.jobs, r.queue[idx], idx
+	return r.wires.jobs, r.up.queue[idx], idx
 }
 
 // dispatched takes the job at index i, handed to an uploader, off the
 // queue.
 func (r *runner) dispatched(i int) {
-	if j := r.queue[i]; j.batch != nil {
-		r.uploading[j.key()]++
+	if j := r.up.queue[i]; j.batch != nil {
+		r.up.uploading[j.key()]++
 		j.uploading = true
 		if j.size > smallUpload {
 			j.large = true
-			r.large++
+			r.up.large++
 		}
 	}
 	if i == 0 {
-		r.queue[0] = nil // the array must not keep the job alive
-		r.queue = r.queue[1:]
+		r.up.queue[0] = nil // the array must not keep the job alive
+		r.up.queue = r.up.queue[1:]
 		return
 	}
-	n := copy(r.queue[i:], r.queue[i+1:])
-	r.queue[i+n] = nil
-	r.queue = r.queue[:i+n]
+	n := copy(r.up.queue[i:], r.up.queue[i+1:])
+	r.up.queue[i+n] = nil
+	r.up.queue = r.up.queue[:i+n]
 }
 
 // enqueue hands a job to the uploaders.
@@ -262,9 +262,9 @@ func (r *runner) enqueue(j *job) {
 	if j.stream != nil {
 		j.stream.jobs++
 	}
-	r.inflight++
-	r.inflightBytes += j.size
-	r.queue = append(r.queue, j)
+	r.up.inflight++
+	r.up.inflightBytes += j.size
+	r.up.queue = append(r.up.queue, j)
 }
 
 // takeSealed queues the batches the buffer set sealed.
@@ -333,14 +333,14 @@ func (r *runner) streamOf(b *msgBatch) *streamState {
 func (r *runner) uploaded(j *job) {
 	if j.large {
 		j.large = false
-		r.large--
+		r.up.large--
 	}
 	if j.uploading {
 		j.uploading = false
-		if k := j.key(); r.uploading[k] == 1 {
-			delete(r.uploading, k)
+		if k := j.key(); r.up.uploading[k] == 1 {
+			delete(r.up.uploading, k)
 		} else {
-			r.uploading[k]--
+			r.up.uploading[k]--
 		}
 	}
 }
@@ -358,8 +358,8 @@ func (r *runner) finish(res *result) error {
 	if s != nil {
 		s.jobs--
 	}
-	r.inflight--
-	r.inflightBytes -= j.size
+	r.up.inflight--
+	r.up.inflightBytes -= j.size
 	var ce *CollisionError
 	if IsPermanent(res.err) || errors.As(res.err, &ce) {
 		return res.err
@@ -379,7 +379,7 @@ func (r *runner) finish(res *result) error {
 	defer j.set.Release(b)
 	for _, it := range b.Items {
 		s.book.Release(it.Seq)
-		r.heldMem -= refMem(it.Handle)
+		r.mem.heldMem -= refMem(it.Handle)
 	}
 	if res.stored && j.set == r.set && r.e.table != nil && res.intentKey != "" {
 		r.e.table.storedWith(res.intentKey, res.key, b.First, b.Last, res.tail)
@@ -394,7 +394,7 @@ func (r *runner) finish(res *result) error {
 		s.mAcked.Add(float64(b.Len()))
 	}
 	if res.stored {
-		r.written += int64(b.Len())
+		r.up.written += int64(b.Len())
 		m, name, reason := r.e.m, r.e.cfg.Name, string(b.Reason)
 		m.objects.WithLabelValues(name, s.cfg.Stream, reason).Inc()
 		m.bytes.WithLabelValues(name, s.cfg.Stream, reason).Add(float64(res.bytes))

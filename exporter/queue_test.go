@@ -18,7 +18,7 @@ func TestQueuedBatchesAreKeptInProgressWhileTheyWait(t *testing.T) {
 	uploading, _ := sealedJob(t, e, 2, opened, ackWait)
 	queued, msgs := sealedJob(t, e, 3, opened, ackWait)
 	queued.set = uploading.set // one buffer key: uploaded one after the other
-	r := &runner{e: e, uploading: map[bufferKey]int{}, jobs: make(chan *job), back: make(chan func(), 1), stopping: make(chan struct{})}
+	r := &runner{e: e, up: uploads{uploading: map[bufferKey]int{}}, wires: wires{jobs: make(chan *job), back: make(chan func(), 1), stopping: make(chan struct{})}}
 	r.enqueue(uploading)
 	r.enqueue(queued)
 	jobs, next, idx := r.offer()
@@ -38,7 +38,7 @@ func TestQueuedBatchesAreKeptInProgressWhileTheyWait(t *testing.T) {
 	// The server answered: the batch counts as confirmed from then. Each
 	// message got one InProgress, the last one with the request for the
 	// answer.
-	(<-r.back)()
+	(<-r.wires.back)()
 	for _, m := range msgs {
 		if _, _, inProgress := m.snapshot(); inProgress != 1 {
 			t.Fatalf("queued message %d: %d InProgress, want 1", m.seq, inProgress)
@@ -74,14 +74,14 @@ func TestABatchWhoseInProgressWentUnansweredIsNotStoredLate(t *testing.T) {
 	const ackWait = 30 * time.Second
 	opened := time.Now().Add(-20 * time.Second)
 	queued, msgs := sealedJob(t, e, 3, opened, ackWait)
-	r := &runner{e: e, uploading: map[bufferKey]int{}, jobs: make(chan *job), back: make(chan func(), 1), stopping: make(chan struct{})}
+	r := &runner{e: e, up: uploads{uploading: map[bufferKey]int{}}, wires: wires{jobs: make(chan *job), back: make(chan func(), 1), stopping: make(chan struct{})}}
 	r.enqueue(queued)
 	e.acks.(*fakeAcker).silent = true
 	r.keepQueuedInProgress(time.Now())
 	if _, _, inProgress := msgs[0].snapshot(); inProgress != 1 {
 		t.Fatalf("%d InProgress sent, want 1", inProgress)
 	}
-	(<-r.back)()
+	(<-r.wires.back)()
 	if got := queued.confirmed.Load(); got != opened.UnixNano() {
 		t.Fatalf("confirmed moved to %v without an answer", time.Unix(0, got))
 	}
@@ -129,7 +129,7 @@ func TestAnUploadStopsWhenInProgressGoesUnanswered(t *testing.T) {
 func TestLargeUploadsAreBoundedAndSmallOnesGoAhead(t *testing.T) {
 	e := testExporter(t, &MemStore{})
 	e.cfg.S3.UploadConcurrency = 1
-	r := &runner{e: e, uploading: map[bufferKey]int{}, jobs: make(chan *job), back: make(chan func(), 1), stopping: make(chan struct{}), log: e.log}
+	r := &runner{e: e, up: uploads{uploading: map[bufferKey]int{}}, wires: wires{jobs: make(chan *job), back: make(chan func(), 1), stopping: make(chan struct{})}, log: e.log}
 	add := func(n int, size int64) *job {
 		j, _ := sealedJob(t, e, n, time.Now(), time.Minute)
 		j.size = size

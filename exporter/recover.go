@@ -309,17 +309,17 @@ const forgetConcurrency = 8
 // failure leaves an intent for the next recovery, which handles it the same
 // way.
 func (r *runner) forget(keys []string) {
-	r.forgetQueue = append(r.forgetQueue, keys...)
-	if r.forgetting || r.draining || len(r.forgetQueue) == 0 {
+	r.chores.forgetQueue = append(r.chores.forgetQueue, keys...)
+	if r.chores.forgetting || r.draining || len(r.chores.forgetQueue) == 0 {
 		return
 	}
-	batch := slices.Clone(r.forgetQueue[:min(len(r.forgetQueue), 4096)])
-	r.forgetQueue = slices.Delete(r.forgetQueue, 0, len(batch))
-	r.forgetting = true
+	batch := slices.Clone(r.chores.forgetQueue[:min(len(r.chores.forgetQueue), 4096)])
+	r.chores.forgetQueue = slices.Delete(r.chores.forgetQueue, 0, len(batch))
+	r.chores.forgetting = true
 	r.beside(func() func() {
 		failed := r.e.deleteIntents(context.Background(), batch)
 		return func() {
-			r.forgetting = false
+			r.chores.forgetting = false
 			r.forgotten(batch, failed)
 			r.forget(nil)
 		}
@@ -360,10 +360,10 @@ func (r *runner) forgotten(keys []string, failed map[string]bool) {
 // forgetNow deletes every queued intent, on the way out, and the plans
 // that leaves without intents.
 func (r *runner) forgetNow(ctx context.Context) {
-	failed := r.e.deleteIntents(ctx, r.forgetQueue)
+	failed := r.e.deleteIntents(ctx, r.chores.forgetQueue)
 	if lt := r.e.table; lt != nil {
 		var deleted []string
-		for _, k := range r.forgetQueue {
+		for _, k := range r.chores.forgetQueue {
 			if !failed[k] {
 				deleted = append(deleted, k)
 			}
@@ -374,7 +374,7 @@ func (r *runner) forgetNow(ctx context.Context) {
 			}
 		}
 	}
-	r.forgetQueue = nil
+	r.chores.forgetQueue = nil
 }
 
 // deleteIntents deletes keys, forgetConcurrency at a time, and returns

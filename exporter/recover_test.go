@@ -195,9 +195,9 @@ func TestALatePutOfAStalledWriterIsFoundWhenResolving(t *testing.T) {
 // settle applies the work beside the loop as the loop would, until none is
 // left.
 func settle(r *runner) {
-	for r.besideN > 0 {
-		apply := <-r.back
-		r.besideN--
+	for r.chores.besideN > 0 {
+		apply := <-r.wires.back
+		r.chores.besideN--
 		apply()
 	}
 }

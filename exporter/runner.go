@@ -17,17 +17,30 @@ import (
 
 // runner is the state of one Run. Only the goroutine in run touches it.
 type runner struct {
-	e        *Exporter
-	log      *slog.Logger
-	streams  []*streamState
-	groups   []*partGroup        // the partitioned entries, whose partitions are among streams
-	chunks   formats.ChunkSource // the data encoder, when it defers compression
-	chunkBuf []*formats.Chunk
-	compress chan *formats.Chunk // to the compressors
-	set      *batchSet           // data
-	rej      *batchSet           // rejected messages
-	budget   int64
+	e       *Exporter
+	log     *slog.Logger
+	streams []*streamState
+	groups  []*partGroup // the partitioned entries, whose partitions are among streams
+	set     *batchSet    // data
+	rej     *batchSet    // rejected messages
 
+	wires  wires   // the channels between the loop and everything else
+	intake intake  // what adding one message reuses
+	mem    memory  // the memory budget and what holds it
+	up     uploads // sealed batches on their way to the store
+	chores chores  // work beside the loop, and the checks that start it
+
+	// stoppingNow: the runner is on its way out; partitions it releases
+	// are left, not handed over.
+	stoppingNow bool
+	draining    bool            // stopping, with nothing beside the loop: work is done in order
+	ctx         context.Context // of run; for the set-up steps the loop does itself
+	fatalErr    error           // a failure found inside add, returned by the loop
+}
+
+// wires are the channels between the loop and the pulls, uploaders and
+// work beside it.
+type wires struct {
 	in       chan delivery
 	fatal    chan error
 	jobs     chan *job
@@ -36,44 +49,56 @@ type runner struct {
 	back     chan func()   // from work beside the loop: what to apply on it
 	stopping chan struct{} // closed when the loop ends: work beside it stops reporting
 	quit     chan struct{} // closed when run returns: pulls stop handing messages over
-	// stoppingNow: the runner is on its way out; partitions it releases
-	// are left, not handed over.
-	stoppingNow bool
-	besideN     int  // work beside the loop not yet applied
-	gauging     bool // consumer gauges are being refreshed
-	// confirming: the server is asked to answer the InProgress sent for
-	// queued batches.
-	confirming bool
-	checking   bool // an idle check is under way
-	idleDone   bool // an idle check found the work done
+}
 
-	draining    bool     // stopping, with nothing beside the loop: work is done in order
-	forgetQueue []string // intents to delete once the deletion under way is done
-	forgetting  bool
-	queue       []*job            // sealed batches waiting for an uploader
-	uploading   map[bufferKey]int // batches with an uploader, by buffer key
+// intake is what adding one message reuses, so that it allocates nothing,
+// and the compressors the encoder hands its chunks to.
+type intake struct {
+	chunks   formats.ChunkSource // the data encoder, when it defers compression
+	chunkBuf []*formats.Chunk
+	compress chan *formats.Chunk // to the compressors
+	rec      formats.Record
+	dirBuf   []byte
+	grpBuf   []byte
+	tplVals  pathtemplate.Values
+}
 
-	written       int64 // messages in data objects this run stored
-	inflightBytes int64 // bytes of sealed batches not yet done
-	heldMem       int64 // memory of the delivered messages kept for their acks
-	inflight      int   // jobs not yet done
-	large         int   // uploads of more than smallUpload bytes with an uploader
-	lastMsg       time.Time
-	lastGauge     time.Time
-	bg            sync.WaitGroup // work beside the loop: intent deletions, walks, record writes, lookups
-
+// memory is the budget of buffered bytes and what holds memory besides
+// the buffers.
+type memory struct {
+	budget  int64
+	heldMem int64 // memory of the delivered messages kept for their acks
 	// The most memory held at once, open buffers, uploads and held
 	// messages together, and the gauge that exports it.
 	peak  int64
 	mPeak prometheus.Gauge
+}
 
-	ctx      context.Context // of run; for the set-up steps the loop does itself
-	fatalErr error           // a failure found inside add, returned by the loop
+// uploads are the sealed batches on their way to the store.
+type uploads struct {
+	queue         []*job            // sealed batches waiting for an uploader
+	uploading     map[bufferKey]int // batches with an uploader, by buffer key
+	inflight      int               // jobs not yet done
+	inflightBytes int64             // bytes of sealed batches not yet done
+	large         int               // uploads of more than smallUpload bytes with an uploader
+	written       int64             // messages in data objects this run stored
+	// confirming: the server is asked to answer the InProgress sent for
+	// queued batches.
+	confirming bool
+}
 
-	rec     formats.Record
-	dirBuf  []byte
-	grpBuf  []byte
-	tplVals pathtemplate.Values
+// chores is the work beside the loop: how much is not yet applied, and
+// which kind is under way.
+type chores struct {
+	besideN     int            // work beside the loop not yet applied
+	bg          sync.WaitGroup // work beside the loop: intent deletions, walks, record writes, lookups
+	gauging     bool           // consumer gauges are being refreshed
+	lastGauge   time.Time
+	checking    bool // an idle check is under way
+	idleDone    bool // an idle check found the work done
+	lastMsg     time.Time
+	forgetQueue []string // intents to delete once the deletion under way is done
+	forgetting  bool
 }
 
 func newRunner(e *Exporter, streams []*streamState) *runner {
@@ -85,24 +110,25 @@ func newRunner(e *Exporter, streams []*streamState) *runner {
 		Overhead:    bodyOverhead,
 	}
 	return &runner{
-		e:         e,
-		log:       e.log,
-		streams:   streams,
-		groups:    e.groups,
-		quit:      make(chan struct{}),
-		uploading: map[bufferKey]int{},
-		set:       buffer.New[ackRef, formats.Record](e.enc.NewBatch, limits),
+		e:       e,
+		log:     e.log,
+		streams: streams,
+		groups:  e.groups,
+		set:     buffer.New[ackRef, formats.Record](e.enc.NewBatch, limits),
 		// Rejected messages wait in their own buffers, one object per stream
 		// and day, under _jetlake/rejected/.
-		rej:      buffer.New[ackRef, formats.Record](e.rejEnc.NewBatch, limits),
-		budget:   rot.MaxBufferedBytes,
-		in:       make(chan delivery, 64),
-		fatal:    make(chan error, len(streams)+1),
-		jobs:     make(chan *job),
-		results:  make(chan *result, uploaders(e.cfg.S3.UploadConcurrency)),
-		back:     make(chan func(), 16),
-		stopping: make(chan struct{}),
-		mPeak:    e.m.bufferedPeak.WithLabelValues(e.cfg.Name),
+		rej: buffer.New[ackRef, formats.Record](e.rejEnc.NewBatch, limits),
+		wires: wires{
+			in:       make(chan delivery, 64),
+			fatal:    make(chan error, len(streams)+1),
+			jobs:     make(chan *job),
+			results:  make(chan *result, uploaders(e.cfg.S3.UploadConcurrency)),
+			back:     make(chan func(), 16),
+			stopping: make(chan struct{}),
+			quit:     make(chan struct{}),
+		},
+		mem: memory{budget: rot.MaxBufferedBytes, mPeak: e.m.bufferedPeak.WithLabelValues(e.cfg.Name)},
+		up:  uploads{uploading: map[bufferKey]int{}},
 	}
 }
 
@@ -123,7 +149,7 @@ const jobOverhead = 512
 // limit is below the next message's size, and the client asks again with the
 // same limit, so one large message would stop the consumer for good.
 func (r *runner) pullBytes() int {
-	b := r.budget / int64(8*len(r.streams))
+	b := r.mem.budget / int64(8*len(r.streams))
 	b = min(max(b, 64<<10), 16<<20)
 	if nc := r.e.nc.Load(); nc != nil {
 		b = max(b, nc.MaxPayload()+pullMargin)
@@ -145,14 +171,14 @@ const pullMargin = 16 << 10
 // once the acks are confirmed.
 func (r *runner) send(ctx context.Context, res *result, wg *sync.WaitGroup, ackers chan struct{}) {
 	if res.acks == nil {
-		r.results <- res
+		r.wires.results <- res
 		return
 	}
-	if r.gather != nil && res.gatherable(time.Now()) {
+	if r.wires.gather != nil && res.gatherable(time.Now()) {
 		// The loop hears of the upload at once, so that the next batch
 		// of the key may go; the results channel keeps the two in order.
-		r.results <- &result{job: res.job, notice: true}
-		r.gather <- res
+		r.wires.results <- &result{job: res.job, notice: true}
+		r.wires.gather <- res
 		return
 	}
 	select {
@@ -160,11 +186,11 @@ func (r *runner) send(ctx context.Context, res *result, wg *sync.WaitGroup, acke
 		wg.Go(func() {
 			res.ack(ctx)
 			<-ackers
-			r.results <- res
+			r.wires.results <- res
 		})
 	default:
 		res.ack(ctx)
-		r.results <- res
+		r.wires.results <- res
 	}
 }
 
@@ -175,7 +201,7 @@ func (r *runner) run(ctx context.Context) error {
 	defer cancelUploads()
 	stopWorkers := r.startWorkers(uctx)
 	defer func() {
-		close(r.quit)
+		close(r.wires.quit)
 		for _, s := range r.streams {
 			if s.cc != nil {
 				s.cc.Stop()
@@ -204,37 +230,37 @@ func (r *runner) startWorkers(uctx context.Context) (stop func()) {
 	endGather := r.gatherAcks(uctx, n)
 	for range n {
 		workers.Go(func() {
-			for j := range r.jobs {
+			for j := range r.wires.jobs {
 				r.send(uctx, r.e.process(uctx, j), &workers, ackers)
 			}
 		})
 	}
 	var compressors sync.WaitGroup
 	if cs, ok := r.e.enc.(formats.ChunkSource); ok {
-		r.chunks = cs
-		r.compress = make(chan *formats.Chunk, 4*runtime.GOMAXPROCS(0))
+		r.intake.chunks = cs
+		r.intake.compress = make(chan *formats.Chunk, 4*runtime.GOMAXPROCS(0))
 		for range runtime.GOMAXPROCS(0) {
 			compressors.Go(func() {
-				for c := range r.compress {
+				for c := range r.intake.compress {
 					c.Compress()
 				}
 			})
 		}
 	}
 	return func() {
-		close(r.stopping)
-		close(r.jobs)
+		close(r.wires.stopping)
+		close(r.wires.jobs)
 		// Drain results so workers can finish, then wait for them.
 		go func() {
-			for range r.results {
+			for range r.wires.results {
 			}
 		}()
 		workers.Wait()
 		endGather()
-		close(r.results)
-		r.bg.Wait()
-		if r.compress != nil {
-			close(r.compress)
+		close(r.wires.results)
+		r.chores.bg.Wait()
+		if r.intake.compress != nil {
+			close(r.intake.compress)
 			compressors.Wait()
 		}
 	}
@@ -282,10 +308,10 @@ func (r *runner) shutdown(ctx context.Context) error {
 	}
 	// Apply what the work beside the loop still reports (deleted intents
 	// among it); from here on, everything is done in order.
-	for r.besideN > 0 {
+	for r.chores.besideN > 0 {
 		select {
-		case apply := <-r.back:
-			r.besideN--
+		case apply := <-r.wires.back:
+			r.chores.besideN--
 			apply()
 		case <-deadline.C:
 			r.log.Warn("shutdown timeout while waiting for the state bucket and the catalog; the next start finishes their work")
@@ -301,7 +327,7 @@ func (r *runner) shutdown(ctx context.Context) error {
 	cancel()
 	r.saveNow(context.WithoutCancel(ctx))
 	r.leave(ctx, true)
-	r.log.Info("stopped cleanly", "messages_written", r.written)
+	r.log.Info("stopped cleanly", "messages_written", r.up.written)
 	return nil
 }
 
@@ -323,11 +349,11 @@ func (r *runner) drainPulls() error {
 	}()
 	for {
 		select {
-		case d := <-r.in:
+		case d := <-r.wires.in:
 			r.add(d)
 		case <-pullersDone:
 			return nil
-		case err := <-r.fatal:
+		case err := <-r.wires.fatal:
 			return err
 		}
 	}
@@ -339,20 +365,20 @@ func (r *runner) drainPulls() error {
 func (r *runner) uploadRest(ctx context.Context, deadline <-chan time.Time) (done bool, err error) {
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
-	for r.inflight > 0 {
+	for r.up.inflight > 0 {
 		jobs, next, idx := r.offer()
 		select {
 		case jobs <- next:
 			r.dispatched(idx)
 		case now := <-tick.C:
 			r.keepQueuedInProgress(now)
-		case res := <-r.results:
+		case res := <-r.wires.results:
 			if err := r.finish(res); err != nil {
 				return true, err
 			}
 		case <-deadline:
 			r.log.Warn("shutdown timeout: leaving unuploaded messages unacked; JetStream redelivers them",
-				"batches", r.inflight, "bytes", r.inflightBytes, "shutdown_timeout", r.e.cfg.ShutdownTimeout)
+				"batches", r.up.inflight, "bytes", r.up.inflightBytes, "shutdown_timeout", r.e.cfg.ShutdownTimeout)
 			r.saveNow(context.WithoutCancel(ctx))
 			r.leave(ctx, false)
 			return true, nil
@@ -376,13 +402,13 @@ func (r *runner) loop(ctx context.Context) error {
 	for {
 		var in chan delivery
 		if r.underBudget() {
-			in = r.in
+			in = r.wires.in
 		}
 		jobs, next, idx := r.offer()
 		select {
 		case <-ctx.Done():
 			return nil
-		case err := <-r.fatal:
+		case err := <-r.wires.fatal:
 			return err
 		case d := <-in:
 			r.add(d)
@@ -395,17 +421,17 @@ func (r *runner) loop(ctx context.Context) error {
 			}
 		case jobs <- next:
 			r.dispatched(idx)
-		case res := <-r.results:
+		case res := <-r.wires.results:
 			if err := r.finish(res); err != nil {
 				return err
 			}
-		case apply := <-r.back:
-			r.besideN--
+		case apply := <-r.wires.back:
+			r.chores.besideN--
 			apply()
 			if r.fatalErr != nil {
 				return r.fatalErr
 			}
-			if r.idleDone {
+			if r.chores.idleDone {
 				return nil
 			}
 		case now := <-tick.C:
@@ -413,8 +439,8 @@ func (r *runner) loop(ctx context.Context) error {
 			r.rej.Expire(now)
 			r.takeSealed()
 			r.keepQueuedInProgress(now)
-			if now.Sub(r.lastGauge) >= 5*time.Second {
-				r.lastGauge = now
+			if now.Sub(r.chores.lastGauge) >= 5*time.Second {
+				r.chores.lastGauge = now
 				r.consumerGauges(ctx)
 			}
 			r.resolve(ctx, now)
@@ -426,14 +452,14 @@ func (r *runner) loop(ctx context.Context) error {
 			r.compactTable(ctx, now)
 			r.flushPoison()
 			r.gauges(now)
-			if r.e.opts.UntilIdle && now.Sub(r.lastMsg) >= 500*time.Millisecond && len(r.queue) == 0 {
+			if r.e.opts.UntilIdle && now.Sub(r.chores.lastMsg) >= 500*time.Millisecond && len(r.up.queue) == 0 {
 				r.checkIdle(ctx)
 			}
 		case now := <-fast:
 			// The last deliveries said nothing more was pending: check
 			// at once rather than after half a second of quiet.
-			if r.drained() && now.Sub(r.lastMsg) >= fastIdle && len(r.queue) == 0 &&
-				(r.inflight == 0 || r.set.Open()+r.rej.Open() > 0) {
+			if r.drained() && now.Sub(r.chores.lastMsg) >= fastIdle && len(r.up.queue) == 0 &&
+				(r.up.inflight == 0 || r.set.Open()+r.rej.Open() > 0) {
 				r.checkIdle(ctx)
 			}
 		}
@@ -452,7 +478,7 @@ func (r *runner) takeQueued(max int, stop func() bool) {
 			return
 		}
 		select {
-		case d := <-r.in:
+		case d := <-r.wires.in:
 			r.add(d)
 		default:
 			return
@@ -462,7 +488,7 @@ func (r *runner) takeQueued(max int, stop func() bool) {
 
 // underBudget reports whether memory allows taking another message.
 func (r *runner) underBudget() bool {
-	return r.openMem()+r.inflightBytes+r.heldMem < r.budget
+	return r.openMem()+r.up.inflightBytes+r.mem.heldMem < r.mem.budget
 }
 
 // fastIdle is how long Options.UntilIdle waits after a delivery that said
@@ -498,17 +524,17 @@ func (r *runner) openMem() int64 { return r.set.Mem() + r.rej.Mem() }
 // pulling goes on instead of stopping it.
 func (r *runner) relieve() {
 	open := r.openMem()
-	total := open + r.inflightBytes + r.heldMem
-	if total > r.peak {
-		r.peak = total
-		r.mPeak.Set(float64(total))
+	total := open + r.up.inflightBytes + r.mem.heldMem
+	if total > r.mem.peak {
+		r.mem.peak = total
+		r.mem.mPeak.Set(float64(total))
 	}
-	if total >= r.budget && open >= r.inflightBytes || total >= r.budget/4*3 && r.inflight == 0 {
+	if total >= r.mem.budget && open >= r.up.inflightBytes || total >= r.mem.budget/4*3 && r.up.inflight == 0 {
 		// The largest batches, until a 32nd of the budget is freed: one
 		// pass over the open batches, where sealing them one at a time
 		// would cost a pass per message with many small batches.
-		if r.set.SealLargestUntil(buffer.ReasonMemory, r.budget/32) == 0 {
-			r.rej.SealLargestUntil(buffer.ReasonMemory, r.budget/32)
+		if r.set.SealLargestUntil(buffer.ReasonMemory, r.mem.budget/32) == 0 {
+			r.rej.SealLargestUntil(buffer.ReasonMemory, r.mem.budget/32)
 		}
 	}
 }
@@ -516,7 +542,7 @@ func (r *runner) relieve() {
 // gauges sets the gauges that describe the runner's state.
 func (r *runner) gauges(now time.Time) {
 	m, name := r.e.m, r.e.cfg.Name
-	m.bufferedBytes.WithLabelValues(name).Set(float64(r.openMem() + r.inflightBytes + r.heldMem))
+	m.bufferedBytes.WithLabelValues(name).Set(float64(r.openMem() + r.up.inflightBytes + r.mem.heldMem))
 	age := 0.0
 	if exp, ok := r.set.NextExpiry(); ok {
 		age = max(now.Sub(exp.Add(-r.e.cfg.Rotation.MaxFileAge)).Seconds(), 0)

@@ -11,7 +11,7 @@ import (
 // is free at once; the loop hears of the batch only once they are done.
 // With no room for another such goroutine, the uploader acks itself.
 func TestUploaderLeavesTheAcksToAnotherGoroutine(t *testing.T) {
-	r := &runner{results: make(chan *result, 2)}
+	r := &runner{wires: wires{results: make(chan *result, 2)}}
 	var wg sync.WaitGroup
 	ackers := make(chan struct{}, 1)
 	release := make(chan struct{})
@@ -35,7 +35,7 @@ func TestUploaderLeavesTheAcksToAnotherGoroutine(t *testing.T) {
 		t.Fatal("the uploader waited for the acks")
 	}
 	select {
-	case res := <-r.results:
+	case res := <-r.wires.results:
 		t.Fatalf("result %+v sent before its acks", res)
 	default:
 	}
@@ -58,14 +58,14 @@ func TestUploaderLeavesTheAcksToAnotherGoroutine(t *testing.T) {
 	<-sent
 	wg.Wait()
 	for range 2 {
-		if res := <-r.results; !res.confirmed || res.acks != nil {
+		if res := <-r.wires.results; !res.confirmed || res.acks != nil {
 			t.Errorf("result %+v sent before its acks were done", res)
 		}
 	}
 
 	// A result without acks (a failed upload, a loss marker) goes at once.
 	r.send(context.Background(), &result{}, &wg, ackers)
-	if len(r.results) != 1 {
+	if len(r.wires.results) != 1 {
 		t.Error("a result without acks was not sent")
 	}
 }
