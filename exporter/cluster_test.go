@@ -14,6 +14,7 @@ import (
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/exportertest"
+	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/progress"
 )
 
@@ -154,7 +155,7 @@ replicas = 3
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	store, err := exporter.NewS3Store(c.S3)
+	store, err := objstore.NewS3Store(c.S3)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,14 +15,11 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/iceberg"
+	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/exporter/statekey"
 	"github.com/jetlake/jetlake/formats"
 )
-
-// MetaCompaction is the object metadata that names the compaction that
-// wrote a data file.
-const MetaCompaction = "Jetlake-Compaction"
 
 // CompactOptions are the options of Compact.
 type CompactOptions struct {
@@ -80,7 +77,7 @@ type CompactResult struct {
 // sequences in its metadata, conditionally), then swapped for its group in
 // the table; a data commit racing the swap is retried around, never lost,
 // and a compaction tried again after a crash finds its own file and id.
-func Compact(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, store ObjectStore, o CompactOptions) (*CompactReport, error) {
+func Compact(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, store objstore.ObjectStore, o CompactOptions) (*CompactReport, error) {
 	if cfg.Iceberg == nil {
 		return nil, fmt.Errorf("connector %s writes no Iceberg table: nothing to compact", cfg.Name)
 	}
@@ -132,7 +129,7 @@ type orphanStore interface {
 // run commits it. Every other unnamed file is foreign and stays: another
 // connector's or engine's, a table's before it was made anew, or one
 // written before files carried their writer.
-func removeOrphans(ctx context.Context, cfg *config.Connector, t *iceberg.Table, st intentStore, store ObjectStore, o CompactOptions) (orphans, foreign []string, err error) {
+func removeOrphans(ctx context.Context, cfg *config.Connector, t *iceberg.Table, st intentStore, store objstore.ObjectStore, o CompactOptions) (orphans, foreign []string, err error) {
 	ls, ok := store.(orphanStore)
 	if !ok {
 		return nil, nil, nil
@@ -183,7 +180,7 @@ func removeOrphans(ctx context.Context, cfg *config.Connector, t *iceberg.Table,
 	id := t.UUID()
 	for _, key := range unnamed {
 		md, err := store.Head(ctx, key)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, objstore.ErrNotFound) {
 			continue
 		}
 		if err != nil {
@@ -193,7 +190,7 @@ func removeOrphans(ctx context.Context, cfg *config.Connector, t *iceberg.Table,
 			foreign = append(foreign, bucket+key)
 			continue
 		}
-		if md[MetaCompaction] == "" {
+		if md[objstore.MetaCompaction] == "" {
 			copied, err := heldCopy(ctx, ts, md)
 			if err != nil {
 				return orphans, foreign, err
@@ -216,7 +213,7 @@ func removeOrphans(ctx context.Context, cfg *config.Connector, t *iceberg.Table,
 // plans in st name left alone, into rep.Groups, and expires the snapshots
 // beyond keep_snapshots once a group was compacted (see expireTable).
 // It returns what the table needs after the pass.
-func compactTable(ctx context.Context, cfg *config.Connector, t *iceberg.Table, st intentStore, store ObjectStore, o CompactOptions, limit int, rep *CompactReport) (iceberg.Upkeep, error) {
+func compactTable(ctx context.Context, cfg *config.Connector, t *iceberg.Table, st intentStore, store objstore.ObjectStore, o CompactOptions, limit int, rep *CompactReport) (iceberg.Upkeep, error) {
 	exclude, err := plannedFiles(ctx, st, cfg)
 	if err != nil {
 		return iceberg.Upkeep{}, err
@@ -277,7 +274,7 @@ func plannedFiles(ctx context.Context, st intentStore, cfg *config.Connector) (m
 }
 
 // compactGroup rewrites one group, stores the result and swaps it in.
-func compactGroup(ctx context.Context, cfg *config.Connector, t *iceberg.Table, store ObjectStore, res *CompactResult) error {
+func compactGroup(ctx context.Context, cfg *config.Connector, t *iceberg.Table, store objstore.ObjectStore, res *CompactResult) error {
 	g := res.Group
 	bucket := "s3://" + cfg.S3.Bucket + "/"
 	// The files must be of one stream, as every data object is: a
@@ -299,9 +296,9 @@ func compactGroup(ctx context.Context, cfg *config.Connector, t *iceberg.Table, 
 	if err := heads.Wait(); err != nil {
 		return err
 	}
-	stream, created := mds[0][MetaStream], mds[0][MetaStreamCreated]
+	stream, created := mds[0][objstore.MetaStream], mds[0][objstore.MetaStreamCreated]
 	for _, md := range mds {
-		if md[MetaStream] != stream || md[MetaStreamCreated] != created || stream == "" {
+		if md[objstore.MetaStream] != stream || md[objstore.MetaStreamCreated] != created || stream == "" {
 			res.Skipped = "its files are of more than one stream"
 			return nil
 		}
@@ -311,33 +308,33 @@ func compactGroup(ctx context.Context, cfg *config.Connector, t *iceberg.Table, 
 		return err
 	}
 	key := strings.TrimPrefix(c.Location, bucket)
-	opts := PutOptions{
+	opts := objstore.PutOptions{
 		ContentType: "application/vnd.apache.parquet",
 		Metadata: map[string]string{
-			MetaFirstSeq:      strconv.FormatUint(c.Seqs[0], 10),
-			MetaLastSeq:       strconv.FormatUint(c.Seqs[len(c.Seqs)-1], 10),
-			MetaCount:         strconv.Itoa(len(c.Seqs)),
-			MetaFormat:        string(formats.Parquet),
-			MetaStream:        stream,
-			MetaStreamCreated: created,
-			MetaCompaction:    g.ID(),
-			MetaConnector:     cfg.Name,
-			MetaTable:         t.UUID(),
+			objstore.MetaFirstSeq:      strconv.FormatUint(c.Seqs[0], 10),
+			objstore.MetaLastSeq:       strconv.FormatUint(c.Seqs[len(c.Seqs)-1], 10),
+			objstore.MetaCount:         strconv.Itoa(len(c.Seqs)),
+			objstore.MetaFormat:        string(formats.Parquet),
+			objstore.MetaStream:        stream,
+			objstore.MetaStreamCreated: created,
+			objstore.MetaCompaction:    g.ID(),
+			objstore.MetaConnector:     cfg.Name,
+			objstore.MetaTable:         t.UUID(),
 		},
 		IfNoneMatch: true,
 	}
 	if enc, err := progress.NewSeqs(c.Seqs).MarshalJSON(); err == nil && len(enc) <= maxMetaSeqs+2 {
-		opts.Metadata[MetaSeqs] = string(enc[1 : len(enc)-1])
+		opts.Metadata[objstore.MetaSeqs] = string(enc[1 : len(enc)-1])
 	}
 	err = store.Put(ctx, key, formats.NewBody(c.Body), opts)
-	if errors.Is(err, ErrExists) {
+	if errors.Is(err, objstore.ErrExists) {
 		// A compaction of the same files that died before its swap.
 		md, herr := store.Head(ctx, key)
 		if herr != nil {
 			return herr
 		}
-		if md[MetaCompaction] != g.ID() {
-			return &CollisionError{Key: key, Intent: md[MetaIntent], Stream: md[MetaStream], StreamCreated: md[MetaStreamCreated]}
+		if md[objstore.MetaCompaction] != g.ID() {
+			return &CollisionError{Key: key, Intent: md[objstore.MetaIntent], Stream: md[objstore.MetaStream], StreamCreated: md[objstore.MetaStreamCreated]}
 		}
 	} else if err != nil {
 		return fmt.Errorf("store %s: %w", key, err)
@@ -362,6 +359,6 @@ func heldCopy(ctx context.Context, ts *tableSeqs, md map[string]string) (bool, e
 	if !ok {
 		return false, nil
 	}
-	n, known, err := ts.holds(ctx, md[MetaStream], seqs)
+	n, known, err := ts.holds(ctx, md[objstore.MetaStream], seqs)
 	return known && n == seqs.Len(), err
 }

@@ -10,15 +10,16 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 
 // unconditionalStore ignores If-None-Match, like stores without conditional
 // writes.
-type unconditionalStore struct{ *exporter.S3Store }
+type unconditionalStore struct{ *objstore.S3Store }
 
-func (s unconditionalStore) Put(ctx context.Context, key string, body formats.Body, o exporter.PutOptions) error {
+func (s unconditionalStore) Put(ctx context.Context, key string, body formats.Body, o objstore.PutOptions) error {
 	o.IfNoneMatch = false
 	return s.S3Store.Put(ctx, key, body, o)
 }
@@ -28,7 +29,7 @@ func TestStoreWithoutConditionalWritesStillExportsExactlyOnce(t *testing.T) {
 max_messages_per_file = 100
 max_file_age = "1s"`)
 	c := e.connector()
-	s3, err := exporter.NewS3Store(c.S3)
+	s3, err := objstore.NewS3Store(c.S3)
 	if err != nil {
 		t.Fatal(err)
 	}

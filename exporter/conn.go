@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/objstore"
 )
 
 // Dial connects to the connector's NATS servers once, without the retries
@@ -111,9 +112,9 @@ func natsPermanent(url string, err error) error {
 	)
 	switch {
 	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired):
-		return &PermanentError{Err: fmt.Errorf("nats %s: %w: check the credentials in [nats]", url, err)}
+		return &objstore.PermanentError{Err: fmt.Errorf("nats %s: %w: check the credentials in [nats]", url, err)}
 	case errors.As(err, &verify), errors.As(err, &unknown), errors.As(err, &hostname), errors.As(err, &invalid):
-		return &PermanentError{Err: fmt.Errorf("nats %s: %w: the server's certificate is not trusted; check tls_ca_file in [nats] and the host name in url", url, err)}
+		return &objstore.PermanentError{Err: fmt.Errorf("nats %s: %w: the server's certificate is not trusted; check tls_ca_file in [nats] and the host name in url", url, err)}
 	}
 	return err
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/lease"
+	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/formats"
 )
 
@@ -30,9 +31,9 @@ import (
 // writes to S3 as configured and logs to slog.Default().
 type Options struct {
 	Logger    *slog.Logger
-	UntilIdle bool        // return once every consumer has nothing pending and everything is acked
-	Store     ObjectStore // nil: S3 from the connector's [s3] settings
-	Version   string      // exporter version, written into object metadata
+	UntilIdle bool                 // return once every consumer has nothing pending and everything is acked
+	Store     objstore.ObjectStore // nil: S3 from the connector's [s3] settings
+	Version   string               // exporter version, written into object metadata
 	// MaxObjectSize is the largest object the store accepts in one
 	// PutObject; a message that can not fit is poison. Zero means 5 GiB.
 	MaxObjectSize int64
@@ -48,7 +49,7 @@ type Exporter struct {
 	cfg   *config.Connector
 	opts  Options
 	log   *slog.Logger
-	store ObjectStore
+	store objstore.ObjectStore
 	enc   formats.Encoder
 	// encOptions are enc's options: their Fields are an Iceberg table's
 	// schema.
@@ -141,7 +142,7 @@ func New(cfg *config.Connector, opts Options) (*Exporter, error) {
 	}
 	store := opts.Store
 	if store == nil {
-		s3, err := NewS3Store(cfg.S3)
+		s3, err := objstore.NewS3Store(cfg.S3)
 		if err != nil {
 			return nil, fmt.Errorf("connector %s: %w", cfg.Name, err)
 		}
@@ -314,11 +315,11 @@ func (e *Exporter) openLakeTable(ctx context.Context) error {
 		var nf *iceberg.NoCatalogFolderError
 		switch {
 		case errors.As(err, &me):
-			return &PermanentError{Code: "IcebergTable", Err: fmt.Errorf("iceberg table %s.%s: %w", e.cfg.Iceberg.Namespace, e.cfg.Iceberg.Table, err)}
+			return &objstore.PermanentError{Code: "IcebergTable", Err: fmt.Errorf("iceberg table %s.%s: %w", e.cfg.Iceberg.Namespace, e.cfg.Iceberg.Table, err)}
 		case errors.As(err, &fh), errors.As(err, &nf):
 			// A catalog pointing elsewhere, or a folder that is not
 			// there, stays so however often it is asked.
-			return &PermanentError{Code: "IcebergCatalog", Err: err}
+			return &objstore.PermanentError{Code: "IcebergCatalog", Err: err}
 		}
 		e.table = t
 		return err

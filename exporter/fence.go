@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/objstore"
 )
 
 // errFenced ends the store of a batch of a pinned consumer (failover =
@@ -60,7 +61,7 @@ func (e *Exporter) forgetFenced(ctx context.Context, res *result, id string) {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	md, err := e.store.Head(fctx, res.key)
-	if err == nil && md[MetaIntent] == id || err != nil && !errors.Is(err, ErrNotFound) {
+	if err == nil && md[objstore.MetaIntent] == id || err != nil && !errors.Is(err, objstore.ErrNotFound) {
 		return
 	}
 	if err := e.intents.Delete(fctx, res.intentKey); err != nil {

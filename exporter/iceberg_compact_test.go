@@ -11,6 +11,7 @@ import (
 
 	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/exportertest"
+	"github.com/jetlake/jetlake/exporter/objstore"
 )
 
 // 2,000 small data files over 20 closed partitions are merged into one file
@@ -30,7 +31,7 @@ max_file_age = "1s"`)
 	if len(before.Files) != n/5 {
 		t.Fatalf("%d data files before compaction, want %d", len(before.Files), n/5)
 	}
-	store, err := exporter.NewS3Store(c.S3)
+	store, err := objstore.NewS3Store(c.S3)
 	if err != nil {
 		t.Fatal(err)
 	}

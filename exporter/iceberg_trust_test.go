@@ -17,8 +17,8 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/exportertest"
+	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 
@@ -173,7 +173,7 @@ max_file_age = "1s"`)
 			switch {
 			case err == nil:
 				t.Fatalf("the forged plan %s was accepted", key)
-			case !exporter.IsPermanent(err):
+			case !objstore.IsPermanent(err):
 				t.Fatalf("not a permanent error: %v", err)
 			case !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), tc.location) || !strings.Contains(err.Error(), tc.why):
 				t.Fatalf("the error does not name the key %s, the file %s and why (%s): %v", key, tc.location, tc.why, err)

@@ -24,6 +24,7 @@ import (
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/exportertest"
+	"github.com/jetlake/jetlake/exporter/objstore"
 )
 
 // One nats-server and one MinIO serve every test of the package; tests are
@@ -381,7 +382,7 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 // verify runs exporter.Verify on the connector and requires every report OK.
 func (e *env) verify(c *config.Connector) []*exporter.Report {
 	e.t.Helper()
-	store, err := exporter.NewS3Store(c.S3)
+	store, err := objstore.NewS3Store(c.S3)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/lossmarker"
 )
 
@@ -32,7 +33,7 @@ func TestLossMarkersOfAnotherConsumerAreNeverOverwritten(t *testing.T) {
 		if !errors.As(other.err, &ce) || !ce.Marker || other.stored || other.key != first.key {
 			t.Fatalf("conditional=%v: another consumer's marker at %s: stored %v, %v; want a CollisionError at %s", conditional, other.key, other.stored, other.err, first.key)
 		}
-		if md, _ := store.Head(context.Background(), first.key); md[MetaConsumer] != "one" || len(store.keys) != 1 {
+		if md, _ := store.Head(context.Background(), first.key); md[objstore.MetaConsumer] != "one" || len(store.keys) != 1 {
 			t.Fatalf("conditional=%v: after the collision the marker is %v after %d writes; want consumer one's, written once", conditional, md, len(store.keys))
 		}
 	}

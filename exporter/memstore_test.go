@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/formats"
 )
 
@@ -33,7 +34,7 @@ type memObject struct {
 }
 
 // Put implements ObjectStore.
-func (s *MemStore) Put(_ context.Context, key string, body formats.Body, o PutOptions) error {
+func (s *MemStore) Put(_ context.Context, key string, body formats.Body, o objstore.PutOptions) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.puts++
@@ -41,7 +42,7 @@ func (s *MemStore) Put(_ context.Context, key string, body formats.Body, o PutOp
 		return s.err
 	}
 	if _, ok := s.objects[key]; ok && o.IfNoneMatch {
-		return fmt.Errorf("put %s: %w", key, ErrExists)
+		return fmt.Errorf("put %s: %w", key, objstore.ErrExists)
 	}
 	s.store(key, body.Bytes(), o.Metadata)
 	s.keys = append(s.keys, key)
@@ -77,7 +78,7 @@ func (s *MemStore) Head(_ context.Context, key string) (map[string]string, error
 	defer s.mu.Unlock()
 	obj, ok := s.objects[key]
 	if !ok {
-		return nil, fmt.Errorf("head %s: %w", key, ErrNotFound)
+		return nil, fmt.Errorf("head %s: %w", key, objstore.ErrNotFound)
 	}
 	return obj.md, nil
 }
@@ -88,7 +89,7 @@ func (s *MemStore) Get(_ context.Context, key string) ([]byte, error) {
 	defer s.mu.Unlock()
 	obj, ok := s.objects[key]
 	if !ok {
-		return nil, fmt.Errorf("get %s: %w", key, ErrNotFound)
+		return nil, fmt.Errorf("get %s: %w", key, objstore.ErrNotFound)
 	}
 	return slices.Clone(obj.body), nil
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jetlake/jetlake/exporter/objstore"
 )
 
 // Metrics are the Prometheus metrics of every connector of a process.
@@ -153,7 +155,7 @@ func errorKind(err error) string {
 		return "abandoned"
 	case errors.As(err, &ce):
 		return "collision"
-	case IsPermanent(err):
+	case objstore.IsPermanent(err):
 		return "permanent"
 	case errors.As(err, &er) && (er.Code == "SlowDown" || er.StatusCode == 503):
 		return "throttled"

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jetlake/jetlake/buffer"
+	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/formats"
 )
 
@@ -96,7 +97,7 @@ func TestAMessageOfABatchGivenUpWaitsForTheStore(t *testing.T) {
 	if r.set.Open() != 0 {
 		t.Fatal("the message was buffered again before the store was asked")
 	}
-	r.e.store.(*MemStore).preset(key, map[string]string{MetaIntent: j.intentID})
+	r.e.store.(*MemStore).preset(key, map[string]string{objstore.MetaIntent: j.intentID})
 	r.resolve(context.Background(), time.Now().Add(time.Hour))
 	settle(r)
 	if acks, _, _ := back.snapshot(); acks != 1 || r.set.Open() != 0 {

@@ -19,6 +19,7 @@ import (
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/exportertest"
+	"github.com/jetlake/jetlake/exporter/objstore"
 )
 
 // tableUUID reads the UUID jetlake recorded for the connector's table.
@@ -50,11 +51,11 @@ max_file_age = "1s"`)
 	id := e.tableUUID(c)
 	ctx := context.Background()
 	dir := "raw/lake/events/data/timestamp_hour=2026-12-01-07/subject=x/"
-	own := map[string]string{exporter.MetaConnector: c.Name, exporter.MetaTable: id}
-	compacted := map[string]string{exporter.MetaConnector: c.Name, exporter.MetaTable: id, exporter.MetaCompaction: "g"}
+	own := map[string]string{objstore.MetaConnector: c.Name, objstore.MetaTable: id}
+	compacted := map[string]string{objstore.MetaConnector: c.Name, objstore.MetaTable: id, objstore.MetaCompaction: "g"}
 	batch := func(first, last int) map[string]string {
-		return map[string]string{exporter.MetaConnector: c.Name, exporter.MetaTable: id, exporter.MetaStream: e.stream,
-			exporter.MetaFirstSeq: strconv.Itoa(first), exporter.MetaLastSeq: strconv.Itoa(last), exporter.MetaCount: strconv.Itoa(last - first + 1)}
+		return map[string]string{objstore.MetaConnector: c.Name, objstore.MetaTable: id, objstore.MetaStream: e.stream,
+			objstore.MetaFirstSeq: strconv.Itoa(first), objstore.MetaLastSeq: strconv.Itoa(last), objstore.MetaCount: strconv.Itoa(last - first + 1)}
 	}
 	files := []struct {
 		key    string
@@ -64,8 +65,8 @@ max_file_age = "1s"`)
 		{dir + "00000000000000000001-00000000000000000001.parquet", compacted, true}, // a compaction never swapped in
 		{dir + "00000000000000000002-00000000000000000002.parquet", own, false},      // an intent names it
 		{dir + "00000000000000000003-00000000000000000003.parquet", nil, false},
-		{dir + "00000000000000000004-00000000000000000004.parquet", map[string]string{exporter.MetaConnector: "other", exporter.MetaTable: id}, false},
-		{dir + "00000000000000000005-00000000000000000005.parquet", map[string]string{exporter.MetaConnector: c.Name, exporter.MetaTable: "00000000-0000-0000-0000-000000000000"}, false},
+		{dir + "00000000000000000004-00000000000000000004.parquet", map[string]string{objstore.MetaConnector: "other", objstore.MetaTable: id}, false},
+		{dir + "00000000000000000005-00000000000000000005.parquet", map[string]string{objstore.MetaConnector: c.Name, objstore.MetaTable: "00000000-0000-0000-0000-000000000000"}, false},
 		{dir + "00000000000000000006-00000000000000000006.parquet", batch(1, 1), true},      // a copy of a sequence the table holds
 		{dir + "00000000000000000007-00000000000000000007.parquet", batch(100, 101), false}, // the table lacks sequence 101: run commits it
 		{dir + "00000000000000000008-00000000000000000008.parquet", own, false},             // which sequences it holds is not known
@@ -80,7 +81,7 @@ max_file_age = "1s"`)
 		t.Fatal(err)
 	}
 	defer e.stateBucket(c).Delete(ctx, ikey)
-	store, err := exporter.NewS3Store(c.S3)
+	store, err := objstore.NewS3Store(c.S3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +136,7 @@ max_file_age = "1s"`)
 		t.Fatal(err)
 	}
 	before := e.objectKeys("raw/lake/events/data/")
-	store, err := exporter.NewS3Store(c.S3)
+	store, err := objstore.NewS3Store(c.S3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,10 +191,10 @@ max_file_age = "1s"`)
 	c.Iceberg.URI = "sqlite://" + fresh
 	err := e.runUntilIdleErr(c, time.Minute)
 	var changed *exporter.TableChangedError
-	if !errors.As(err, &changed) || !exporter.IsPermanent(err) {
+	if !errors.As(err, &changed) || !objstore.IsPermanent(err) {
 		t.Fatalf("run on a fresh catalog: %v, want a permanent *TableChangedError", err)
 	}
-	store, err := exporter.NewS3Store(c.S3)
+	store, err := objstore.NewS3Store(c.S3)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/jetlake/jetlake/exporter/objstore"
 )
 
 // PermissionError is a publish or a subscription the NATS server refused
@@ -117,7 +119,7 @@ func (w *PermissionWatch) Observe(err error) bool {
 	if pe == nil {
 		return false
 	}
-	cause := &PermanentError{Code: "NATSPermission", Err: pe}
+	cause := &objstore.PermanentError{Code: "NATSPermission", Err: pe}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for id, cancel := range w.active {

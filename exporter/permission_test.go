@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/jetlake/jetlake/exporter/objstore"
 )
 
 // violation is the error nats.go hands the error handler for the server's
@@ -103,7 +105,7 @@ func TestAViolationEndsTheWatchedContextsAsPermanentAndLeavesOthers(t *testing.T
 	}
 	denied := Denied(running)
 	var pe *PermissionError
-	if !IsPermanent(denied) || !errors.As(denied, &pe) || pe.Subject != "$JS.ACK.S.c.>" {
+	if !objstore.IsPermanent(denied) || !errors.As(denied, &pe) || pe.Subject != "$JS.ACK.S.c.>" {
 		t.Fatalf("Denied: %v, want a permanent error naming the subject", denied)
 	}
 	if retryable(denied) {

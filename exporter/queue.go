@@ -13,6 +13,7 @@ import (
 
 	"github.com/jetlake/jetlake/buffer"
 	"github.com/jetlake/jetlake/exporter/iceberg"
+	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/lossmarker"
@@ -130,7 +131,7 @@ func (r *runner) nextJob() int {
 // smallUploads times as many in all, within the memory budget.
 const (
 	smallUpload  = 1 << 20
-	smallUploads = 4
+	smallUploads = objstore.SmallUploadsPerSlot
 )
 
 // uploaders is how many uploads may be in flight at once.
@@ -361,7 +362,7 @@ func (r *runner) finish(res *result) error {
 	r.up.inflight--
 	r.up.inflightBytes -= j.size
 	var ce *CollisionError
-	if IsPermanent(res.err) || errors.As(res.err, &ce) {
+	if objstore.IsPermanent(res.err) || errors.As(res.err, &ce) {
 		return res.err
 	}
 	if j.marker != nil {

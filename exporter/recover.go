@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/objstore"
 )
 
 // recovery is what the intents another process left say about a stream:
@@ -60,7 +61,7 @@ func (e *Exporter) findIntents(ctx context.Context, s *streamState, known map[st
 		var in intent
 		if err := json.Unmarshal(value, &in); err != nil {
 			// Not going away by itself: retries would not help.
-			return nil, &PermanentError{Code: "IntentUnreadable", Err: fmt.Errorf("intent %s: %w", ikey, err)}
+			return nil, &objstore.PermanentError{Code: "IntentUnreadable", Err: fmt.Errorf("intent %s: %w", ikey, err)}
 		}
 		if !in.StreamCreated.Equal(s.created) {
 			// The stream was re-created: these sequences are other messages.
@@ -84,28 +85,28 @@ func (e *Exporter) findIntents(ctx context.Context, s *streamState, known map[st
 		}
 		md, err := e.store.Head(ctx, in.Key)
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, objstore.ErrNotFound):
 			e.log.Info("recovery: batch not stored (yet); its messages wait until its writer must have given up",
 				"key", in.Key, "messages", in.Seqs.Len())
 			rec.unresolved[ikey] = &in
 		case err != nil:
 			return nil, err
-		case md[MetaIntent] == in.ID && !describes(md, &in):
+		case md[objstore.MetaIntent] == in.ID && !describes(md, &in):
 			// The object is the one the intent's id names, but the
 			// intent's sequences are not the object's: believing them
 			// would ack messages the object does not hold.
 			e.log.Error("ignoring an intent whose sequences are not those of the object it names", "intent", ikey, "key", in.Key,
-				"intent_first", in.Seqs.First(), "intent_last", in.Seqs.Last(), "object_first", md[MetaFirstSeq], "object_last", md[MetaLastSeq],
-				"object_count", md[MetaCount])
+				"intent_first", in.Seqs.First(), "intent_last", in.Seqs.Last(), "object_first", md[objstore.MetaFirstSeq], "object_last", md[objstore.MetaLastSeq],
+				"object_count", md[objstore.MetaCount])
 			e.m.untrusted.WithLabelValues(e.cfg.Name, "intent").Inc()
-		case md[MetaIntent] != in.ID:
+		case md[objstore.MetaIntent] != in.ID:
 			// Another batch's object holds the key (a second writer on the
 			// prefix, refused at upload): this batch was never stored, and
 			// its messages were never acked. Forgetting the intent lets
 			// them be exported again, under the prefix the connector has
 			// now; a collision there stops the exporter again.
 			e.log.Warn("recovery: the object at this batch's key holds another batch; this batch was never stored and its messages are exported again",
-				"key", in.Key, "messages", in.Seqs.Len(), "object_intent", md[MetaIntent], "object_stream", md[MetaStream])
+				"key", in.Key, "messages", in.Seqs.Len(), "object_intent", md[objstore.MetaIntent], "object_stream", md[objstore.MetaStream])
 			if err := e.intents.Delete(ctx, ikey); err != nil {
 				return nil, err
 			}
@@ -261,7 +262,7 @@ func (e *Exporter) resolveIntent(ctx context.Context, ikey string, in *intent) (
 	md, err := e.store.Head(hctx, in.Key)
 	cancel()
 	switch {
-	case errors.Is(err, ErrNotFound), err == nil && md[MetaIntent] != in.ID:
+	case errors.Is(err, objstore.ErrNotFound), err == nil && md[objstore.MetaIntent] != in.ID:
 		// No object, or another batch's: this one was never stored (a
 		// conditional write lets only one through).
 		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -271,7 +272,7 @@ func (e *Exporter) resolveIntent(ctx context.Context, ikey string, in *intent) (
 			return false, err
 		}
 		e.log.Info("recovery: batch was never stored; its messages are exported again", "key", in.Key, "messages", in.Seqs.Len(),
-			"object_of_another_batch", md[MetaIntent])
+			"object_of_another_batch", md[objstore.MetaIntent])
 		return false, nil
 	case err != nil:
 		return false, err
@@ -439,7 +440,7 @@ func implausible(in *intent, lastSeq, max uint64) string {
 // describes reports whether md, the metadata of the object an intent
 // names, holds the intent's sequences: the same first, last and count.
 func describes(md map[string]string, in *intent) bool {
-	return md[MetaFirstSeq] == strconv.FormatUint(in.Seqs.First(), 10) &&
-		md[MetaLastSeq] == strconv.FormatUint(in.Seqs.Last(), 10) &&
-		md[MetaCount] == strconv.Itoa(in.Seqs.Len())
+	return md[objstore.MetaFirstSeq] == strconv.FormatUint(in.Seqs.First(), 10) &&
+		md[objstore.MetaLastSeq] == strconv.FormatUint(in.Seqs.Last(), 10) &&
+		md[objstore.MetaCount] == strconv.Itoa(in.Seqs.Len())
 }

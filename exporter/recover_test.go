@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/exporter/statekey"
 )
@@ -95,14 +96,14 @@ func TestRecoveryAfterACrashAtEachCommitStep(t *testing.T) {
 	}{
 		{point: "before-upload", streamCreated: created, wantAwait: true, wantIntent: true},
 		{point: "during-upload (the PUT never landed)", streamCreated: created, wantAwait: true, wantIntent: true},
-		{point: "after-upload", object: map[string]string{MetaIntent: "I1", MetaFirstSeq: "10", MetaLastSeq: "12", MetaCount: "3"}, streamCreated: created, wantCommitted: true, wantIntent: true},
-		{point: "after-acks", object: map[string]string{MetaIntent: "I1", MetaFirstSeq: "10", MetaLastSeq: "12", MetaCount: "3"}, streamCreated: created, wantCommitted: true, wantIntent: true},
-		{point: "after-confirm", object: map[string]string{MetaIntent: "I1", MetaFirstSeq: "10", MetaLastSeq: "12", MetaCount: "3"}, streamCreated: created, wantCommitted: true, wantIntent: true},
+		{point: "after-upload", object: map[string]string{objstore.MetaIntent: "I1", objstore.MetaFirstSeq: "10", objstore.MetaLastSeq: "12", objstore.MetaCount: "3"}, streamCreated: created, wantCommitted: true, wantIntent: true},
+		{point: "after-acks", object: map[string]string{objstore.MetaIntent: "I1", objstore.MetaFirstSeq: "10", objstore.MetaLastSeq: "12", objstore.MetaCount: "3"}, streamCreated: created, wantCommitted: true, wantIntent: true},
+		{point: "after-confirm", object: map[string]string{objstore.MetaIntent: "I1", objstore.MetaFirstSeq: "10", objstore.MetaLastSeq: "12", objstore.MetaCount: "3"}, streamCreated: created, wantCommitted: true, wantIntent: true},
 		// Another writer's object at the key: this batch was never stored,
 		// so its messages are exported again (under the prefix the
 		// connector has now), not refused at every start.
-		{point: "object of another batch", object: map[string]string{MetaIntent: "OTHER"}, streamCreated: created},
-		{point: "stream re-created since", object: map[string]string{MetaIntent: "I1"}, streamCreated: created.Add(time.Hour)},
+		{point: "object of another batch", object: map[string]string{objstore.MetaIntent: "OTHER"}, streamCreated: created},
+		{point: "stream re-created since", object: map[string]string{objstore.MetaIntent: "I1"}, streamCreated: created.Add(time.Hour)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.point, func(t *testing.T) {
@@ -180,7 +181,7 @@ func TestALatePutOfAStalledWriterIsFoundWhenResolving(t *testing.T) {
 	s.book.Start(0, nil, 1, 0, false, false)
 	s.await("p.I1", in, time.Now())
 	// The stalled writer's PUT lands after recovery looked.
-	store.preset(key, map[string]string{MetaIntent: "I1"})
+	store.preset(key, map[string]string{objstore.MetaIntent: "I1"})
 	r := newRunner(e, []*streamState{s})
 	r.resolve(context.Background(), time.Now().Add(time.Second))
 	settle(r)

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/exporter/iceberg"
+	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/exporter/statekey"
 )
@@ -92,22 +93,22 @@ func (e *Exporter) uncommittedFiles(ctx context.Context, s *streamState, keys []
 	var out []*intent
 	for _, key := range keys {
 		md, err := e.store.Head(ctx, key)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, objstore.ErrNotFound) {
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("data file %s: %w", key, err)
 		}
-		if !ownFile(md, e.cfg, e.table.uuid) || md[MetaCompaction] != "" || md[MetaIntent] == "" || md[MetaStream] != s.cfg.Stream {
+		if !ownFile(md, e.cfg, e.table.uuid) || md[objstore.MetaCompaction] != "" || md[objstore.MetaIntent] == "" || md[objstore.MetaStream] != s.cfg.Stream {
 			continue
 		}
-		if created, err := time.Parse(time.RFC3339Nano, md[MetaStreamCreated]); err != nil || !created.Equal(s.created) {
+		if created, err := time.Parse(time.RFC3339Nano, md[objstore.MetaStreamCreated]); err != nil || !created.Equal(s.created) {
 			continue // of an earlier stream of the same name
 		}
 		seqs, ok := metaSeqs(md)
 		if !ok {
 			e.log.Error("a stored data file no record names does not say which sequences it holds: it is left as it is, for an operator to commit",
-				"key", key, "first_seq", md[MetaFirstSeq], "last_seq", md[MetaLastSeq], "count", md[MetaCount])
+				"key", key, "first_seq", md[objstore.MetaFirstSeq], "last_seq", md[objstore.MetaLastSeq], "count", md[objstore.MetaCount])
 			e.m.untrusted.WithLabelValues(e.cfg.Name, "data-file").Inc()
 			continue
 		}
@@ -123,7 +124,7 @@ func (e *Exporter) uncommittedFiles(ctx context.Context, s *streamState, keys []
 			e.m.untrusted.WithLabelValues(e.cfg.Name, "data-file").Inc()
 			continue
 		}
-		out = append(out, &intent{ID: md[MetaIntent], Key: key, Stream: s.cfg.Stream, StreamCreated: s.created,
+		out = append(out, &intent{ID: md[objstore.MetaIntent], Key: key, Stream: s.cfg.Stream, StreamCreated: s.created,
 			Consumer: s.cfg.Consumer, Seqs: seqs, Created: time.Now().UTC()})
 	}
 	return out, nil
@@ -158,13 +159,13 @@ func (e *Exporter) alone(found []*intent) []*intent {
 // its sequence set, or its first to last sequence when the count says
 // there is no gap.
 func metaSeqs(md map[string]string) (progress.Seqs, bool) {
-	first, err1 := strconv.ParseUint(md[MetaFirstSeq], 10, 64)
-	last, err2 := strconv.ParseUint(md[MetaLastSeq], 10, 64)
-	count, err3 := strconv.ParseUint(md[MetaCount], 10, 64)
+	first, err1 := strconv.ParseUint(md[objstore.MetaFirstSeq], 10, 64)
+	last, err2 := strconv.ParseUint(md[objstore.MetaLastSeq], 10, 64)
+	count, err3 := strconv.ParseUint(md[objstore.MetaCount], 10, 64)
 	if err1 != nil || err2 != nil || err3 != nil || first == 0 || last < first {
 		return progress.Seqs{}, false
 	}
-	if enc := md[MetaSeqs]; enc != "" {
+	if enc := md[objstore.MetaSeqs]; enc != "" {
 		var s progress.Seqs
 		if err := s.UnmarshalJSON([]byte(strconv.Quote(enc))); err != nil || s.First() != first || s.Last() != last || uint64(s.Len()) != count {
 			return progress.Seqs{}, false
@@ -181,7 +182,7 @@ func metaSeqs(md map[string]string) (progress.Seqs, bool) {
 // by the bounds of its files, then by the sequence sets in the metadata of
 // those whose bounds overlap.
 type tableSeqs struct {
-	store  ObjectStore
+	store  objstore.ObjectStore
 	bucket string // s3://bucket/
 	held   []iceberg.HeldRange
 	exact  map[string]progress.Seqs // by location; absent: not read yet
@@ -222,7 +223,7 @@ func (ts *tableSeqs) seqsOf(ctx context.Context, loc string) (progress.Seqs, boo
 		return progress.Seqs{}, false, nil
 	}
 	md, err := ts.store.Head(ctx, strings.TrimPrefix(loc, ts.bucket))
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, objstore.ErrNotFound) {
 		ts.bad[loc] = true
 		return progress.Seqs{}, false, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/progress"
 )
 
@@ -18,7 +19,7 @@ func TestMetaSeqs(t *testing.T) {
 		return string(b[1 : len(b)-1])
 	}
 	md := func(first, last, count, seqs string) map[string]string {
-		return map[string]string{MetaFirstSeq: first, MetaLastSeq: last, MetaCount: count, MetaSeqs: seqs}
+		return map[string]string{objstore.MetaFirstSeq: first, objstore.MetaLastSeq: last, objstore.MetaCount: count, objstore.MetaSeqs: seqs}
 	}
 	for _, tc := range []struct {
 		name string

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlake/jetlake/exporter/objstore"
 )
 
 // attemptTimeout bounds one PutObject call so that InProgress can be sent in
@@ -44,7 +46,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // problem or a server that is not ready, as opposed to a wrong setting.
 func retryable(err error) bool {
 	var ce *ConfigError
-	var pe *PermanentError
+	var pe *objstore.PermanentError
 	var coll *CollisionError
 	var api *jetstream.APIError
 	switch {

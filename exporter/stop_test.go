@@ -12,6 +12,7 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/objstore"
 )
 
 func TestMissingBucketStopsWithAClearError(t *testing.T) {
@@ -22,7 +23,7 @@ func TestMissingBucketStopsWithAClearError(t *testing.T) {
 	defer cancel()
 	done, _ := e.run(ctx, c, false)
 	err := <-done
-	if !exporter.IsPermanent(err) || !strings.Contains(err.Error(), "no-such-bucket-here") {
+	if !objstore.IsPermanent(err) || !strings.Contains(err.Error(), "no-such-bucket-here") {
 		t.Fatalf("Run = %v, want a permanent error naming the bucket", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/iceberg"
+	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/statekey"
 )
 
@@ -66,7 +67,7 @@ func checkTableID(ctx context.Context, st intentStore, c *config.Connector, t *i
 		case have == t.UUID():
 			return nil
 		case have != "":
-			return &PermanentError{Code: "IcebergTableChanged", Err: &TableChangedError{Table: t.Name(), Key: key, Recorded: have, Found: t.UUID()}}
+			return &objstore.PermanentError{Code: "IcebergTableChanged", Err: &TableChangedError{Table: t.Name(), Key: key, Recorded: have, Found: t.UUID()}}
 		case !record:
 			return nil
 		}
@@ -89,7 +90,7 @@ func refuseMissingTable(ctx context.Context, st intentStore, c *config.Connector
 	}
 	t, err := iceberg.Load(ctx, cfg)
 	if errors.Is(err, iceberg.ErrNoSuchTable) {
-		return &PermanentError{Code: "IcebergTableChanged", Err: &TableChangedError{Table: cfg.Namespace + "." + cfg.Table, Key: statekey.TableID(c.Name, c.Iceberg.Namespace, c.Iceberg.Table), Recorded: have}}
+		return &objstore.PermanentError{Code: "IcebergTableChanged", Err: &TableChangedError{Table: cfg.Namespace + "." + cfg.Table, Key: statekey.TableID(c.Name, c.Iceberg.Namespace, c.Iceberg.Table), Recorded: have}}
 	}
 	if err != nil {
 		return err
@@ -100,5 +101,5 @@ func refuseMissingTable(ctx context.Context, st intentStore, c *config.Connector
 // ownFile reports whether md, a data file's object metadata, says c wrote
 // it for the table with UUID id.
 func ownFile(md map[string]string, c *config.Connector, id string) bool {
-	return id != "" && md[MetaConnector] == c.Name && md[MetaTable] == id
+	return id != "" && md[objstore.MetaConnector] == c.Name && md[objstore.MetaTable] == id
 }

@@ -12,34 +12,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/exporter/iceberg"
+	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/lossmarker"
 	"github.com/jetlake/jetlake/pathtemplate"
-)
-
-// Object metadata written on every data object (x-amz-meta-*).
-const (
-	MetaFirstSeq = "Jetlake-First-Seq"
-	MetaLastSeq  = "Jetlake-Last-Seq"
-	MetaCount    = "Jetlake-Count"
-	MetaFormat   = "Jetlake-Format"
-	MetaStream   = "Jetlake-Stream"
-	MetaVersion  = "Jetlake-Version"
-	// MetaStreamCreated and the stream name identify the stream: a stream
-	// re-created under the same name starts its sequences again.
-	MetaStreamCreated = "Jetlake-Stream-Created"
-	// MetaIntent is the id of the intent the object was written under.
-	MetaIntent = "Jetlake-Intent"
-	// MetaConsumer names the consumer whose loss a marker records.
-	MetaConsumer = "Jetlake-Consumer"
-	// MetaSeqs is the exact set of sequences in the object, in the intent's
-	// encoding, when it is short enough for object metadata; verify uses it.
-	MetaSeqs = "Jetlake-Seqs"
-	// MetaConnector and MetaTable name the connector and the Iceberg table
-	// (by its UUID) a table's data file was written for: the orphan sweep
-	// removes only files whose metadata names its own connector and table.
-	MetaConnector = "Jetlake-Connector"
-	MetaTable     = "Jetlake-Table"
 )
 
 // maxMetaSeqs bounds the encoded sequence set put in metadata: S3 allows 2
@@ -87,9 +63,9 @@ func (e *Exporter) writeMarker(ctx context.Context, j *job) *result {
 	// Written like data: conditionally, and what is found at the key is
 	// checked, so that a marker of another connector sharing the prefix is
 	// never overwritten.
-	opts := PutOptions{
+	opts := objstore.PutOptions{
 		ContentType: "application/json",
-		Metadata:    map[string]string{MetaStream: m.Stream, MetaConsumer: m.Consumer},
+		Metadata:    map[string]string{objstore.MetaStream: m.Stream, objstore.MetaConsumer: m.Consumer},
 		IfNoneMatch: e.conditional,
 	}
 	if res.err = c.do(ctx, "write loss marker", func(ctx context.Context) error {
@@ -98,12 +74,12 @@ func (e *Exporter) writeMarker(ctx context.Context, j *job) *result {
 			switch {
 			case err == nil:
 				return existingMarker(res.key, md, m)
-			case !errors.Is(err, ErrNotFound):
+			case !errors.Is(err, objstore.ErrNotFound):
 				return err
 			}
 		}
 		err := e.store.Put(ctx, res.key, formats.NewBody(body), opts)
-		if errors.Is(err, ErrExists) {
+		if errors.Is(err, objstore.ErrExists) {
 			md, herr := e.store.Head(ctx, res.key)
 			if herr != nil {
 				return herr
@@ -168,7 +144,7 @@ func (e *Exporter) storeBatch(ctx context.Context, j *job) *result {
 	if enc, err := in.Seqs.MarshalJSON(); err == nil {
 		res.seqs = enc
 		if len(enc) <= maxMetaSeqs+2 {
-			opts.Metadata[MetaSeqs] = string(enc[1 : len(enc)-1])
+			opts.Metadata[objstore.MetaSeqs] = string(enc[1 : len(enc)-1])
 		}
 	}
 	c := &committer{e: e, stream: st.cfg.Stream, b: b, ackWait: st.cfg.AckWait, progress: time.Unix(0, j.confirmed.Load()), key: res.key}
@@ -212,25 +188,25 @@ func (e *Exporter) storeBatch(ctx context.Context, j *job) *result {
 // metadata that says which sequences it holds and who wrote it (for a
 // table's data file, the connector and the table's UUID too), and the
 // conditional write when the store has it.
-func (e *Exporter) batchPut(j *job, in *intent, inTable bool) PutOptions {
+func (e *Exporter) batchPut(j *job, in *intent, inTable bool) objstore.PutOptions {
 	b, st := j.batch, j.stream
-	opts := PutOptions{
+	opts := objstore.PutOptions{
 		ContentType: j.enc.ContentType(),
 		Metadata: map[string]string{
-			MetaFirstSeq:      strconv.FormatUint(b.First, 10),
-			MetaLastSeq:       strconv.FormatUint(b.Last, 10),
-			MetaCount:         strconv.Itoa(b.Len()),
-			MetaFormat:        j.format,
-			MetaStream:        st.cfg.Stream,
-			MetaStreamCreated: st.created.Format(time.RFC3339Nano),
-			MetaIntent:        in.ID,
-			MetaVersion:       e.opts.Version,
+			objstore.MetaFirstSeq:      strconv.FormatUint(b.First, 10),
+			objstore.MetaLastSeq:       strconv.FormatUint(b.Last, 10),
+			objstore.MetaCount:         strconv.Itoa(b.Len()),
+			objstore.MetaFormat:        j.format,
+			objstore.MetaStream:        st.cfg.Stream,
+			objstore.MetaStreamCreated: st.created.Format(time.RFC3339Nano),
+			objstore.MetaIntent:        in.ID,
+			objstore.MetaVersion:       e.opts.Version,
 		},
 		IfNoneMatch: e.conditional,
 	}
 	if inTable {
-		opts.Metadata[MetaConnector] = e.cfg.Name
-		opts.Metadata[MetaTable] = e.table.uuid
+		opts.Metadata[objstore.MetaConnector] = e.cfg.Name
+		opts.Metadata[objstore.MetaTable] = e.table.uuid
 	}
 	return opts
 }
@@ -255,7 +231,7 @@ func (e *Exporter) recordIntent(ctx context.Context, c *committer, ikey string, 
 // PUT, or, without conditional writes, a look before the write. An object
 // already at key is this batch's (an earlier attempt landed) or a
 // collision, as existing decides.
-func (e *Exporter) putOnce(ctx context.Context, key string, body formats.Body, opts PutOptions, intentID string) error {
+func (e *Exporter) putOnce(ctx context.Context, key string, body formats.Body, opts objstore.PutOptions, intentID string) error {
 	if !e.conditional {
 		// Without conditional writes, look before writing: the check and
 		// the write are not atomic, so two writers can still race.
@@ -263,12 +239,12 @@ func (e *Exporter) putOnce(ctx context.Context, key string, body formats.Body, o
 		switch {
 		case err == nil:
 			return e.existing(key, md, intentID)
-		case !errors.Is(err, ErrNotFound):
+		case !errors.Is(err, objstore.ErrNotFound):
 			return err
 		}
 	}
 	err := e.store.Put(ctx, key, body, opts)
-	if errors.Is(err, ErrExists) {
+	if errors.Is(err, objstore.ErrExists) {
 		md, herr := e.store.Head(ctx, key)
 		if herr != nil {
 			return herr
@@ -320,20 +296,20 @@ func parquetTail(body formats.Body) *iceberg.Tail {
 // same loss found again after a restart) is fine; anything else is a
 // collision.
 func existingMarker(key string, md map[string]string, m *lossmarker.Marker) error {
-	if md[MetaStream] == m.Stream && md[MetaConsumer] == m.Consumer {
+	if md[objstore.MetaStream] == m.Stream && md[objstore.MetaConsumer] == m.Consumer {
 		return nil
 	}
-	return &CollisionError{Key: key, Marker: true, Stream: md[MetaStream], Consumer: md[MetaConsumer]}
+	return &CollisionError{Key: key, Marker: true, Stream: md[objstore.MetaStream], Consumer: md[objstore.MetaConsumer]}
 }
 
 // existing decides about an object found at the key of a batch: written by
 // this very batch in an earlier attempt (fine), or by something else (a
 // collision: stop, ack nothing).
 func (e *Exporter) existing(key string, md map[string]string, id string) error {
-	if md[MetaIntent] == id {
+	if md[objstore.MetaIntent] == id {
 		return nil
 	}
-	return &CollisionError{Key: key, Intent: md[MetaIntent], Stream: md[MetaStream], StreamCreated: md[MetaStreamCreated]}
+	return &CollisionError{Key: key, Intent: md[objstore.MetaIntent], Stream: md[objstore.MetaStream], StreamCreated: md[objstore.MetaStreamCreated]}
 }
 
 // CollisionError reports an object that exists at the key of a new batch and
@@ -412,7 +388,7 @@ func (c *committer) do(ctx context.Context, what string, step func(context.Conte
 		c.e.uploadFailed()
 		c.e.m.uploadErrors.WithLabelValues(c.e.cfg.Name, c.stream, errorKind(err)).Inc()
 		var ce *CollisionError
-		if IsPermanent(err) || errors.As(err, &ce) || errors.Is(err, errFenced) {
+		if objstore.IsPermanent(err) || errors.As(err, &ce) || errors.Is(err, errFenced) {
 			return err
 		}
 		if ctx.Err() != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/jetlake/jetlake/buffer"
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
@@ -143,7 +144,7 @@ func (a *fakeAcker) RequestWithContext(ctx context.Context, subj string, data []
 	return nil, fmt.Errorf("unexpected request %q to %s", data, subj)
 }
 
-func testExporter(t testing.TB, store ObjectStore) *Exporter {
+func testExporter(t testing.TB, store objstore.ObjectStore) *Exporter {
 	t.Helper()
 	enc, err := formats.New(formats.Options{Format: formats.JSONLines, Metadata: true})
 	if err != nil {
@@ -202,11 +203,11 @@ func TestUploadAcksEveryMessageOnceAfterTheStoreSucceeds(t *testing.T) {
 }
 
 func TestUploadNeverAcksOnAPermanentError(t *testing.T) {
-	store := &MemStore{n: 1 << 30, err: &PermanentError{Code: "AccessDenied", Err: errors.New("access denied")}}
+	store := &MemStore{n: 1 << 30, err: &objstore.PermanentError{Code: "AccessDenied", Err: errors.New("access denied")}}
 	e := testExporter(t, store)
 	j, msgs := sealedJob(t, e, 3, time.Now(), time.Minute)
 	res := e.upload(context.Background(), j)
-	if !IsPermanent(res.err) || store.puts != 1 {
+	if !objstore.IsPermanent(res.err) || store.puts != 1 {
 		t.Fatalf("err = %v after %d puts; want a permanent error after 1", res.err, store.puts)
 	}
 	for _, m := range msgs {

@@ -21,20 +21,11 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/lossmarker"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
-
-// ObjectReader lists and reads objects, for Verify.
-type ObjectReader interface {
-	// List calls fn for every object under prefix (a key prefix ending in
-	// "/"), with its key and user metadata when the store returns it.
-	List(ctx context.Context, prefix string, fn func(key string, md map[string]string) error) error
-	// Get returns the object's body.
-	Get(ctx context.Context, key string) ([]byte, error)
-	Head(ctx context.Context, key string) (map[string]string, error)
-}
 
 // VerifyOptions choose what Verify checks. The zero value checks, for each
 // stream, from the lowest sequence any object or marker names to the last
@@ -79,7 +70,7 @@ func (r *Report) OK() bool {
 // a marker. For a consumer that sees the whole stream every sequence in
 // scope counts; for a filtered one, the messages still in the stream that
 // match its filter.
-func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, store ObjectReader, opts VerifyOptions) ([]*Report, error) {
+func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, store objstore.ObjectReader, opts VerifyOptions) ([]*Report, error) {
 	v := &verifier{cfg: cfg, js: js, store: store, opts: opts}
 	table, err := tableFiles(ctx, cfg)
 	if err != nil {
@@ -108,7 +99,7 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 type verifier struct {
 	cfg   *config.Connector
 	js    jetstream.JetStream
-	store ObjectReader
+	store objstore.ObjectReader
 	opts  VerifyOptions
 }
 
@@ -156,7 +147,7 @@ func (v *verifier) listData(ctx context.Context, table *icebergFiles) (map[strin
 		if !ok {
 			return nil // not ours
 		}
-		if md == nil || md[MetaStream] == "" {
+		if md == nil || md[objstore.MetaStream] == "" {
 			var err error
 			if md, err = v.store.Head(ctx, key); err != nil {
 				return err
@@ -166,7 +157,7 @@ func (v *verifier) listData(ctx context.Context, table *icebergFiles) (map[strin
 		if err != nil {
 			return err
 		}
-		byStream[md[MetaStream]] = append(byStream[md[MetaStream]], o)
+		byStream[md[objstore.MetaStream]] = append(byStream[md[objstore.MetaStream]], o)
 		return nil
 	})
 	if err != nil {
@@ -182,7 +173,7 @@ func (v *verifier) listData(ctx context.Context, table *icebergFiles) (map[strin
 func (v *verifier) readData(ctx context.Context, key string, name pathtemplate.Name, md map[string]string) (listedObject, error) {
 	first, last := name.First, name.Last
 	o := listedObject{objectRuns: objectRuns{key: key}}
-	meta := md[MetaSeqs]
+	meta := md[objstore.MetaSeqs]
 	fromRecords := v.opts.Deep || meta == ""
 	if fromRecords {
 		body, err := v.store.Get(ctx, key)
@@ -197,7 +188,7 @@ func (v *verifier) readData(ctx context.Context, key string, name pathtemplate.N
 			fromRecords, o.fromMeta = false, v.opts.Deep
 		case errors.Is(err, errNoRecords):
 			o.problem = fmt.Sprintf("%s: %v, and its %s sequences from %d to %d are too sparse for its metadata: verify can not check it",
-				key, errNoRecords, md[MetaCount], first, last)
+				key, errNoRecords, md[objstore.MetaCount], first, last)
 		case err != nil:
 			o.problem = err.Error()
 		}
@@ -205,14 +196,14 @@ func (v *verifier) readData(ctx context.Context, key string, name pathtemplate.N
 	if !fromRecords {
 		var set progress.Seqs
 		if err := set.UnmarshalJSON([]byte(strconv.Quote(meta))); err != nil {
-			o.problem = fmt.Sprintf("%s: metadata %s: %v", key, MetaSeqs, err)
+			o.problem = fmt.Sprintf("%s: metadata %s: %v", key, objstore.MetaSeqs, err)
 		}
 		o.runs = slices.Clone(set.Ranges())
 	}
 	// The runs are sorted by first sequence, and the last one ends with
 	// the highest; a repeated sequence counts each time.
 	if o.problem == "" && (len(o.runs) == 0 || o.runs[0].First != first || o.runs[len(o.runs)-1].Last != last ||
-		md[MetaCount] != "" && md[MetaCount] != strconv.FormatUint(progress.Count(o.runs), 10)) {
+		md[objstore.MetaCount] != "" && md[objstore.MetaCount] != strconv.FormatUint(progress.Count(o.runs), 10)) {
 		o.problem = fmt.Sprintf("%s: its name, metadata and records disagree on the sequences it holds", key)
 	}
 	return o, nil

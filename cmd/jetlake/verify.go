@@ -14,6 +14,7 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
@@ -92,8 +93,8 @@ func verifyConnector(ctx context.Context, c *config.Connector, opts exporter.Ver
 
 // connect opens the connector's object store and JetStream; closeNATS
 // closes the NATS connection. extra are options of the connection.
-func connect(c *config.Connector, extra ...nats.Option) (store *exporter.S3Store, js jetstream.JetStream, closeNATS func(), err error) {
-	if store, err = exporter.NewS3Store(c.S3); err != nil {
+func connect(c *config.Connector, extra ...nats.Option) (store *objstore.S3Store, js jetstream.JetStream, closeNATS func(), err error) {
+	if store, err = objstore.NewS3Store(c.S3); err != nil {
 		return nil, nil, nil, err
 	}
 	nc, err := exporter.Dial(c, extra...)

@@ -6,15 +6,15 @@ import (
 	"strings"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 
-// checkS3 checks the bucket, probes conditional writes (exporter.Probe)
+// checkS3 checks the bucket, probes conditional writes (objstore.Probe)
 // and reads the probe back.
 func (p *planner) checkS3(ctx context.Context) {
 	c := p.c
-	store, err := exporter.NewS3Store(c.S3)
+	store, err := objstore.NewS3Store(c.S3)
 	if err != nil {
 		p.add(Fail, "s3: %v", err)
 		return
@@ -33,14 +33,14 @@ func (p *planner) checkS3(ctx context.Context) {
 	}
 	p.add(OK, "bucket %s: exists and the credentials reach it (%s, region %s)", c.S3.Bucket, where, c.S3.Region)
 
-	key := exporter.ProbeKey(c, "plan")
+	key := objstore.ProbeKey(c, "plan")
 	url := "s3://" + c.S3.Bucket + "/" + key
-	conditional, err := exporter.Probe(ctx, store, key, func(ctx context.Context, write func(context.Context) error) error {
+	conditional, err := objstore.Probe(ctx, store, key, func(ctx context.Context, write func(context.Context) error) error {
 		octx, cancel := p.op(ctx)
 		defer cancel()
 		return write(octx)
 	})
-	var pe *exporter.ProbeError
+	var pe *objstore.ProbeError
 	if errors.As(err, &pe) && !pe.Second {
 		p.add(Fail, "probe: cannot write %s: %v (jetlake needs s3:PutObject under %s)", url, pe.Err, ResourcePrefix(c))
 		return

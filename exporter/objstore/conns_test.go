@@ -1,4 +1,4 @@
-package exporter_test
+package objstore_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/formats"
 )
 
@@ -38,7 +38,7 @@ func TestS3StoreKeepsAConnectionPerUpload(t *testing.T) {
 	t.Setenv("JETLAKE_TEST_ACCESS_KEY", "key")
 	t.Setenv("JETLAKE_TEST_SECRET_KEY", "secret")
 	const concurrency = 10
-	st, err := exporter.NewS3Store(config.S3{
+	st, err := objstore.NewS3Store(config.S3{
 		Bucket: "lake", Endpoint: srv.URL, Region: "us-east-1", PathStyle: true, UploadConcurrency: concurrency,
 		AccessKeyIDEnv: "JETLAKE_TEST_ACCESS_KEY", SecretAccessKeyEnv: "JETLAKE_TEST_SECRET_KEY",
 	})
@@ -58,7 +58,7 @@ func TestS3StoreKeepsAConnectionPerUpload(t *testing.T) {
 				ready.Done()
 				<-start
 				key := fmt.Sprintf("r%d/%03d.jsonl", round, i)
-				if err := st.Put(context.Background(), key, body, exporter.PutOptions{IfNoneMatch: true}); err != nil {
+				if err := st.Put(context.Background(), key, body, objstore.PutOptions{IfNoneMatch: true}); err != nil {
 					t.Error(err)
 				}
 			})

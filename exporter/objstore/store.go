@@ -1,4 +1,8 @@
-package exporter
+// Package objstore is where jetlake's objects go: the ObjectStore
+// interface the exporter writes through, the S3 store behind it, the
+// metadata names every object carries, the errors a store returns, and the
+// conditional-write probe.
+package objstore
 
 import (
 	"context"
@@ -41,6 +45,16 @@ type PutOptions struct {
 	ContentType string
 	Metadata    map[string]string // user metadata, without the x-amz-meta- prefix
 	IfNoneMatch bool              // store only when no object has the key (If-None-Match: *)
+}
+
+// ObjectReader lists and reads objects, for verify and compaction.
+type ObjectReader interface {
+	// List calls fn for every object under prefix (a key prefix ending in
+	// "/"), with its key and user metadata when the store returns it.
+	List(ctx context.Context, prefix string, fn func(key string, md map[string]string) error) error
+	// Get returns the object's body.
+	Get(ctx context.Context, key string) ([]byte, error)
+	Head(ctx context.Context, key string) (map[string]string, error)
 }
 
 // Errors of ObjectStore implementations.
@@ -116,6 +130,11 @@ type S3Store struct {
 	crc32c       func(formats.Body) string // bodyCRC32C; tests send a wrong one
 }
 
+// SmallUploadsPerSlot is how many small uploads the exporter has in
+// flight at once per slot of upload_concurrency; the store keeps an idle
+// connection for each.
+const SmallUploadsPerSlot = 4
+
 // idleConnsBeside is how many idle connections to the store are kept
 // beyond one per uploader, for the requests of recovery, walks and table
 // commits.
@@ -162,7 +181,7 @@ func NewS3Store(c config.S3) (*S3Store, error) {
 	// Keep a connection for every upload that may be in flight, and some
 	// for the requests beside them; the default keeps 16 per host, and the
 	// uploads past those would each open and close a connection.
-	tr.MaxIdleConnsPerHost = max(tr.MaxIdleConnsPerHost, uploaders(c.UploadConcurrency)+idleConnsBeside)
+	tr.MaxIdleConnsPerHost = max(tr.MaxIdleConnsPerHost, SmallUploadsPerSlot*c.UploadConcurrency+idleConnsBeside)
 	if c.TLSCAFile != "" {
 		pem, err := os.ReadFile(c.TLSCAFile)
 		if err != nil {
