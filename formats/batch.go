@@ -15,6 +15,7 @@ type batch struct {
 	deferMem int         // memory those hold
 	drained  int         // chunks whose frames are in out
 	outIn    int64       // uncompressed bytes of those
+	outKnown known       // of those, the records measured on their own (see pendKnown)
 	queue    *chunkQueue // with Options.DeferCompression: where chunks go to be compressed
 	spare    *Chunk      // without it: the chunk to reuse
 	n        int
@@ -202,6 +203,7 @@ func (b *batch) drain() {
 		b.drained++
 		b.outIn += int64(c.rawLen)
 		b.waitKnown.add(-c.known.raw, -c.known.comp)
+		b.outKnown.add(c.known.raw, c.known.comp)
 		b.deferMem -= c.cost
 		n++
 	}
@@ -236,10 +238,13 @@ func (b *batch) measure() {
 		b.size = out
 		return
 	}
+	// The ratio guesses the records that were not measured, so it is
+	// learned from such records alone: large records that compress well
+	// would otherwise make small ones that compress badly look small.
 	ratio := b.codec.learned()
-	if b.outIn > 0 {
+	if in := b.outIn - b.outKnown.raw; in >= minLearn {
 		// The batch's own chunks say best how its records compress.
-		ratio = float64(out-header) / float64(b.outIn)
+		ratio = float64(max(int64(out-header)-b.outKnown.comp, 0)) / float64(in)
 	}
 	waiting := b.stream.in - b.outIn // in chunks not drained yet
 	guessed := waiting + int64(b.pend.len()+brackets) - b.waitKnown.raw - b.pendKnown.raw
@@ -349,7 +354,7 @@ func (b *batch) Reset() {
 	clear(b.deferred)
 	b.deferred = b.deferred[:0]
 	b.deferMem, b.drained, b.outIn = 0, 0, 0
-	b.pendKnown, b.waitKnown, b.prevKnown = known{}, known{}, known{}
+	b.pendKnown, b.waitKnown, b.prevKnown, b.outKnown = known{}, known{}, known{}, known{}
 	b.out.release()
 	b.pend.release()
 	b.stream.releaseDict()

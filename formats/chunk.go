@@ -42,7 +42,11 @@ func (c *Chunk) Compress() {
 	bound := c.codec.bound(c.rawLen)
 	frame := getBuf(classFor(bound), bound)
 	*frame = c.codec.frame((*frame)[:0], dict, *c.raw)
-	c.codec.learn(len(*frame), c.rawLen)
+	if c.rawLen >= minLearn {
+		// The ratio guesses the records that were not measured on their
+		// own (see Options.TargetSize): it is learned from those alone.
+		c.codec.learn(max(len(*frame)-int(c.known.comp), 0), c.rawLen-int(c.known.raw))
+	}
 	putBuf(c.raw)
 	c.raw = nil
 	if c.dict != nil {

@@ -90,8 +90,9 @@ type chunker interface {
 	frame(dst, dict, p []byte) []byte
 	// bound is the most bytes frame may append for n bytes.
 	bound(n int) int
-	// learn records that a chunk of uncompressed bytes compressed to
-	// compressed bytes.
+	// learn records that the records of a chunk that were not measured
+	// on their own, uncompressed bytes, compressed to about compressed
+	// bytes.
 	learn(compressed, uncompressed int)
 	// wantsDict reports whether frame needs the dictionary.
 	wantsDict() bool
@@ -109,6 +110,9 @@ type chunker interface {
 type ratio struct {
 	bits atomic.Uint64 // math.Float64bits; 0 until the first update
 	def  float64       // until then
+
+	mu        sync.Mutex
+	comp, raw int // bytes added since the last update, fewer than minLearn uncompressed
 }
 
 func (r *ratio) get() float64 {
@@ -119,16 +123,27 @@ func (r *ratio) get() float64 {
 }
 
 // minLearn is the smallest chunk whose ratio the encoder learns from: the
-// last chunk of a batch may be a few records, which compress worse.
+// last chunk of a batch may be a few records, which compress worse. It is
+// also how many uncompressed bytes a ratio gathers before it updates.
 const minLearn = chunkSize / 4
 
-// add folds the ratio of one chunk into r. Two concurrent adds may lose
-// one of them, which only costs estimate precision.
+// add records that uncompressed bytes compressed to compressed bytes. The
+// bytes of several calls are gathered until they are minLearn or more, and
+// their ratio is then folded into r: a chunk whose records are mostly
+// measured on their own adds only a few, and those few must still count.
 func (r *ratio) add(compressed, uncompressed int) {
-	if uncompressed < minLearn {
+	if uncompressed <= 0 {
 		return
 	}
-	x := float64(compressed) / float64(uncompressed)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.comp += compressed
+	r.raw += uncompressed
+	if r.raw < minLearn {
+		return
+	}
+	x := float64(r.comp) / float64(r.raw)
+	r.comp, r.raw = 0, 0
 	if b := r.bits.Load(); b != 0 {
 		x = (x + math.Float64frombits(b)) / 2
 	}

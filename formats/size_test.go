@@ -266,3 +266,98 @@ func TestALargeRecordIsMeasuredNotGuessed(t *testing.T) {
 		}
 	}
 }
+
+// largeAndSmallRecords returns n records drawn with rng: one in twenty a
+// JSON document of 300 to 600 KB that compresses well, the others 1 KiB of
+// random bytes, which json_lines writes as base64 and which compress
+// badly.
+func largeAndSmallRecords(rng *rand.Rand, n int) []*Record {
+	recs := make([]*Record, n)
+	for i := range recs {
+		var data []byte
+		if rng.IntN(20) == 0 {
+			size := 300_000 + rng.IntN(300_000)
+			data = append(make([]byte, 0, size+16), `{"words":"`...)
+			for len(data) < size {
+				data = fmt.Appendf(data, "word%d ", rng.IntN(100))
+			}
+			data = append(data, `"}`...)
+		} else {
+			data = make([]byte, 1024)
+			for j := range data {
+				data[j] = byte(rng.Uint32())
+			}
+		}
+		recs[i] = &Record{Stream: "EVENTS", Subject: "events.mixed", Sequence: uint64(i + 1), Data: data}
+	}
+	return recs
+}
+
+// Small records that compress badly, between large ones that compress
+// well: the large ones are measured on their own, and the ratio that
+// guesses the small ones must not be learned from them, or a batch cut at
+// the limit is far larger than the limit. Batches are filled as
+// buffer.Set.Add fills them, with the exporter's options (chunks taken and
+// compressed after every append), and with every chunk left to Finish.
+func TestBadlyCompressingRecordsBetweenLargeOnesStayNearTheLimit(t *testing.T) {
+	const limit = 256 << 10
+	recs := largeAndSmallRecords(rand.New(rand.NewPCG(11, 12)), 1200)
+	for _, c := range []Compression{Zstd, Gzip} {
+		for _, tc := range []struct {
+			name       string
+			compressed bool // chunks are taken and compressed after every append
+		}{
+			{"compressed after each append", true},
+			{"compressed by Finish", false},
+		} {
+			t.Run(fmt.Sprintf("%s/%s", c, tc.name), func(t *testing.T) {
+				e, err := New(Options{Compression: c, Metadata: true, DeferCompression: true, TargetSize: limit})
+				if err != nil {
+					t.Fatal(err)
+				}
+				src := e.(ChunkSource)
+				var chunks []*Chunk
+				b := e.NewBatch()
+				worst, objects := 0.0, 0
+				seal := func() {
+					n := b.Len()
+					body, err := b.Finish()
+					if err != nil {
+						t.Fatal(err)
+					}
+					objects++
+					r := float64(body.Len()) / limit
+					if n > 1 {
+						worst = max(worst, r)
+						if r > 1.1 {
+							t.Errorf("object %d: %d records in %d bytes, %.2f × the %d limit", objects, n, body.Len(), r, limit)
+						}
+					}
+					b.Reset()
+				}
+				for _, r := range recs {
+					if err := b.Append(r); err != nil {
+						t.Fatal(err)
+					}
+					if tc.compressed {
+						chunks = src.TakeChunks(chunks[:0])
+						for _, c := range chunks {
+							c.Compress()
+						}
+					}
+					if b.Len() > 1 && b.Size() > limit {
+						b.DropLast()
+						seal()
+						if err := b.Append(r); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if b.Size() >= limit {
+						seal()
+					}
+				}
+				t.Logf("%d objects; the largest of more than one record is %.3f × the limit", objects, worst)
+			})
+		}
+	}
+}
