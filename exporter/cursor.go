@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlake/jetlake/exporter/jsclient"
 )
 
 // The export record (with the intents) says what is exported; a consumer
@@ -191,7 +193,7 @@ func (e *Exporter) findConsumer(ctx context.Context, s *streamState, from uint64
 			return nil, false, fmt.Errorf("the consumer is missing, and its export record can not be read: %w", err)
 		}
 	}
-	cons, err = s.stream.CreateConsumer(ctx, consumerFrom(consumerConfig(e.cfg.Name, s.cfg), from))
+	cons, err = s.stream.CreateConsumer(ctx, jsclient.ConsumerFrom(jsclient.Settings(e.cfg.Name, s.cfg), from))
 	if errors.Is(err, jetstream.ErrConsumerExists) {
 		// Another instance re-created it first.
 		cons, err = s.stream.Consumer(ctx, s.cfg.Consumer)
@@ -201,18 +203,6 @@ func (e *Exporter) findConsumer(ctx context.Context, s *streamState, from uint64
 		return nil, false, fmt.Errorf("the consumer is missing and could not be re-created: %w", err)
 	}
 	return cons, true, nil
-}
-
-// consumerFrom returns cfg delivering from sequence from; 0 leaves cfg's
-// deliver policy as it is.
-func consumerFrom(cfg jetstream.ConsumerConfig, from uint64) jetstream.ConsumerConfig {
-	switch {
-	case from == 1:
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverAllPolicy, 0
-	case from > 1:
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
-	}
-	return cfg
 }
 
 // recordStart returns the first sequence s's export record does not hold:
@@ -320,7 +310,7 @@ func (e *Exporter) moveConsumer(ctx context.Context, s *streamState, cons jetstr
 	default:
 		return nil, fmt.Errorf("reset to sequence %d: %w", from, err)
 	}
-	cfg := consumerConfig(e.cfg.Name, s.cfg)
+	cfg := jsclient.Settings(e.cfg.Name, s.cfg)
 	if cons != nil {
 		if info := cons.CachedInfo(); info != nil {
 			cfg = info.Config
@@ -329,7 +319,7 @@ func (e *Exporter) moveConsumer(ctx context.Context, s *streamState, cons jetstr
 	if err := s.stream.DeleteConsumer(ctx, s.cfg.Consumer); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return nil, fmt.Errorf("delete to create again from sequence %d: %w", from, err)
 	}
-	made, err := s.stream.CreateConsumer(ctx, consumerFrom(cfg, from))
+	made, err := s.stream.CreateConsumer(ctx, jsclient.ConsumerFrom(cfg, from))
 	if err != nil {
 		return nil, fmt.Errorf("create again from sequence %d: %w", from, err)
 	}

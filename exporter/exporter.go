@@ -22,6 +22,7 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/iceberg"
+	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/lease"
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/formats"
@@ -65,11 +66,11 @@ type Exporter struct {
 	// wrapState, when set, wraps the state bucket: tests use it to stall
 	// it.
 	wrapState   func(intentStore) intentStore
-	conditional bool                // the store honours If-None-Match: *
-	encoding    sync.Mutex          // held while a parquet batch is encoded
-	acks        acker               // the connection messages arrive on; set by Run
-	js          jetstream.JetStream // on that connection; set by Run
-	perms       PermissionWatch     // ends a Run that NATS refuses a publish or subscription; see permission.go
+	conditional bool                     // the store honours If-None-Match: *
+	encoding    sync.Mutex               // held while a parquet batch is encoded
+	acks        acker                    // the connection messages arrive on; set by Run
+	js          jetstream.JetStream      // on that connection; set by Run
+	perms       jsclient.PermissionWatch // ends a Run that NATS refuses a publish or subscription; see permission.go
 
 	m *Metrics
 
@@ -201,7 +202,7 @@ func (e *Exporter) Run(ctx context.Context) error {
 	}
 	defer e.bound.Store(false)
 	if err != nil {
-		if denied := Denied(ctx); denied != nil {
+		if denied := jsclient.Denied(ctx); denied != nil {
 			return denied
 		}
 		if ctx.Err() != nil {
@@ -214,7 +215,7 @@ func (e *Exporter) Run(ctx context.Context) error {
 	e.bound.Store(true)
 	r := newRunner(e, streams)
 	err = r.run(ctx)
-	if denied := Denied(ctx); denied != nil {
+	if denied := jsclient.Denied(ctx); denied != nil {
 		err = denied // what else failed followed from it
 	}
 	e.done.Store(err == nil && r.chores.idleDone)
@@ -247,7 +248,7 @@ func (e *Exporter) setUp(ctx context.Context) (*nats.Conn, []*streamState, error
 	}
 	e.nc.Store(nc)
 	e.acks = nc
-	js, err := NewJetStream(nc, e.cfg.NATS)
+	js, err := jsclient.NewJetStream(nc, e.cfg.NATS)
 	if err != nil {
 		return nc, nil, err
 	}

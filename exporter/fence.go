@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/objstore"
 )
 
@@ -37,7 +38,7 @@ func (e *Exporter) checkPin(ctx context.Context, s *streamState, pin string) err
 	}
 	pinned := ""
 	for _, g := range cons.CachedInfo().PriorityGroups {
-		if g.Group == PriorityGroup {
+		if g.Group == jsclient.PriorityGroup {
 			pinned = g.PinnedClientID
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jetlake/jetlake/buffer"
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/statekey"
 )
 
@@ -131,7 +132,7 @@ func newHolder(id string) LeaseHolder {
 func (e *Exporter) setUpPartitions(ctx context.Context, js jetstream.JetStream, sc config.Stream) (*partGroup, error) {
 	stream, err := js.Stream(ctx, sc.Stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, &ConfigError{Stream: sc.Stream, Msg: "stream not found: create it, or fix " + streamKey(e.cfg, sc) + ".stream"}
+		return nil, &jsclient.ConfigError{Stream: sc.Stream, Msg: "stream not found: create it, or fix " + jsclient.StreamKey(e.cfg, sc) + ".stream"}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", sc.Stream, err)
@@ -141,10 +142,10 @@ func (e *Exporter) setUpPartitions(ctx context.Context, js jetstream.JetStream, 
 		return nil, err
 	}
 	if _, err := stream.Consumer(ctx, sc.Consumer); err == nil {
-		return nil, &ConfigError{Stream: sc.Stream, Consumer: sc.Consumer, Msg: fmt.Sprintf(
+		return nil, &jsclient.ConfigError{Stream: sc.Stream, Consumer: sc.Consumer, Msg: fmt.Sprintf(
 			"exists without partitions: the partition consumers (%s to %s) would export again what it exported; "+
 				"give %s.consumer another name for the partitioned export, or delete this consumer if nothing it read is wanted",
-			config.PartitionConsumer(sc.Consumer, 0), config.PartitionConsumer(sc.Consumer, sc.Partitions-1), streamKey(e.cfg, sc))}
+			config.PartitionConsumer(sc.Consumer, 0), config.PartitionConsumer(sc.Consumer, sc.Partitions-1), jsclient.StreamKey(e.cfg, sc))}
 	} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return nil, fmt.Errorf("stream %s: consumer %s: %w", sc.Stream, sc.Consumer, err)
 	}
@@ -183,12 +184,12 @@ func ensurePartitionTransform(ctx context.Context, js jetstream.JetStream, c *co
 		if t.Source == src && t.Destination == dst {
 			return nil
 		}
-		return &ConfigError{Stream: sc.Stream, Msg: fmt.Sprintf("has the subject transform %q → %q; partitions = %d needs %q → %q: "+
+		return &jsclient.ConfigError{Stream: sc.Stream, Msg: fmt.Sprintf("has the subject transform %q → %q; partitions = %d needs %q → %q: "+
 			"the partition count of a stream can not change (its messages are stored under their partition), so match %s.partitions to the stream's, or export another stream",
-			t.Source, t.Destination, sc.Partitions, src, dst, streamKey(c, sc))}
+			t.Source, t.Destination, sc.Partitions, src, dst, jsclient.StreamKey(c, sc))}
 	}
 	if why := config.CheckPartitionSubjects(have.Subjects); why != "" {
-		return &ConfigError{Stream: sc.Stream, Msg: "can not be partitioned: " + why}
+		return &jsclient.ConfigError{Stream: sc.Stream, Msg: "can not be partitioned: " + why}
 	}
 	upd := have
 	upd.SubjectTransform = &jetstream.SubjectTransformConfig{Source: src, Destination: dst}
@@ -196,26 +197,6 @@ func ensurePartitionTransform(ctx context.Context, js jetstream.JetStream, c *co
 		return fmt.Errorf("stream %s: set the partition transform: %w", sc.Stream, err)
 	}
 	return nil
-}
-
-// UnpartitionedRefusal says why entry s of connector c, which has no
-// partitions, must not read a stream configured as have, or returns "".
-// A stream that carries the partition transform stores every subject
-// behind its partition token: a consumer without partitions would export
-// it again, with the tokens in its keys and subjects, beside the
-// partitioned instances.
-func UnpartitionedRefusal(c *config.Connector, s config.Stream, have jetstream.StreamConfig) string {
-	t := have.SubjectTransform
-	if s.Partitioned() || t == nil {
-		return ""
-	}
-	n, ok := config.TransformPartitions(t.Source, t.Destination)
-	if !ok {
-		return ""
-	}
-	return fmt.Sprintf("carries the partition transform %q → %q of %d partitions, and %s has no partitions: "+
-		"it would export the stream again, with the partition token in every key and subject; set %s.partitions = %d",
-		t.Source, t.Destination, n, streamKey(c, s), streamKey(c, s), n)
 }
 
 // Idle says why a connector that is ready does no work: it has partitioned
@@ -384,7 +365,7 @@ func (e *Exporter) release(ctx context.Context, l leaseRef) error {
 	defer cancel()
 	// Unpinned first, so that the next holder is pinned at its first pull
 	// rather than after priority_timeout.
-	if err := l.stream.UnpinConsumer(rctx, l.consumer, PriorityGroup); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+	if err := l.stream.UnpinConsumer(rctx, l.consumer, jsclient.PriorityGroup); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		e.log.Warn("unpin failed; the next holder is pinned after priority_timeout", "stream", l.name, "consumer", l.consumer, "error", err)
 	}
 	return e.leases.release(rctx, l.key, l.rev)

@@ -16,6 +16,7 @@ import (
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/exportertest"
+	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/plan"
 )
 
@@ -415,7 +416,7 @@ func TestAnUnpartitionedEntryOnAPartitionedStreamIsRefused(t *testing.T) {
 	defer cancel()
 	done, _ := e.run(ctx, plain, true)
 	err := <-done
-	var ce *exporter.ConfigError
+	var ce *jsclient.ConfigError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "set streams[1].partitions = 2") {
 		t.Fatalf("run without partitions: %v; want a refusal that says to set streams[1].partitions = 2", err)
 	}

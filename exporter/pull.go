@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/jsclient"
 )
 
 // pull starts pulling s's consumer.
@@ -27,7 +28,7 @@ func (r *runner) pull(s *streamState) error {
 		// A pull request well within the pinned TTL: the server unpins a
 		// client that sent none for that long, even an idle one, and the
 		// next pull then takes the pin over again with a recovery.
-		opts = append(opts, jetstream.PullPriorityGroup(PriorityGroup),
+		opts = append(opts, jetstream.PullPriorityGroup(jsclient.PriorityGroup),
 			jetstream.PullExpiry(max(s.cfg.PriorityTimeout/3, time.Second)))
 	}
 	cc, err := s.cons.Consume(func(msg jetstream.Msg) {

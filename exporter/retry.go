@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/objstore"
 )
 
@@ -45,7 +46,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // retryable reports whether a set-up error may go away by itself: a network
 // problem or a server that is not ready, as opposed to a wrong setting.
 func retryable(err error) bool {
-	var ce *ConfigError
+	var ce *jsclient.ConfigError
 	var pe *objstore.PermanentError
 	var coll *CollisionError
 	var api *jetstream.APIError
@@ -74,7 +75,7 @@ func retry(ctx context.Context, log *slog.Logger, what string, fn func(context.C
 		if !retryable(err) {
 			return err
 		}
-		if denied := Denied(ctx); denied != nil {
+		if denied := jsclient.Denied(ctx); denied != nil {
 			return denied
 		}
 		if ctx.Err() != nil {

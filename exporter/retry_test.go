@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/objstore"
 )
 
@@ -19,7 +20,7 @@ func TestRetryableTellsPassingTroubleFromWrongSettings(t *testing.T) {
 		{errors.New("connection refused"), true},
 		{&jetstream.APIError{Code: 503, Description: "JetStream system temporarily unavailable"}, true},
 		{&jetstream.APIError{Code: 404, Description: "stream not found"}, false},
-		{&ConfigError{Stream: "S", Consumer: "c", Msg: "AckAll"}, false},
+		{&jsclient.ConfigError{Stream: "S", Consumer: "c", Msg: "AckAll"}, false},
 		{&objstore.PermanentError{Err: errors.New("AccessDenied")}, false},
 		// A collision does not go away by waiting: it stops the exporter.
 		{fmt.Errorf("recover: %w", &CollisionError{Key: "k", Intent: "other"}), false},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/objstore"
 )
 
@@ -35,7 +36,7 @@ func TestMissingStreamStopsBeforeWritingToTheStore(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	done, _ := e.run(ctx, c, false)
-	var ce *exporter.ConfigError
+	var ce *jsclient.ConfigError
 	// The key is named the way plan names it.
 	if err := <-done; !errors.As(err, &ce) || !strings.Contains(err.Error(), "NO_SUCH_STREAM") || !strings.Contains(err.Error(), "fix streams[1].stream") {
 		t.Fatalf("Run = %v, want a configuration error naming the stream and streams[1].stream", err)

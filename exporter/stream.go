@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/exporter/statekey"
 )
@@ -102,7 +103,7 @@ type delivery struct {
 func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *streamState) error {
 	stream, err := js.Stream(ctx, s.cfg.Stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return &ConfigError{Stream: s.cfg.Stream, Msg: "stream not found: create it, or fix " + streamKey(e.cfg, s.cfg) + ".stream"}
+		return &jsclient.ConfigError{Stream: s.cfg.Stream, Msg: "stream not found: create it, or fix " + jsclient.StreamKey(e.cfg, s.cfg) + ".stream"}
 	}
 	if err != nil {
 		return fmt.Errorf("stream %s: %w", s.cfg.Stream, err)
@@ -116,15 +117,15 @@ func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *s
 	if err != nil {
 		return fmt.Errorf("stream %s, consumer %s: export record: %w", s.cfg.Stream, s.cfg.Consumer, err)
 	}
-	cons, did, err := ensureConsumer(ctx, stream, e.cfg, s.cfg, from)
+	cons, did, err := jsclient.Ensure(ctx, stream, e.cfg, s.cfg, from)
 	if err != nil {
 		return err
 	}
 	switch {
-	case did == consumerMade && from > 0:
+	case did == jsclient.Made && from > 0:
 		e.log.Warn("the consumer was missing: created from the export record", s.logAttrs("deliver_from", from)...)
 		e.m.consumerRebuilds.WithLabelValues(e.cfg.Name, s.cfg.Stream, rebuildMissing).Inc()
-	case did == consumerRebuilt:
+	case did == jsclient.Rebuilt:
 		e.log.Info("the consumer is rebuilt from the export record where consumer_storage says", s.logAttrs(
 			"consumer_storage", s.cfg.ConsumerStorage, "deliver_from", cons.CachedInfo().Config.OptStartSeq)...)
 		e.m.consumerRebuilds.WithLabelValues(e.cfg.Name, s.cfg.Stream, rebuildStorage).Inc()

@@ -21,8 +21,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/exportertest"
+	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/objstore"
 )
 
@@ -96,7 +96,7 @@ func TestTLSSettingsAloneRefuseAServerWithoutTLS(t *testing.T) {
 	} {
 		c := &config.Connector{Name: "tls", NATS: tt.tls}
 		c.NATS.URL = ns.URL
-		nc, err := exporter.Dial(c)
+		nc, err := jsclient.Dial(c)
 		if err == nil {
 			nc.Close()
 		}
@@ -121,7 +121,7 @@ func TestUntrustedServerCertificateStopsTheExporter(t *testing.T) {
 	c := e.connector()
 	// Trusted, the server is used over TLS.
 	c.NATS.TLSCAFile = serverCA.pemFile
-	nc, err := exporter.Dial(c)
+	nc, err := jsclient.Dial(c)
 	if err != nil {
 		t.Fatalf("with the server's CA: %v", err)
 	}

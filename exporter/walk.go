@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/progress"
 )
 
@@ -230,7 +231,7 @@ func (e *Exporter) nextMessage(ctx context.Context, s *streamState, seq uint64, 
 	if nc == nil {
 		return 0, errors.New("not connected")
 	}
-	subject := APIPrefix(e.cfg.NATS) + "STREAM.MSG.GET." + s.cfg.Stream
+	subject := jsclient.APIPrefix(e.cfg.NATS) + "STREAM.MSG.GET." + s.cfg.Stream
 	var first uint64
 	for _, f := range filters {
 		req, err := json.Marshal(struct {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/jsclient"
 )
 
 func TestPlanWarnsAboutOverlappingAndUncoveredFilters(t *testing.T) {
@@ -23,7 +23,7 @@ func TestPlanWarnsAboutOverlappingAndUncoveredFilters(t *testing.T) {
 	if _, err := js.CreateConsumer(ctx, "COVER", jetstream.ConsumerConfig{
 		Durable: "cover-a", AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: -1,
 		FilterSubjects: []string{"cover.s0", "cover.s1", "cover.s2", "cover.s3", "cover.s4"},
-		Metadata:       map[string]string{exporter.MetaConsumerConnector: "cover-a"},
+		Metadata:       map[string]string{jsclient.MetaConsumerConnector: "cover-a"},
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/statekey"
 )
 
@@ -35,7 +35,7 @@ import (
 // kind of connector with exactly this list.
 func natsPermissions(c *config.Connector) string {
 	g := grantsOf(c)
-	api := exporter.APIPrefix(c.NATS)
+	api := jsclient.APIPrefix(c.NATS)
 	inbox := c.NATS.InboxPrefix
 	if inbox == "" {
 		inbox = "_INBOX"
@@ -78,7 +78,7 @@ type natsGrants struct {
 
 // grantsOf gathers the publish grants of connector c.
 func grantsOf(c *config.Connector) natsGrants {
-	api := exporter.APIPrefix(c.NATS)
+	api := jsclient.APIPrefix(c.NATS)
 	var pub, once []string
 	seen := map[string]bool{}
 	add := func(s string) {

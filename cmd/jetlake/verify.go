@@ -14,6 +14,7 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/pathtemplate"
@@ -76,7 +77,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 // verifies its streams. A request NATS refuses stops it with the
 // permission to add, rather than with the time-out it would end in.
 func verifyConnector(ctx context.Context, c *config.Connector, opts exporter.VerifyOptions) ([]*exporter.Report, error) {
-	var perms exporter.PermissionWatch
+	var perms jsclient.PermissionWatch
 	store, js, closeNATS, err := connect(c, perms.Option())
 	if err != nil {
 		return nil, err
@@ -85,7 +86,7 @@ func verifyConnector(ctx context.Context, c *config.Connector, opts exporter.Ver
 	ctx, unwatch := perms.Context(ctx)
 	defer unwatch()
 	reports, err := exporter.Verify(ctx, c, js, store, opts)
-	if denied := exporter.Denied(ctx); denied != nil {
+	if denied := jsclient.Denied(ctx); denied != nil {
 		return nil, denied
 	}
 	return reports, err
@@ -97,11 +98,11 @@ func connect(c *config.Connector, extra ...nats.Option) (store *objstore.S3Store
 	if store, err = objstore.NewS3Store(c.S3); err != nil {
 		return nil, nil, nil, err
 	}
-	nc, err := exporter.Dial(c, extra...)
+	nc, err := jsclient.Dial(c, extra...)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if js, err = exporter.NewJetStream(nc, c.NATS); err != nil {
+	if js, err = jsclient.NewJetStream(nc, c.NATS); err != nil {
 		nc.Close()
 		return nil, nil, nil, err
 	}

@@ -10,11 +10,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/jsclient"
 )
 
 // checkConsumer compares an existing consumer with what jetlake run needs
-// (exporter.CheckConsumer): what run refuses fails the plan; what run sets
+// (jsclient.CheckConsumer): what run refuses fails the plan; what run sets
 // on start is a warning when it works against the connector's limits until
 // then, a note otherwise.
 func (p *planner) checkConsumer(ctx context.Context, st jetstream.Stream, key string, s config.Stream) {
@@ -36,7 +36,7 @@ func (p *planner) checkConsumer(ctx context.Context, st jetstream.Stream, key st
 	}
 	info := cons.CachedInfo()
 	have := info.Config
-	problems := exporter.CheckConsumer(p.c, s, key, have)
+	problems := jsclient.CheckConsumer(p.c, s, key, have)
 	for _, pr := range problems {
 		status := Note
 		switch {

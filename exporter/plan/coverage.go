@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/jsclient"
 )
 
 // checkCoverage compares the connector's filters with the other jetlake
@@ -24,7 +24,7 @@ func (p *planner) checkCoverage(ctx context.Context, nc *nats.Conn, st jetstream
 	defer cancel()
 	lister := st.ListConsumers(octx)
 	for ci := range lister.Info() {
-		conn := ci.Config.Metadata[exporter.MetaConsumerConnector]
+		conn := ci.Config.Metadata[jsclient.MetaConsumerConnector]
 		if conn == "" || ci.Name == s.Consumer {
 			continue
 		}
@@ -58,7 +58,7 @@ func (p *planner) checkCoverage(ctx context.Context, nc *nats.Conn, st jetstream
 		}
 	}
 	sctx, scancel := p.op(ctx)
-	subjects, _, err := exporter.StreamSubjects(sctx, nc, p.c.NATS, s.Stream, ">", 0)
+	subjects, _, err := jsclient.StreamSubjects(sctx, nc, p.c.NATS, s.Stream, ">", 0)
 	scancel()
 	if err != nil {
 		p.add(Warn, "stream %s: could not list its subjects to check coverage: %v", s.Stream, p.why(sctx, err))

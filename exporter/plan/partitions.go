@@ -11,6 +11,7 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/jsclient"
 )
 
 // checkPartitions checks a partitioned entry: the stream's partition
@@ -36,7 +37,7 @@ func (p *planner) checkPartitions(ctx context.Context, js jetstream.JetStream, s
 	octx, cancel := p.op(ctx)
 	_, err := st.Consumer(octx, s.Consumer)
 	cancel()
-	if denied := exporter.Denied(octx); denied != nil {
+	if denied := jsclient.Denied(octx); denied != nil {
 		p.add(Fail, "stream %s, consumer %s: %v", s.Stream, s.Consumer, denied)
 	} else if err == nil {
 		p.add(Fail, "stream %s, consumer %s: exists without partitions: the partition consumers would export again what it exported; give %s.consumer another name, or delete this consumer",

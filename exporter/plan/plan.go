@@ -20,6 +20,7 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/jsclient"
 )
 
 // Status is the outcome of a check.
@@ -111,7 +112,7 @@ type planner struct {
 	r *Result
 	// ends the call in flight when NATS refuses one of its publishes or
 	// subscriptions, which would otherwise only time out
-	perms exporter.PermissionWatch
+	perms jsclient.PermissionWatch
 }
 
 func (p *planner) add(status Status, format string, args ...any) {
@@ -129,7 +130,7 @@ func (p *planner) op(ctx context.Context) (context.Context, context.CancelFunc) 
 // permissions violation that ended the call, which names the subject and
 // the grant to add where err would say only that the call timed out.
 func (p *planner) why(ctx context.Context, err error) error {
-	if denied := exporter.Denied(ctx); denied != nil {
+	if denied := jsclient.Denied(ctx); denied != nil {
 		return denied
 	}
 	return err
@@ -155,7 +156,7 @@ func (p *planner) checkNATS(ctx context.Context) {
 	if len(missing) > 0 {
 		err = errors.New(strings.Join(missing, "; "))
 		p.add(Fail, "nats: cannot connect: %v", err)
-	} else if nc, err = exporter.Dial(c, p.perms.Option()); err != nil {
+	} else if nc, err = jsclient.Dial(c, p.perms.Option()); err != nil {
 		hint := ""
 		switch {
 		case errors.Is(err, nats.ErrNoServers):
@@ -174,7 +175,7 @@ func (p *planner) checkNATS(ctx context.Context) {
 	}
 	defer nc.Close()
 	p.add(OK, "nats: connected to %s (nats-server %s)", nc.ConnectedUrlRedacted(), nc.ConnectedServerVersion())
-	js, err := exporter.NewJetStream(nc, c.NATS)
+	js, err := jsclient.NewJetStream(nc, c.NATS)
 	if err != nil {
 		p.add(Fail, "nats: %v", err)
 		return
@@ -227,7 +228,7 @@ func (p *planner) checkStream(ctx context.Context, nc *nats.Conn, js jetstream.J
 		p.checkPartitions(ctx, js, st, key, s)
 		return
 	}
-	if msg := exporter.UnpartitionedRefusal(p.c, s, si.Config); msg != "" {
+	if msg := jsclient.UnpartitionedRefusal(p.c, s, si.Config); msg != "" {
 		p.add(Fail, "stream %s: %s", s.Stream, msg)
 		return
 	}
@@ -242,7 +243,7 @@ func (p *planner) checkStateBucket(ctx context.Context, js jetstream.JetStream) 
 	cancel()
 	switch {
 	case errors.Is(err, jetstream.ErrBucketNotFound):
-		api := exporter.APIPrefix(p.c.NATS)
+		api := jsclient.APIPrefix(p.c.NATS)
 		p.add(OK, "state bucket %s: does not exist yet; jetlake creates it on first start (replicas %d), which needs %sINFO and %sSTREAM.CREATE.KV_%s",
 			b, max(p.c.State.Replicas, 1), api, api, b)
 	case err != nil:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 
@@ -38,7 +39,7 @@ func (p *planner) streamSamples(ctx context.Context, nc *nats.Conn, s config.Str
 		// One page of stream info is enough for a sample: a stream may
 		// hold millions of subjects.
 		octx, cancel := p.op(ctx)
-		subs, total, err := exporter.StreamSubjects(octx, nc, p.c.NATS, s.Stream, f, maxSampleSubjects)
+		subs, total, err := jsclient.StreamSubjects(octx, nc, p.c.NATS, s.Stream, f, maxSampleSubjects)
 		cancel()
 		if err != nil {
 			p.add(Note, "stream %s: could not list the subjects matching %s: %v", s.Stream, f, p.why(octx, err))

@@ -1,4 +1,4 @@
-package exporter_test
+package jsclient_test
 
 import (
 	"strings"
@@ -8,7 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/jsclient"
 )
 
 // The one rule run and plan apply to an existing consumer: what jetlake
@@ -26,7 +26,7 @@ func TestCheckConsumerRefusesWhatRunCannotChangeAndListsWhatItUpdates(t *testing
 	fits := jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second,
 		MaxAckPending: 1000, MaxDeliver: -1, FilterSubject: "orders.>"}
 	fitsPinned := fits
-	fitsPinned.PriorityPolicy, fitsPinned.PriorityGroups, fitsPinned.PinnedTTL = jetstream.PriorityPolicyPinned, []string{exporter.PriorityGroup}, 30*time.Second
+	fitsPinned.PriorityPolicy, fitsPinned.PriorityGroups, fitsPinned.PinnedTTL = jetstream.PriorityPolicyPinned, []string{jsclient.PriorityGroup}, 30*time.Second
 	with := func(base jetstream.ConsumerConfig, change func(*jetstream.ConsumerConfig)) jetstream.ConsumerConfig {
 		change(&base)
 		return base
@@ -96,7 +96,7 @@ func TestCheckConsumerRefusesWhatRunCannotChangeAndListsWhatItUpdates(t *testing
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got := exporter.CheckConsumer(c, tt.s, "streams[2]", tt.have)
+			got := jsclient.CheckConsumer(c, tt.s, "streams[2]", tt.have)
 			if len(got) != len(tt.want) {
 				t.Fatalf("%d problems, want %d: %+v", len(got), len(tt.want), got)
 			}

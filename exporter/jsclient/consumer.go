@@ -1,4 +1,8 @@
-package exporter
+// Package jsclient is how jetlake talks to JetStream: the connection's
+// options, the JetStream context, the settings of the consumers jetlake
+// creates and the one check of an existing consumer, permissions
+// violations and the grant each needs, and subject lookups.
+package jsclient
 
 import (
 	"context"
@@ -104,8 +108,8 @@ const MetaConsumerConnector = "jetlake_connector"
 // PriorityGroup is the priority group of consumers with failover = "pinned".
 const PriorityGroup = "jetlake"
 
-// consumerConfig is the configuration jetlake wants its consumer to have.
-func consumerConfig(connector string, s config.Stream) jetstream.ConsumerConfig {
+// Settings is the configuration jetlake wants its consumer to have.
+func Settings(connector string, s config.Stream) jetstream.ConsumerConfig {
 	cc := jetstream.ConsumerConfig{
 		Metadata:      map[string]string{MetaConsumerConnector: connector},
 		Durable:       s.Consumer,
@@ -134,17 +138,17 @@ func consumerConfig(connector string, s config.Stream) jetstream.ConsumerConfig 
 	return cc
 }
 
-// consumerSetup says what ensureConsumer did to the consumer.
-type consumerSetup int
+// Setup says what Ensure did to the consumer.
+type Setup int
 
 const (
-	consumerFound   consumerSetup = iota // it was there (and may have been updated)
-	consumerMade                         // it was missing, and was created
-	consumerRebuilt                      // it was kept in the other storage, and was made again
+	Found   Setup = iota // it was there (and may have been updated)
+	Made                 // it was missing, and was created
+	Rebuilt              // it was kept in the other storage, and was made again
 )
 
-// ensureConsumer returns the durable consumer of s, one of c's streams,
-// creating it (consumerMade) when it is missing: delivering from sequence from,
+// Ensure returns the durable consumer of s, one of c's streams,
+// creating it (Made) when it is missing: delivering from sequence from,
 // the first the export record does not hold, or, with from 0 (no record),
 // where s's deliver_policy says. An existing consumer that CheckConsumer
 // refuses is a *ConfigError; its AckWait, MaxAckPending, filter subjects
@@ -152,35 +156,35 @@ const (
 // partitions on a stream that carries the partition transform is refused
 // too, before any consumer is made. A consumer kept in another storage than
 // consumer_storage, when set, asks for is deleted and created again there
-// (consumerRebuilt), delivering from from, or, without a record, from
+// (Rebuilt), delivering from from, or, without a record, from
 // right after its ack floor.
-func ensureConsumer(ctx context.Context, stream jetstream.Stream, c *config.Connector, s config.Stream, from uint64) (cons jetstream.Consumer, did consumerSetup, err error) {
+func Ensure(ctx context.Context, stream jetstream.Stream, c *config.Connector, s config.Stream, from uint64) (cons jetstream.Consumer, did Setup, err error) {
 	if msg := UnpartitionedRefusal(c, s, stream.CachedInfo().Config); msg != "" {
-		return nil, consumerFound, &ConfigError{Stream: s.Stream, Consumer: s.Consumer, Msg: msg}
+		return nil, Found, &ConfigError{Stream: s.Stream, Consumer: s.Consumer, Msg: msg}
 	}
-	want := consumerConfig(c.Name, s)
+	want := Settings(c.Name, s)
 	cons, err = stream.Consumer(ctx, s.Consumer)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		cons, err = stream.CreateConsumer(ctx, consumerFrom(want, from))
+		cons, err = stream.CreateConsumer(ctx, ConsumerFrom(want, from))
 		if err != nil {
-			return nil, consumerFound, fmt.Errorf("stream %s: create consumer %s: %w", s.Stream, s.Consumer, err)
+			return nil, Found, fmt.Errorf("stream %s: create consumer %s: %w", s.Stream, s.Consumer, err)
 		}
-		return cons, consumerMade, nil
+		return cons, Made, nil
 	}
 	if err != nil {
-		return nil, consumerFound, fmt.Errorf("stream %s: consumer %s: %w", s.Stream, s.Consumer, err)
+		return nil, Found, fmt.Errorf("stream %s: consumer %s: %w", s.Stream, s.Consumer, err)
 	}
 	have := cons.CachedInfo().Config
-	problems := CheckConsumer(c, s, streamKey(c, s), have)
+	problems := CheckConsumer(c, s, StreamKey(c, s), have)
 	if refused := refusedProblem(problems); refused != nil {
-		return nil, consumerFound, &ConfigError{Stream: s.Stream, Consumer: s.Consumer, Msg: refused.Msg}
+		return nil, Found, &ConfigError{Stream: s.Stream, Consumer: s.Consumer, Msg: refused.Msg}
 	}
 	if s.ConsumerStorage != "" && have.MemoryStorage != want.MemoryStorage {
 		cons, err = remakeInStorage(ctx, stream, cons, c, s, from)
-		return cons, consumerRebuilt, err
+		return cons, Rebuilt, err
 	}
 	if len(problems) == 0 && have.Metadata[MetaConsumerConnector] == c.Name {
-		return cons, consumerFound, nil
+		return cons, Found, nil
 	}
 	upd := have
 	upd.Metadata = maps.Clone(have.Metadata)
@@ -192,9 +196,9 @@ func ensureConsumer(ctx context.Context, stream jetstream.Stream, c *config.Conn
 	upd.FilterSubject, upd.FilterSubjects = want.FilterSubject, want.FilterSubjects
 	cons, err = stream.UpdateConsumer(ctx, upd)
 	if err != nil {
-		return nil, consumerFound, fmt.Errorf("stream %s: update consumer %s: %w", s.Stream, s.Consumer, err)
+		return nil, Found, fmt.Errorf("stream %s: update consumer %s: %w", s.Stream, s.Consumer, err)
 	}
-	return cons, consumerFound, nil
+	return cons, Found, nil
 }
 
 // refusedProblem returns the first of problems that is refused, or nil.
@@ -207,9 +211,9 @@ func refusedProblem(problems []ConsumerProblem) *ConsumerProblem {
 	return nil
 }
 
-// streamKey names s in messages the way plan does: streams[N], N counted
+// StreamKey names s in messages the way plan does: streams[N], N counted
 // from 1 in the order of the file.
-func streamKey(c *config.Connector, s config.Stream) string {
+func StreamKey(c *config.Connector, s config.Stream) string {
 	i := slices.IndexFunc(c.Streams, func(cs config.Stream) bool { return cs.Stream == s.Stream && cs.Consumer == s.Consumer })
 	if i < 0 {
 		return "streams"
@@ -256,7 +260,7 @@ func CheckConsumer(c *config.Connector, s config.Stream, key string, have jetstr
 	if have.HeadersOnly {
 		add(true, false, "delivers headers only, without the message data: delete the consumer (jetlake re-creates it) %s", rename)
 	}
-	want := consumerConfig(c.Name, s)
+	want := Settings(c.Name, s)
 	if have.PriorityPolicy != want.PriorityPolicy || !slices.Equal(have.PriorityGroups, want.PriorityGroups) {
 		add(true, false, "priority policy %s with groups %v does not fit failover = %q, which needs %s with groups %v; "+
 			"a priority policy cannot be changed: delete the consumer (jetlake re-creates it) %s",
@@ -322,7 +326,7 @@ func remakeInStorage(ctx context.Context, stream jetstream.Stream, cons jetstrea
 	if err := stream.DeleteConsumer(ctx, s.Consumer); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return nil, fmt.Errorf("stream %s: delete consumer %s to keep it %s: %w", s.Stream, s.Consumer, storageName(s.MemoryConsumer()), err)
 	}
-	cons, err = stream.CreateConsumer(ctx, consumerFrom(consumerConfig(c.Name, s), from))
+	cons, err = stream.CreateConsumer(ctx, ConsumerFrom(Settings(c.Name, s), from))
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: create consumer %s %s: %w", s.Stream, s.Consumer, storageName(s.MemoryConsumer()), err)
 	}
@@ -344,4 +348,36 @@ func apiName(p json.Marshaler) string {
 		return "none"
 	}
 	return strings.Trim(string(b), `"`)
+}
+
+// ConsumerFrom returns cfg delivering from sequence from; 0 leaves cfg's
+// deliver policy as it is.
+func ConsumerFrom(cfg jetstream.ConsumerConfig, from uint64) jetstream.ConsumerConfig {
+	switch {
+	case from == 1:
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverAllPolicy, 0
+	case from > 1:
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
+	}
+	return cfg
+}
+
+// UnpartitionedRefusal says why entry s of connector c, which has no
+// partitions, must not read a stream configured as have, or returns "".
+// A stream that carries the partition transform stores every subject
+// behind its partition token: a consumer without partitions would export
+// it again, with the tokens in its keys and subjects, beside the
+// partitioned instances.
+func UnpartitionedRefusal(c *config.Connector, s config.Stream, have jetstream.StreamConfig) string {
+	t := have.SubjectTransform
+	if s.Partitioned() || t == nil {
+		return ""
+	}
+	n, ok := config.TransformPartitions(t.Source, t.Destination)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("carries the partition transform %q → %q of %d partitions, and %s has no partitions: "+
+		"it would export the stream again, with the partition token in every key and subject; set %s.partitions = %d",
+		t.Source, t.Destination, n, StreamKey(c, s), StreamKey(c, s), n)
 }
