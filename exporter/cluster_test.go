@@ -14,6 +14,7 @@ import (
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/exportertest"
+	"github.com/jetlake/jetlake/exporter/lake"
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/progress"
 )
@@ -159,7 +160,7 @@ replicas = 3
 	if err != nil {
 		t.Fatal(err)
 	}
-	reports, err := exporter.Verify(ctx, c, js, store, exporter.VerifyOptions{Deep: true})
+	reports, err := lake.Verify(ctx, c, js, store, lake.VerifyOptions{Deep: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,7 +84,7 @@ func Compact(ctx context.Context, cfg *config.Connector, js jetstream.JetStream,
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
-	icfg, _, err := icebergConfig(cfg)
+	icfg, _, err := iceberg.ConnectorConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +134,7 @@ func removeOrphans(ctx context.Context, cfg *config.Connector, t *iceberg.Table,
 	if !ok {
 		return nil, nil, nil
 	}
-	_, dataPrefix, err := icebergConfig(cfg)
+	_, dataPrefix, err := iceberg.ConnectorConfig(cfg)
 	if err != nil {
 		return nil, nil, err
 	}

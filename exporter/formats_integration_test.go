@@ -18,6 +18,7 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/lake"
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/formats/formatstest"
@@ -122,7 +123,7 @@ max_file_age = "20s"`)
 		t.Fatalf("%d rows in %d objects, want %d", len(seen), objects, n)
 	}
 	store, _ := objstore.NewS3Store(c.S3)
-	reports, err := exporter.Verify(ctx, c, e.js, store, exporter.VerifyOptions{Deep: true})
+	reports, err := lake.Verify(ctx, c, e.js, store, lake.VerifyOptions{Deep: true})
 	if err != nil || !reports[0].OK() {
 		t.Fatalf("verify: %v %+v", err, reports)
 	}
@@ -257,7 +258,7 @@ max_file_age = "2s"`)
 		t.Fatalf("consumer: %d unacked, ack floor %d; want everything acked", info.NumAckPending, info.AckFloor.Stream)
 	}
 	store, _ := objstore.NewS3Store(c.S3)
-	reports, err := exporter.Verify(ctx, c, e.js, store, exporter.VerifyOptions{Deep: true})
+	reports, err := lake.Verify(ctx, c, e.js, store, lake.VerifyOptions{Deep: true})
 	if err != nil || !reports[0].OK() || reports[0].Rejected == 0 {
 		t.Fatalf("verify: %v %+v", err, reports[0])
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/exportertest"
+	"github.com/jetlake/jetlake/exporter/lake"
 	"github.com/jetlake/jetlake/exporter/objstore"
 )
 
@@ -379,14 +380,14 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 	exportertest.WaitFor(t, timeout, what, cond)
 }
 
-// verify runs exporter.Verify on the connector and requires every report OK.
-func (e *env) verify(c *config.Connector) []*exporter.Report {
+// verify runs lake.Verify on the connector and requires every report OK.
+func (e *env) verify(c *config.Connector) []*lake.Report {
 	e.t.Helper()
 	store, err := objstore.NewS3Store(c.S3)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	reports, err := exporter.Verify(context.Background(), c, e.js, store, exporter.VerifyOptions{Deep: true})
+	reports, err := lake.Verify(context.Background(), c, e.js, store, lake.VerifyOptions{Deep: true})
 	if err != nil {
 		e.t.Fatal(err)
 	}

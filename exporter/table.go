@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"strings"
 	"time"
 
@@ -55,7 +54,7 @@ type lakeTable struct {
 // openTable opens (or creates) the connector's table and commits the plans
 // an earlier process left.
 func (e *Exporter) openTable(ctx context.Context) (*lakeTable, error) {
-	cfg, dataPrefix, err := icebergConfig(e.cfg)
+	cfg, dataPrefix, err := iceberg.ConnectorConfig(e.cfg)
 	if err != nil {
 		return nil, &objstore.PermanentError{Code: "IcebergCatalog", Err: err}
 	}
@@ -209,45 +208,11 @@ func maxDataKeyLen(dataPrefix string, part *iceberg.Partitioner, ext string) int
 	return len(k)
 }
 
-// icebergConfig returns the table settings of a connector with [iceberg],
-// and the object key prefix of its data files.
-func icebergConfig(c *config.Connector) (iceberg.Config, string, error) {
-	ic, s3 := c.Iceberg, c.S3
-	warehouse := "s3://" + s3.Bucket
-	dataPrefix := ic.Namespace + "/" + ic.Table + "/data"
-	if s3.Prefix != "" {
-		warehouse += "/" + s3.Prefix
-		dataPrefix = s3.Prefix + "/" + dataPrefix
-	}
-	cfg := iceberg.Config{
-		Catalog: c.Name, Type: ic.Catalog, URI: ic.URI, Namespace: ic.Namespace, Table: ic.Table, Warehouse: warehouse,
-		S3:           iceberg.S3{Endpoint: s3.Endpoint, Region: s3.Region, TLSCAFile: s3.TLSCAFile},
-		Partitioning: ic.Partitioning,
-		Glue:         iceberg.Glue{Region: ic.Region, CatalogID: ic.CatalogID},
-		REST:         iceberg.REST{Warehouse: ic.Warehouse, SigV4Service: ic.SigV4Service, Region: ic.Region},
-	}
-	for _, env := range []struct {
-		name string
-		dst  *string
-	}{{ic.TokenEnv, &cfg.REST.Token}, {ic.CredentialEnv, &cfg.REST.Credential}} {
-		if env.name == "" {
-			continue
-		}
-		if *env.dst = os.Getenv(env.name); *env.dst == "" {
-			return cfg, "", fmt.Errorf("iceberg catalog %s: the environment variable %s, named in [iceberg], is not set", config.RedactURL(ic.URI), env.name)
-		}
-	}
-	if s3.AccessKeyIDEnv != "" {
-		cfg.S3.AccessKeyID, cfg.S3.SecretAccessKey = os.Getenv(s3.AccessKeyIDEnv), os.Getenv(s3.SecretAccessKeyEnv)
-	}
-	return cfg, dataPrefix, nil
-}
-
 // CheckTable says, for jetlake plan, whether a connector's Iceberg table can
 // be written: the catalog answers, and the table exists and fits the
 // connector, or does not exist yet and is created on the first start.
 func CheckTable(ctx context.Context, c *config.Connector) (string, error) {
-	cfg, _, err := icebergConfig(c)
+	cfg, _, err := iceberg.ConnectorConfig(c)
 	if err != nil {
 		return "", err
 	}
@@ -543,7 +508,7 @@ func (p planStore) List(ctx context.Context, prefix string) (map[string][]byte, 
 // of a message of stream and subject at t, and the sequence range. plan
 // shows it as a sample.
 func TableDataKey(c *config.Connector, stream, subject string, t time.Time, first, last uint64) (string, error) {
-	_, dataPrefix, err := icebergConfig(c)
+	_, dataPrefix, err := iceberg.ConnectorConfig(c)
 	if err != nil {
 		return "", err
 	}

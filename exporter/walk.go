@@ -125,7 +125,7 @@ func (e *Exporter) readHoles(ctx context.Context, s *streamState, holes []progre
 	}
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	seqs, past, err := readSequences(rctx, e.js, s.cfg.Stream, filters, start, end, walkMaxRead, 0)
+	seqs, past, err := jsclient.ReadSequences(rctx, e.js, s.cfg.Stream, filters, start, end, walkMaxRead, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -163,62 +163,6 @@ func (e *Exporter) readHoles(ctx context.Context, s *streamState, holes []progre
 		}
 	}
 	return rest, nil
-}
-
-// readSequences returns, in stream order, the sequences in [from, to] of
-// the stream's messages that match filters, reading their headers with an
-// ordered consumer, up to limit of them (0: no limit). past reports that a
-// message after to was seen: every match up to to is in seqs. Each fetch
-// waits up to wait for messages; 0 takes only those there are.
-func readSequences(ctx context.Context, js jetstream.JetStream, stream string, filters []string, from, to uint64, limit int, wait time.Duration) (seqs []uint64, past bool, err error) {
-	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: filters,
-		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:    from,
-		HeadersOnly:    true,
-	})
-	if err != nil {
-		return nil, false, fmt.Errorf("stream %s: read from %d: %w", stream, from, err)
-	}
-	defer func() {
-		// Gone at once rather than after its inactivity threshold: walks
-		// read every second.
-		if info := cons.CachedInfo(); info != nil {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			_ = js.DeleteConsumer(dctx, stream, info.Name)
-			cancel()
-		}
-	}()
-	for limit == 0 || len(seqs) < limit {
-		var batch jetstream.MessageBatch
-		if wait > 0 {
-			batch, err = cons.Fetch(1000, jetstream.FetchMaxWait(wait))
-		} else {
-			batch, err = cons.FetchNoWait(1000)
-		}
-		if err != nil {
-			return nil, false, fmt.Errorf("stream %s: read from %d: %w", stream, from, err)
-		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			md, err := m.Metadata()
-			if err != nil {
-				return nil, false, err
-			}
-			if md.Sequence.Stream > to {
-				return seqs, true, nil
-			}
-			seqs = append(seqs, md.Sequence.Stream)
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, context.DeadlineExceeded) {
-			return nil, false, fmt.Errorf("stream %s: read from %d: %w", stream, from, err)
-		}
-		if n == 0 {
-			break
-		}
-	}
-	return seqs, false, nil
 }
 
 // nextMessage returns the sequence of the first message at or after seq

@@ -13,8 +13,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/jsclient"
+	"github.com/jetlake/jetlake/exporter/lake"
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/pathtemplate"
@@ -47,7 +47,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	opts := exporter.VerifyOptions{FromSeq: *from, ToSeq: *to, Deep: *deep}
+	opts := lake.VerifyOptions{FromSeq: *from, ToSeq: *to, Deep: *deep}
 	if !*quiet {
 		opts.Progress = stderr
 	}
@@ -76,7 +76,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 // verifyConnector connects to the connector's store and NATS servers and
 // verifies its streams. A request NATS refuses stops it with the
 // permission to add, rather than with the time-out it would end in.
-func verifyConnector(ctx context.Context, c *config.Connector, opts exporter.VerifyOptions) ([]*exporter.Report, error) {
+func verifyConnector(ctx context.Context, c *config.Connector, opts lake.VerifyOptions) ([]*lake.Report, error) {
 	var perms jsclient.PermissionWatch
 	store, js, closeNATS, err := connect(c, perms.Option())
 	if err != nil {
@@ -85,7 +85,7 @@ func verifyConnector(ctx context.Context, c *config.Connector, opts exporter.Ver
 	defer closeNATS()
 	ctx, unwatch := perms.Context(ctx)
 	defer unwatch()
-	reports, err := exporter.Verify(ctx, c, js, store, opts)
+	reports, err := lake.Verify(ctx, c, js, store, opts)
 	if denied := jsclient.Denied(ctx); denied != nil {
 		return nil, denied
 	}
@@ -112,7 +112,7 @@ func connect(c *config.Connector, extra ...nats.Option) (store *objstore.S3Store
 // maxProblems bounds the problem and overlap lines printed per stream.
 const maxProblems = 100
 
-func printReport(w io.Writer, r *exporter.Report) {
+func printReport(w io.Writer, r *lake.Report) {
 	fmt.Fprintf(w, "connector %s, stream %s, consumer %s: sequences %s\n", r.Connector, r.Stream, r.Consumer, r.Scope)
 	if r.Filtered {
 		fmt.Fprintln(w, "  filtered consumer: checking the matching messages still in the stream")

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -77,4 +79,60 @@ func StreamSubjects(ctx context.Context, nc *nats.Conn, n config.NATS, stream, f
 	}
 	slices.Sort(subs)
 	return subs, total, nil
+}
+
+// ReadSequences returns, in stream order, the sequences in [from, to] of
+// the stream's messages that match filters, reading their headers with an
+// ordered consumer, up to limit of them (0: no limit). past reports that a
+// message after to was seen: every match up to to is in seqs. Each fetch
+// waits up to wait for messages; 0 takes only those there are.
+func ReadSequences(ctx context.Context, js jetstream.JetStream, stream string, filters []string, from, to uint64, limit int, wait time.Duration) (seqs []uint64, past bool, err error) {
+	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: filters,
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    from,
+		HeadersOnly:    true,
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("stream %s: read from %d: %w", stream, from, err)
+	}
+	defer func() {
+		// Gone at once rather than after its inactivity threshold: walks
+		// read every second.
+		if info := cons.CachedInfo(); info != nil {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			_ = js.DeleteConsumer(dctx, stream, info.Name)
+			cancel()
+		}
+	}()
+	for limit == 0 || len(seqs) < limit {
+		var batch jetstream.MessageBatch
+		if wait > 0 {
+			batch, err = cons.Fetch(1000, jetstream.FetchMaxWait(wait))
+		} else {
+			batch, err = cons.FetchNoWait(1000)
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("stream %s: read from %d: %w", stream, from, err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			md, err := m.Metadata()
+			if err != nil {
+				return nil, false, err
+			}
+			if md.Sequence.Stream > to {
+				return seqs, true, nil
+			}
+			seqs = append(seqs, md.Sequence.Stream)
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, context.DeadlineExceeded) {
+			return nil, false, fmt.Errorf("stream %s: read from %d: %w", stream, from, err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return seqs, false, nil
 }

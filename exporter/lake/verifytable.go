@@ -1,4 +1,4 @@
-package exporter
+package lake
 
 import (
 	"context"
@@ -30,7 +30,7 @@ func tableFiles(ctx context.Context, cfg *config.Connector) (*icebergFiles, erro
 	if cfg.Iceberg == nil {
 		return nil, nil
 	}
-	icfg, dataPrefix, err := icebergConfig(cfg)
+	icfg, dataPrefix, err := iceberg.ConnectorConfig(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,8 @@
-package exporter
+// Package lake reads what a connector wrote back from the store: verify
+// compares the data objects, loss markers and rejected objects (or, for an
+// Iceberg connector, the table's current data files) with the streams,
+// sequence by sequence, in ranges.
+package lake
 
 import (
 	"bufio"
@@ -21,6 +25,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/lossmarker"
@@ -265,7 +270,7 @@ func (v *verifier) checkStream(ctx context.Context, sc config.Stream, objects []
 	// for a filtered one.
 	if rep.Filtered {
 		v.say("stream %s: reading the sequences of the filtered subjects", sc.Stream)
-		if in.stream, _, err = readSequences(ctx, v.js, sc.Stream, entryFilters(sc, si.Config.Subjects), from, to, 0, time.Second); err != nil {
+		if in.stream, _, err = jsclient.ReadSequences(ctx, v.js, sc.Stream, entryFilters(sc, si.Config.Subjects), from, to, 0, time.Second); err != nil {
 			return err
 		}
 	}
