@@ -11,6 +11,7 @@ import (
 
 	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/exportertest"
+	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/objstore"
 )
 
@@ -120,7 +121,7 @@ max_file_age = "1s"`)
 	e.metrics = exporter.NewMetrics(reg)
 	// plan tells of the upkeep due once the partitions close.
 	time.Sleep(2500 * time.Millisecond)
-	msg, err := exporter.CheckTable(context.Background(), c)
+	msg, err := iceberg.CheckConnector(context.Background(), c)
 	if err != nil || !strings.Contains(msg, "of its 40 data files are small files of closed partitions") {
 		t.Fatalf("plan's check of the table: %q, %v", msg, err)
 	}

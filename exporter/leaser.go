@@ -29,7 +29,7 @@ import (
 // instance, and such a lease is taken over with its revision.
 type leaser struct {
 	store     *lease.Store
-	holder    LeaseHolder
+	holder    lease.Holder
 	value     []byte
 	memberKey string
 	ttl       time.Duration // the shortest lease_ttl of the partitioned entries
@@ -43,7 +43,7 @@ type leaser struct {
 
 // newLeaser returns a leaser for a new instance of connector.
 func newLeaser(store *lease.Store, connector string, ttl time.Duration) *leaser {
-	h := newHolder(nuid.Next())
+	h := lease.NewHolder(nuid.Next())
 	return &leaser{store: store, holder: h, value: leaseValue(h), memberKey: statekey.Members(connector) + h.Instance, ttl: ttl, warned: map[string]uint64{}}
 }
 
@@ -131,7 +131,7 @@ func liveMembers(entries []lease.Entry, prefix, self string, now time.Time, ttl 
 			continue
 		}
 		const does = "it counts as no instance"
-		h, err := parseHolder(e.Value)
+		h, err := lease.ParseHolder(e.Value)
 		switch {
 		case err != nil:
 			ignored = append(ignored, ignoredEntry{key: e.Key, rev: e.Revision, value: e.Value, found: "not a holder: " + err.Error(), does: does})
@@ -147,7 +147,7 @@ func liveMembers(entries []lease.Entry, prefix, self string, now time.Time, ttl 
 }
 
 // notRenewed says what a stale entry is.
-func notRenewed(h LeaseHolder, e lease.Entry, now time.Time) string {
+func notRenewed(h lease.Holder, e lease.Entry, now time.Time) string {
 	return fmt.Sprintf("instance %s (pid %d on %s), not renewed since %s (%s ago, more than twice lease_ttl: written without a TTL or with a longer one)",
 		h.Instance, h.PID, h.Host, e.Created.UTC().Format(time.RFC3339), now.Sub(e.Created).Round(time.Second))
 }
@@ -293,7 +293,7 @@ func readLeases(g groupSnap, leases []lease.Entry, ids []string, now time.Time, 
 				found: "a key that names none of the " + strconv.Itoa(g.partitions) + " partitions", does: "it is no partition's lease"})
 			continue
 		}
-		h, err := parseHolder(e.Value)
+		h, err := lease.ParseHolder(e.Value)
 		switch {
 		case err != nil:
 			gl.dead[k] = e.Revision
@@ -468,7 +468,7 @@ func (r *runner) warnIgnored(res *roundResult) {
 			continue
 		}
 		r.log.Warn("state bucket: an entry no live instance wrote is ignored; "+ig.does,
-			"key", ig.key, "revision", ig.rev, "found", ig.found, "value", valueStart(ig.value))
+			"key", ig.key, "revision", ig.rev, "found", ig.found, "value", lease.ValueStart(ig.value))
 	}
 	if res.listed {
 		// Every entry there is was listed: forget those that went.

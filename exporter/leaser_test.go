@@ -47,7 +47,7 @@ func TestShareSplitsPartitionsWithinOne(t *testing.T) {
 
 // holderValue is the value jetlake writes for instance id.
 func holderValue(id string) []byte {
-	return leaseValue(LeaseHolder{Instance: id, Host: "h", PID: 7, Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)})
+	return leaseValue(lease.Holder{Instance: id, Host: "h", PID: 7, Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)})
 }
 
 // Membership entries that are not values jetlake writes, or that nobody
@@ -123,7 +123,7 @@ func TestParseHolderRefusesWhatJetlakeNeverWrites(t *testing.T) {
 		ok    bool
 	}{
 		{string(holderValue("Fb3xUqh0TLKQsU8IVJ5Wq7")), true},
-		{string(leaseValue(newHolder("Fb3xUqh0TLKQsU8IVJ5Wq7"))), true},
+		{string(leaseValue(lease.NewHolder("Fb3xUqh0TLKQsU8IVJ5Wq7"))), true},
 		{`{"instance":"Fb3xUqh0TLKQsU8IVJ5Wq7","host":"","pid":1,"started":"2026-01-02T03:04:05Z"}`, true},
 		{``, false},
 		{`hello`, false},
@@ -139,9 +139,9 @@ func TestParseHolderRefusesWhatJetlakeNeverWrites(t *testing.T) {
 		{`{"instance":"x","pid":1}`, false},
 		{`{"instance":"x","pid":1,"started":"2026-01-02T03:04:05Z","host":"` + strings.Repeat("h", 5000) + `"}`, false},
 	} {
-		_, err := parseHolder([]byte(tc.value))
+		_, err := lease.ParseHolder([]byte(tc.value))
 		if (err == nil) != tc.ok {
-			t.Errorf("parseHolder(%.60q): %v, want ok %v", tc.value, err, tc.ok)
+			t.Errorf("lease.ParseHolder(%.60q): %v, want ok %v", tc.value, err, tc.ok)
 		}
 	}
 }
@@ -300,7 +300,7 @@ func (e *leaseEnv) renewals() float64 {
 // is not any of others.
 func (e *leaseEnv) heldBy(others ...string) bool {
 	e.t.Helper()
-	holders, err := PartitionHolders(context.Background(), e.kv, e.c.Name, e.c.Streams[0])
+	holders, err := lease.PartitionHolders(context.Background(), e.kv, e.c.Name, e.c.Streams[0])
 	if err != nil || len(holders) != e.c.Streams[0].Partitions {
 		return false
 	}

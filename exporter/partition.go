@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/jetlake/jetlake/buffer"
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/jsclient"
+	"github.com/jetlake/jetlake/exporter/lease"
 	"github.com/jetlake/jetlake/exporter/statekey"
 )
 
@@ -53,77 +53,6 @@ type partition struct {
 	lost      bool      // the lease is not ours any more: neither unpin nor release
 	since     time.Time // when the handover started
 	releasing bool      // the release is under way beside the loop
-}
-
-// LeaseHolder is the value of a lease or membership key: who holds it.
-type LeaseHolder struct {
-	Instance string    `json:"instance"`
-	Host     string    `json:"host"`
-	PID      int       `json:"pid"`
-	Started  time.Time `json:"started"`
-}
-
-// maxHolderValue bounds the value of a lease or membership key: jetlake's
-// are under 400 bytes, a host name of 255 among them.
-const maxHolderValue = 1024
-
-// parseHolder decodes the value of a lease or membership key. What the
-// state bucket holds is read as input, not as truth: a value that jetlake
-// would not write is an error, saying what was found. Such a value is no
-// JSON object, is too long, names no instance or an instance id that no
-// key could carry, or lacks the process id or the start time every
-// instance writes.
-func parseHolder(b []byte) (LeaseHolder, error) {
-	if len(b) > maxHolderValue {
-		return LeaseHolder{}, fmt.Errorf("a value of %d bytes, more than a holder's %d", len(b), maxHolderValue)
-	}
-	var h LeaseHolder
-	if err := json.Unmarshal(b, &h); err != nil {
-		return LeaseHolder{}, fmt.Errorf("no JSON holder: %w", err)
-	}
-	if why := checkInstanceID(h.Instance); why != "" {
-		return LeaseHolder{}, errors.New(why)
-	}
-	if h.PID < 1 || h.Started.IsZero() {
-		return LeaseHolder{}, errors.New("no process id or no start time")
-	}
-	return h, nil
-}
-
-// maxInstanceID bounds an instance id; jetlake's are NUIDs, 22 characters.
-const maxInstanceID = 64
-
-// checkInstanceID says why id can not be an instance's, or returns "".
-// An id is one token of a membership key: letters, digits, '-' and '_'.
-func checkInstanceID(id string) string {
-	if id == "" {
-		return "names no instance"
-	}
-	if len(id) > maxInstanceID {
-		return fmt.Sprintf("an instance id of %d bytes, more than %d", len(id), maxInstanceID)
-	}
-	for _, c := range []byte(id) {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-			return fmt.Sprintf("instance id %q has a character other than letters, digits, '-' and '_'", id)
-		}
-	}
-	return ""
-}
-
-// valueStart is the start of a value found in the state bucket, for a
-// message.
-func valueStart(b []byte) string {
-	const n = 64
-	if len(b) > n {
-		return string(b[:n]) + "..."
-	}
-	return string(b)
-}
-
-// newHolder describes this process.
-func newHolder(id string) LeaseHolder {
-	host, _ := os.Hostname()
-	return LeaseHolder{Instance: id, Host: host, PID: os.Getpid(), Started: time.Now().UTC().Truncate(time.Second)}
 }
 
 // setUpPartitions makes sure the stream of a partitioned entry carries the
@@ -419,7 +348,7 @@ type heldLease struct {
 }
 
 // leaseValue encodes a holder.
-func leaseValue(h LeaseHolder) []byte {
+func leaseValue(h lease.Holder) []byte {
 	b, _ := json.Marshal(h)
 	return b
 }
@@ -432,35 +361,4 @@ func sortedIDs(ids []string, self string) []string {
 	}
 	slices.Sort(ids)
 	return slices.Compact(ids)
-}
-
-// PartitionHolders reads, from the state bucket kv, who holds each
-// partition of stream entry s of connector: partition number → holder.
-// Free partitions are not in the map, nor are those whose lease has a
-// value no instance writes (an instance takes such a lease as free).
-func PartitionHolders(ctx context.Context, kv jetstream.KeyValue, connector string, s config.Stream) (map[int]LeaseHolder, error) {
-	prefix := statekey.Leases(connector, s.Stream, s.Consumer)
-	w, err := kv.WatchFiltered(ctx, []string{prefix + ">"}, jetstream.IgnoreDeletes())
-	if err != nil {
-		return nil, fmt.Errorf("partition leases: %w", err)
-	}
-	defer w.Stop()
-	out := map[int]LeaseHolder{}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("partition leases: %w", ctx.Err())
-		case e := <-w.Updates():
-			if e == nil {
-				return out, nil
-			}
-			k, ok := statekey.LeasePartition(e.Key(), prefix, s.Partitions)
-			if !ok {
-				continue
-			}
-			if h, err := parseHolder(e.Value()); err == nil {
-				out[k] = h
-			}
-		}
-	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/exportertest"
 	"github.com/jetlake/jetlake/exporter/jsclient"
+	"github.com/jetlake/jetlake/exporter/lease"
 	"github.com/jetlake/jetlake/exporter/plan"
 )
 
@@ -44,7 +45,7 @@ func (e *env) leaseHolders(c *config.Connector) map[string]int {
 	if err != nil {
 		return nil
 	}
-	leases, err := exporter.PartitionHolders(ctx, kv, c.Name, c.Streams[0])
+	leases, err := lease.PartitionHolders(ctx, kv, c.Name, c.Streams[0])
 	if err != nil {
 		e.t.Fatal(err)
 	}

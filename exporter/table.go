@@ -11,7 +11,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/statekey"
@@ -206,41 +205,6 @@ func (e *Exporter) planFileCheck(lt *lakeTable) func(context.Context, iceberg.Fi
 func maxDataKeyLen(dataPrefix string, part *iceberg.Partitioner, ext string) int {
 	k := pathtemplate.AppendKey(nil, dataPrefix, make([]byte, part.MaxDirLen()), 0, 0, ext)
 	return len(k)
-}
-
-// CheckTable says, for jetlake plan, whether a connector's Iceberg table can
-// be written: the catalog answers, and the table exists and fits the
-// connector, or does not exist yet and is created on the first start.
-func CheckTable(ctx context.Context, c *config.Connector) (string, error) {
-	cfg, _, err := iceberg.ConnectorConfig(c)
-	if err != nil {
-		return "", err
-	}
-	t, err := iceberg.Load(ctx, cfg)
-	if errors.Is(err, iceberg.ErrNoSuchTable) {
-		return fmt.Sprintf("does not exist yet; jetlake creates it on first start at %s/%s/%s", cfg.Warehouse, cfg.Namespace, cfg.Table), nil
-	}
-	if err != nil {
-		return "", err
-	}
-	defer t.Close()
-	ev, err := t.Fits(formats.Fields(c.Output.FormatsOptions()), c.Iceberg.Partitioning)
-	if err != nil {
-		return "", err
-	}
-	msg := fmt.Sprintf("exists at %s with %d snapshots and fits the connector", t.Location(), t.Snapshots())
-	if !ev.Empty() {
-		msg = fmt.Sprintf("exists at %s with %d snapshots; on start jetlake %s", t.Location(), t.Snapshots(), ev)
-	}
-	u, err := t.Upkeep(ctx, iceberg.CompactOptions{TargetSize: c.Rotation.MaxFileSize, ClosedBefore: time.Now().Add(-c.Iceberg.CompactAfter)})
-	if err != nil {
-		return "", err
-	}
-	if u.Compactable > 0 {
-		msg += fmt.Sprintf("; %d of its %d data files are small files of closed partitions, the oldest closed %s ago: jetlake run compacts them, or jetlake compact",
-			u.Compactable, u.DataFiles, u.OldestClosed.Round(time.Second))
-	}
-	return msg, nil
 }
 
 // location is the s3:// location of an object key.
@@ -501,29 +465,4 @@ func (p planStore) Delete(ctx context.Context, key string) error { return p.st.D
 
 func (p planStore) List(ctx context.Context, prefix string) (map[string][]byte, error) {
 	return p.st.List(ctx, prefix)
-}
-
-// TableDataKey returns the object key jetlake gives a data file of a
-// connector's Iceberg table: the table's data folder, the partition folder
-// of a message of stream and subject at t, and the sequence range. plan
-// shows it as a sample.
-func TableDataKey(c *config.Connector, stream, subject string, t time.Time, first, last uint64) (string, error) {
-	_, dataPrefix, err := iceberg.ConnectorConfig(c)
-	if err != nil {
-		return "", err
-	}
-	schema, err := iceberg.Schema(formats.Fields(c.Output.FormatsOptions()))
-	if err != nil {
-		return "", err
-	}
-	spec, err := iceberg.Spec(schema, c.Iceberg.Partitioning)
-	if err != nil {
-		return "", err
-	}
-	part, err := iceberg.NewPartitioner(schema, spec)
-	if err != nil {
-		return "", err
-	}
-	dir := string(part.AppendDir(nil, stream, subject, first, t))
-	return pathtemplate.Key(dataPrefix, dir, first, last, c.Output.Ext())
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/lease"
 )
 
 // partitioned splits the connector's stream into p partitions with a 3 s
@@ -47,7 +47,7 @@ func (c *crashEnv) leasesByPID() map[int]int {
 	}
 	// The connector's own stream entry: a lease key counts for a
 	// partition only among the stream's partitions.
-	leases, err := exporter.PartitionHolders(ctx, kv, c.name, conns[0].Streams[0])
+	leases, err := lease.PartitionHolders(ctx, kv, c.name, conns[0].Streams[0])
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -1,10 +1,15 @@
 package iceberg
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/pathtemplate"
 )
 
 // ConnectorConfig returns the table settings of a connector with [iceberg],
@@ -39,4 +44,64 @@ func ConnectorConfig(c *config.Connector) (Config, string, error) {
 		cfg.S3.AccessKeyID, cfg.S3.SecretAccessKey = os.Getenv(s3.AccessKeyIDEnv), os.Getenv(s3.SecretAccessKeyEnv)
 	}
 	return cfg, dataPrefix, nil
+}
+
+// CheckConnector says, for jetlake plan, whether a connector's Iceberg table can
+// be written: the catalog answers, and the table exists and fits the
+// connector, or does not exist yet and is created on the first start.
+func CheckConnector(ctx context.Context, c *config.Connector) (string, error) {
+	cfg, _, err := ConnectorConfig(c)
+	if err != nil {
+		return "", err
+	}
+	t, err := Load(ctx, cfg)
+	if errors.Is(err, ErrNoSuchTable) {
+		return fmt.Sprintf("does not exist yet; jetlake creates it on first start at %s/%s/%s", cfg.Warehouse, cfg.Namespace, cfg.Table), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer t.Close()
+	ev, err := t.Fits(formats.Fields(c.Output.FormatsOptions()), c.Iceberg.Partitioning)
+	if err != nil {
+		return "", err
+	}
+	msg := fmt.Sprintf("exists at %s with %d snapshots and fits the connector", t.Location(), t.Snapshots())
+	if !ev.Empty() {
+		msg = fmt.Sprintf("exists at %s with %d snapshots; on start jetlake %s", t.Location(), t.Snapshots(), ev)
+	}
+	u, err := t.Upkeep(ctx, CompactOptions{TargetSize: c.Rotation.MaxFileSize, ClosedBefore: time.Now().Add(-c.Iceberg.CompactAfter)})
+	if err != nil {
+		return "", err
+	}
+	if u.Compactable > 0 {
+		msg += fmt.Sprintf("; %d of its %d data files are small files of closed partitions, the oldest closed %s ago: jetlake run compacts them, or jetlake compact",
+			u.Compactable, u.DataFiles, u.OldestClosed.Round(time.Second))
+	}
+	return msg, nil
+}
+
+// DataKey returns the object key jetlake gives a data file of a
+// connector's Iceberg table: the table's data folder, the partition folder
+// of a message of stream and subject at t, and the sequence range. plan
+// shows it as a sample.
+func DataKey(c *config.Connector, stream, subject string, t time.Time, first, last uint64) (string, error) {
+	_, dataPrefix, err := ConnectorConfig(c)
+	if err != nil {
+		return "", err
+	}
+	schema, err := Schema(formats.Fields(c.Output.FormatsOptions()))
+	if err != nil {
+		return "", err
+	}
+	spec, err := Spec(schema, c.Iceberg.Partitioning)
+	if err != nil {
+		return "", err
+	}
+	part, err := NewPartitioner(schema, spec)
+	if err != nil {
+		return "", err
+	}
+	dir := string(part.AppendDir(nil, stream, subject, first, t))
+	return pathtemplate.Key(dataPrefix, dir, first, last, c.Output.Ext())
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/jsclient"
+	"github.com/jetlake/jetlake/exporter/lease"
 )
 
 // checkPartitions checks a partitioned entry: the stream's partition
@@ -66,7 +66,7 @@ func (p *planner) checkLeases(ctx context.Context, js jetstream.JetStream, s con
 		p.add(Warn, "stream %s: could not read the partition leases: %v", s.Stream, p.why(octx, err))
 		return
 	}
-	leases, err := exporter.PartitionHolders(octx, kv, p.c.Name, s)
+	leases, err := lease.PartitionHolders(octx, kv, p.c.Name, s)
 	if err != nil {
 		p.add(Warn, "stream %s: could not read the partition leases: %v", s.Stream, p.why(octx, err))
 		return

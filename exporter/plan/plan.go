@@ -19,7 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/jsclient"
 )
 
@@ -97,7 +97,7 @@ func (p *planner) checkIceberg(ctx context.Context) {
 	octx, cancel := p.op(ctx)
 	defer cancel()
 	name := ic.Namespace + "." + ic.Table
-	status, err := exporter.CheckTable(octx, p.c)
+	status, err := iceberg.CheckConnector(octx, p.c)
 	if err != nil {
 		p.add(Fail, "iceberg table %s (catalog %s): %v", name, config.RedactURL(ic.URI), err)
 		return

@@ -8,7 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
@@ -65,7 +65,7 @@ func (p *planner) sampleKeys(s config.Stream, subjects []subjectSample, why stri
 		var key string
 		var err error
 		if c.Iceberg != nil {
-			key, err = exporter.TableDataKey(c, s.Stream, subject, p.o.Now, 1, 500)
+			key, err = iceberg.DataKey(c, s.Stream, subject, p.o.Now, 1, 500)
 		} else {
 			dir := c.Output.PathTemplate.Dir(&pathtemplate.Values{Stream: s.Stream, Subject: subject, Consumer: s.Consumer, Time: p.o.Now})
 			key, err = pathtemplate.Key(c.S3.Prefix, dir, 1, 500, c.Output.Ext())
