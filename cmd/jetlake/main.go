@@ -3,15 +3,13 @@
 //
 // Usage:
 //
-//	jetlake run      -config PATH [-until-idle] [-log-format text|json] [-log-level LEVEL]
-//	jetlake validate -config PATH
-//	jetlake verify   -config PATH [-from-seq N] [-to-seq N] [-deep]
-//	jetlake plan     -config PATH [-cleanup]
-//	jetlake ddl      -config PATH -engine athena|trino
-//	jetlake version
+//	jetlake <command> [arguments]
 //
-// PATH is a connector file or a directory of *.toml connector files. Exit
-// codes: 0 success, 2 bad usage or invalid configuration, 1 any other
+// "jetlake help" lists the commands (run, validate, verify, plan, ddl,
+// compact, version); "jetlake help COMMAND" or "jetlake COMMAND -h" shows a
+// command's usage, flags and an example. Most commands take -config PATH,
+// where PATH is a connector file or a directory of *.toml connector files.
+// Exit codes: 0 success, 2 bad usage or invalid configuration, 1 any other
 // failure.
 package main
 
@@ -33,6 +31,7 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 
@@ -53,47 +52,24 @@ func main() {
 // Main runs the command line args and returns the exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		usage(stderr)
+		listCommands(stderr)
 		return exitUsage
 	}
-	switch args[0] {
-	case "run":
-		return cmdRun(args[1:], stderr)
-	case "validate":
-		return cmdValidate(args[1:], stdout, stderr)
-	case "verify":
-		return cmdVerify(args[1:], stdout, stderr)
-	case "plan":
-		return cmdPlan(args[1:], stdout, stderr)
-	case "ddl":
-		return cmdDDL(args[1:], stdout, stderr)
-	case "compact":
-		return cmdCompact(args[1:], stdout, stderr)
-	case "version", "-version", "--version":
-		fmt.Fprintln(stdout, "jetlake", versionString())
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help":
+		listCommands(stdout)
 		return exitOK
-	case "help", "-h", "-help", "--help":
-		usage(stdout)
-		return exitOK
-	default:
-		fmt.Fprintf(stderr, "jetlake: unknown command %q\n", args[0])
-		usage(stderr)
+	case "-version", "--version":
+		name = "version"
+	}
+	c := lookup(name)
+	if c == nil {
+		fmt.Fprintf(stderr, "jetlake: unknown command %q\n\n", name)
+		listCommands(stderr)
 		return exitUsage
 	}
-}
-
-func usage(w io.Writer) {
-	fmt.Fprint(w, `Usage:
-  jetlake run      -config PATH [-until-idle] [-log-format text|json] [-log-level debug|info|warn|error]
-  jetlake validate -config PATH
-  jetlake verify   -config PATH [-from-seq N] [-to-seq N] [-deep] [-quiet]
-  jetlake plan     -config PATH [-cleanup] [-timeout D]
-  jetlake ddl      -config PATH -engine athena|trino [-table NAME] [-location URL] [-since YYYY-MM-DD]
-  jetlake compact  -config PATH [-dry-run]
-  jetlake version
-
-PATH is a connector file or a directory of *.toml connector files.
-`)
+	return runCommand(c, args[1:], stdout, stderr)
 }
 
 func versionString() string {
@@ -213,7 +189,7 @@ func sampleKey(c *config.Connector, s config.Stream, now time.Time) string {
 	var key string
 	var err error
 	if c.Iceberg != nil {
-		key, err = exporter.TableDataKey(c, s.Stream, subject, now, 1, 500)
+		key, err = iceberg.DataKey(c, s.Stream, subject, now, 1, 500)
 	} else {
 		dir := c.Output.PathTemplate.Dir(&pathtemplate.Values{Stream: s.Stream, Subject: subject, Consumer: s.Consumer, Time: now})
 		key, err = pathtemplate.Key(c.S3.Prefix, dir, 1, 500, c.Output.Ext())
