@@ -77,7 +77,7 @@ type Exporter struct {
 	// Partitioned entries and the leases of their partitions; nil when
 	// the connector has none.
 	groups []*partGroup
-	leases *leaser
+	leases *leasing
 
 	// Readiness, read by Ready from other goroutines.
 	nc          atomic.Pointer[nats.Conn]
@@ -382,7 +382,7 @@ func (e *Exporter) openLeases(ctx context.Context, js jetstream.JetStream) error
 	return retry(ctx, e.log, "state bucket", func(ctx context.Context) error {
 		store, err := lease.Open(ctx, js, e.cfg.State.Bucket)
 		if err == nil {
-			e.leases = newLeaser(store, e.cfg.Name, ttl)
+			e.leases = &leasing{Leaser: lease.NewLeaser(store, e.cfg.Name, ttl), warned: map[string]uint64{}}
 		}
 		return err
 	})

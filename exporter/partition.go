@@ -2,10 +2,8 @@ package exporter
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -297,7 +295,7 @@ func (e *Exporter) release(ctx context.Context, l leaseRef) error {
 	if err := l.stream.UnpinConsumer(rctx, l.consumer, jsclient.PriorityGroup); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		e.log.Warn("unpin failed; the next holder is pinned after priority_timeout", "stream", l.name, "consumer", l.consumer, "error", err)
 	}
-	return e.leases.release(rctx, l.key, l.rev)
+	return e.leases.Release(rctx, l.key, l.rev)
 }
 
 // released applies a finished handover: the partition's state is dropped,
@@ -329,36 +327,14 @@ func (r *runner) released(s *streamState, err error) {
 
 // partitionsHeld lists the partitions whose lease this instance holds, for
 // a lease round.
-func (r *runner) partitionsHeld() []heldLease {
-	var out []heldLease
+func (r *runner) partitionsHeld() []lease.Held {
+	var out []lease.Held
 	for _, g := range r.groups {
 		for _, s := range g.parts {
 			if p := s.part; p.rev != 0 && !p.lost {
-				out = append(out, heldLease{key: p.key, rev: p.rev})
+				out = append(out, lease.Held{Key: p.key, Rev: p.rev})
 			}
 		}
 	}
 	return out
-}
-
-// heldLease is a lease this instance holds, as a round renews it.
-type heldLease struct {
-	key string
-	rev uint64
-}
-
-// leaseValue encodes a holder.
-func leaseValue(h lease.Holder) []byte {
-	b, _ := json.Marshal(h)
-	return b
-}
-
-// sortedIDs returns the instance ids of membership entries, sorted, with
-// self among them.
-func sortedIDs(ids []string, self string) []string {
-	if !slices.Contains(ids, self) {
-		ids = append(ids, self)
-	}
-	slices.Sort(ids)
-	return slices.Compact(ids)
 }

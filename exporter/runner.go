@@ -279,7 +279,7 @@ func (r *runner) start(ctx context.Context) error {
 	}
 	if l := r.e.leases; l != nil {
 		l.last = time.Now()
-		r.applyRound(l.round(ctx, 0, nil, r.groupSnaps()), l.last)
+		r.applyRound(l.Round(ctx, 0, nil, r.groupSnaps()), l.last)
 		if r.fatalErr != nil {
 			return r.fatalErr
 		}
