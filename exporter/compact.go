@@ -17,6 +17,7 @@ import (
 	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/progress"
+	"github.com/jetlake/jetlake/exporter/state"
 	"github.com/jetlake/jetlake/exporter/statekey"
 	"github.com/jetlake/jetlake/formats"
 )
@@ -97,11 +98,11 @@ func Compact(ctx context.Context, cfg *config.Connector, js jetstream.JetStream,
 	if err := t.CheckLocation(icfg.Location()); err != nil {
 		return nil, fmt.Errorf("iceberg table %s: %w", t.Name(), err)
 	}
-	st, err := openIntents(ctx, js, cfg.State.Bucket, cfg.State.Replicas)
+	st, err := state.Open(ctx, js, cfg.State.Bucket, cfg.State.Replicas)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkTableID(ctx, st, cfg, t, false); err != nil {
+	if err := state.CheckTableID(ctx, st, cfg, t, false); err != nil {
 		return nil, err
 	}
 	rep := &CompactReport{}
@@ -129,7 +130,7 @@ type orphanStore interface {
 // run commits it. Every other unnamed file is foreign and stays: another
 // connector's or engine's, a table's before it was made anew, or one
 // written before files carried their writer.
-func removeOrphans(ctx context.Context, cfg *config.Connector, t *iceberg.Table, st intentStore, store objstore.ObjectStore, o CompactOptions) (orphans, foreign []string, err error) {
+func removeOrphans(ctx context.Context, cfg *config.Connector, t *iceberg.Table, st state.Store, store objstore.ObjectStore, o CompactOptions) (orphans, foreign []string, err error) {
 	ls, ok := store.(orphanStore)
 	if !ok {
 		return nil, nil, nil
@@ -152,7 +153,7 @@ func removeOrphans(ctx context.Context, cfg *config.Connector, t *iceberg.Table,
 	}
 	named := map[string]bool{}
 	for key, value := range intents {
-		var in intent
+		var in state.Intent
 		if err := json.Unmarshal(value, &in); err != nil {
 			return nil, nil, fmt.Errorf("intent %s: %w", key, err)
 		}
@@ -186,7 +187,7 @@ func removeOrphans(ctx context.Context, cfg *config.Connector, t *iceberg.Table,
 		if err != nil {
 			return orphans, foreign, fmt.Errorf("orphan %s%s: %w", bucket, key, err)
 		}
-		if !ownFile(md, cfg, id) {
+		if !state.OwnFile(md, cfg, id) {
 			foreign = append(foreign, bucket+key)
 			continue
 		}
@@ -213,7 +214,7 @@ func removeOrphans(ctx context.Context, cfg *config.Connector, t *iceberg.Table,
 // plans in st name left alone, into rep.Groups, and expires the snapshots
 // beyond keep_snapshots once a group was compacted (see expireTable).
 // It returns what the table needs after the pass.
-func compactTable(ctx context.Context, cfg *config.Connector, t *iceberg.Table, st intentStore, store objstore.ObjectStore, o CompactOptions, limit int, rep *CompactReport) (iceberg.Upkeep, error) {
+func compactTable(ctx context.Context, cfg *config.Connector, t *iceberg.Table, st state.Store, store objstore.ObjectStore, o CompactOptions, limit int, rep *CompactReport) (iceberg.Upkeep, error) {
 	exclude, err := plannedFiles(ctx, st, cfg)
 	if err != nil {
 		return iceberg.Upkeep{}, err
@@ -254,7 +255,7 @@ func compactTable(ctx context.Context, cfg *config.Connector, t *iceberg.Table, 
 
 // plannedFiles returns the locations of the data files the commit plans in
 // the state bucket name.
-func plannedFiles(ctx context.Context, st intentStore, cfg *config.Connector) (map[string]bool, error) {
+func plannedFiles(ctx context.Context, st state.Store, cfg *config.Connector) (map[string]bool, error) {
 	prefix := statekey.Plans(statekey.Commits(cfg.Name, cfg.Iceberg.Namespace, cfg.Iceberg.Table))
 	entries, err := st.List(ctx, prefix)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/exporter/jsclient"
+	"github.com/jetlake/jetlake/exporter/state"
 )
 
 // The export record (with the intents) says what is exported; a consumer
@@ -213,8 +214,8 @@ func (e *Exporter) recordStart(ctx context.Context, s *streamState) (uint64, err
 	if e.intents == nil {
 		return 0, nil
 	}
-	rec, _, err := loadRecord(ctx, e.intents, s.recordKey)
-	var bad *unreadableRecordError
+	rec, _, err := state.LoadRecord(ctx, e.intents, s.recordKey)
+	var bad *state.UnreadableRecordError
 	switch {
 	case errors.As(err, &bad):
 		return 0, nil
@@ -227,7 +228,7 @@ func (e *Exporter) recordStart(ctx context.Context, s *streamState) (uint64, err
 	if err != nil {
 		return 0, fmt.Errorf("stream info: %w", err)
 	}
-	if rec.claims() > si.State.LastSeq {
+	if rec.Claims() > si.State.LastSeq {
 		return 0, nil
 	}
 	return rec.Floor + 1, nil

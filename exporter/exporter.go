@@ -25,6 +25,7 @@ import (
 	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/lease"
 	"github.com/jetlake/jetlake/exporter/objstore"
+	"github.com/jetlake/jetlake/exporter/state"
 	"github.com/jetlake/jetlake/formats"
 )
 
@@ -62,10 +63,10 @@ type Exporter struct {
 	// headers, the reason among them.
 	rejEnc formats.Encoder
 
-	intents intentStore
+	intents state.Store
 	// wrapState, when set, wraps the state bucket: tests use it to stall
 	// it.
-	wrapState   func(intentStore) intentStore
+	wrapState   func(state.Store) state.Store
 	conditional bool                     // the store honours If-None-Match: *
 	encoding    sync.Mutex               // held while a parquet batch is encoded
 	acks        acker                    // the connection messages arrive on; set by Run
@@ -289,10 +290,10 @@ func (e *Exporter) setUp(ctx context.Context) (*nats.Conn, []*streamState, error
 
 // openState opens the state bucket, retrying until it answers.
 func (e *Exporter) openState(ctx context.Context, js jetstream.JetStream) error {
-	var kv *kvIntents
+	var kv *state.KV
 	err := retry(ctx, e.log, "state bucket", func(ctx context.Context) error {
 		var err error
-		kv, err = openIntents(ctx, js, e.cfg.State.Bucket, e.cfg.State.Replicas)
+		kv, err = state.Open(ctx, js, e.cfg.State.Bucket, e.cfg.State.Replicas)
 		return err
 	})
 	if err != nil {

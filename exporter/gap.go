@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jetlake/jetlake/exporter/progress"
+	"github.com/jetlake/jetlake/exporter/state"
 	"github.com/jetlake/jetlake/lossmarker"
 )
 
@@ -46,14 +47,14 @@ type saveResult struct {
 	floor  uint64 // the floor the record holds now
 	// untrusted is the stored record the write replaced because it
 	// claimed sequences the stream never had.
-	untrusted *UntrustedRecordError
+	untrusted *state.UntrustedRecordError
 	err       error
 }
 
 // lastSeq returns how saveRecord asks for s's last sequence: through a
 // stream handle of its own, since the one s keeps serves the walks beside
 // the loop.
-func (e *Exporter) lastSeq(s *streamState) lastSeqFunc {
+func (e *Exporter) lastSeq(s *streamState) state.LastSeqFunc {
 	return func(ctx context.Context) (uint64, error) {
 		if e.js == nil {
 			// Not connected (a test of the runner alone): no bound.
@@ -87,12 +88,12 @@ func (r *runner) tend(ctx context.Context, now time.Time) {
 		}
 		if r.e.intents != nil && !s.saving && l.Rev() != s.savedRev && now.Sub(s.lastSave) >= saveEvery(len(l.Done())) {
 			s.saving = true
-			rec, rev := ledgerRecord(l, s.created, now), l.Rev()
+			rec, rev := state.LedgerRecord(l, s.created, now), l.Rev()
 			r.beside(func() func() {
 				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 				defer cancel()
 				res := &saveResult{stream: s, l: l, rev: rev}
-				res.floor, res.untrusted, res.err = saveRecord(sctx, r.e.intents, s.recordKey, rec, r.e.lastSeq(s))
+				res.floor, res.untrusted, res.err = state.SaveRecord(sctx, r.e.intents, s.recordKey, rec, r.e.lastSeq(s))
 				return func() { r.saved(res) }
 			})
 		}
@@ -198,7 +199,7 @@ func (r *runner) saveNow(ctx context.Context) {
 		}
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		res := &saveResult{stream: s, l: l, rev: l.Rev()}
-		res.floor, res.untrusted, res.err = saveRecord(sctx, r.e.intents, s.recordKey, ledgerRecord(l, s.created, time.Now()), r.e.lastSeq(s))
+		res.floor, res.untrusted, res.err = state.SaveRecord(sctx, r.e.intents, s.recordKey, state.LedgerRecord(l, s.created, time.Now()), r.e.lastSeq(s))
 		cancel()
 		r.saved(res)
 	}

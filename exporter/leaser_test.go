@@ -20,6 +20,7 @@ import (
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/exportertest"
 	"github.com/jetlake/jetlake/exporter/lease"
+	"github.com/jetlake/jetlake/exporter/state"
 	"github.com/jetlake/jetlake/exporter/statekey"
 )
 
@@ -126,7 +127,7 @@ max_file_age = "1s"
 		t.Fatal(err)
 	}
 	c := conns[0]
-	if _, err := openIntents(ctx, js, c.State.Bucket, 1); err != nil {
+	if _, err := state.Open(ctx, js, c.State.Bucket, 1); err != nil {
 		t.Fatal(err)
 	}
 	// Per-key TTLs allowed, as an instance leaves the bucket.

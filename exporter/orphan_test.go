@@ -20,6 +20,7 @@ import (
 	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/exportertest"
 	"github.com/jetlake/jetlake/exporter/objstore"
+	"github.com/jetlake/jetlake/exporter/state"
 )
 
 // tableUUID reads the UUID jetlake recorded for the connector's table.
@@ -190,7 +191,7 @@ max_file_age = "1s"`)
 	fresh := filepath.Join(t.TempDir(), "fresh.db")
 	c.Iceberg.URI = "sqlite://" + fresh
 	err := e.runUntilIdleErr(c, time.Minute)
-	var changed *exporter.TableChangedError
+	var changed *state.TableChangedError
 	if !errors.As(err, &changed) || !objstore.IsPermanent(err) {
 		t.Fatalf("run on a fresh catalog: %v, want a permanent *TableChangedError", err)
 	}

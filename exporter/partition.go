@@ -15,6 +15,7 @@ import (
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/lease"
+	"github.com/jetlake/jetlake/exporter/state"
 	"github.com/jetlake/jetlake/exporter/statekey"
 )
 
@@ -238,17 +239,17 @@ func (r *runner) checkHandovers(ctx context.Context) {
 		// What the work beside the loop needs, taken on the loop: the
 		// record as it is now, and the lease as it is now.
 		l, rev := s.book.Ledger(), uint64(0)
-		var rec exportRecord
+		var rec state.Record
 		save := l != nil && r.e.intents != nil && l.Rev() != s.savedRev
 		if save {
-			rec, rev = ledgerRecord(l, s.created, time.Now()), l.Rev()
+			rec, rev = state.LedgerRecord(l, s.created, time.Now()), l.Rev()
 		}
 		lease := s.leaseRef()
 		r.beside(func() func() {
 			saveRes := &saveResult{stream: s, l: l, rev: rev}
 			if save {
 				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-				saveRes.floor, saveRes.untrusted, saveRes.err = saveRecord(sctx, r.e.intents, s.recordKey, rec, r.e.lastSeq(s))
+				saveRes.floor, saveRes.untrusted, saveRes.err = state.SaveRecord(sctx, r.e.intents, s.recordKey, rec, r.e.lastSeq(s))
 				cancel()
 			}
 			err := r.e.release(ctx, lease)

@@ -15,6 +15,7 @@ import (
 	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/progress"
+	"github.com/jetlake/jetlake/exporter/state"
 	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/lossmarker"
 )
@@ -435,6 +436,6 @@ func (r *runner) awaitUnsure(s *streamState, j *job, res *result) {
 	if err := seqs.UnmarshalJSON(res.seqs); err != nil {
 		return
 	}
-	in := &intent{ID: j.intentID, Key: res.key, Stream: s.cfg.Stream, Consumer: s.cfg.Consumer, Seqs: seqs}
+	in := &state.Intent{ID: j.intentID, Key: res.key, Stream: s.cfg.Stream, Consumer: s.cfg.Consumer, Seqs: seqs}
 	s.await(res.intentKey, in, time.Now().Add(resolveAfter(s.cfg.AckWait, false)))
 }

@@ -12,13 +12,14 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/objstore"
+	"github.com/jetlake/jetlake/exporter/state"
 )
 
 // recovery is what the intents another process left say about a stream:
 // found beside the loop, applied on it.
 type recovery struct {
-	committed  map[string]*intent // intents whose object exists, by intent key
-	unresolved map[string]*intent
+	committed  map[string]*state.Intent // intents whose object exists, by intent key
+	unresolved map[string]*state.Intent
 }
 
 // recover loads the intents another process (an earlier run, or the
@@ -52,13 +53,13 @@ func (e *Exporter) findIntents(ctx context.Context, s *streamState, known map[st
 	if len(entries) > 0 {
 		crashPoint("during-recovery")
 	}
-	rec := &recovery{committed: map[string]*intent{}, unresolved: map[string]*intent{}}
+	rec := &recovery{committed: map[string]*state.Intent{}, unresolved: map[string]*state.Intent{}}
 	var lastSeq uint64 // read once there is an intent to check
 	for ikey, value := range entries {
 		if known[ikey] {
 			continue
 		}
-		var in intent
+		var in state.Intent
 		if err := json.Unmarshal(value, &in); err != nil {
 			// Not going away by itself: retries would not help.
 			return nil, &objstore.PermanentError{Code: "IntentUnreadable", Err: fmt.Errorf("intent %s: %w", ikey, err)}
@@ -139,7 +140,7 @@ func (s *streamState) applyRecovery(rec *recovery, now time.Time, table *lakeTab
 // store is asked again at its deadline. Its sequences wait in the stream's
 // book; the deliveries of them that come meanwhile wait here.
 type unresolved struct {
-	in        *intent
+	in        *state.Intent
 	deadline  time.Time
 	waiting   map[uint64]delivery // by sequence
 	resolving bool                // the store is being asked
@@ -147,7 +148,7 @@ type unresolved struct {
 
 // await records an intent whose object is missing: its messages wait
 // until deadline, when the store is asked again.
-func (s *streamState) await(ikey string, in *intent, deadline time.Time) {
+func (s *streamState) await(ikey string, in *state.Intent, deadline time.Time) {
 	s.book.Await(ikey, in.Seqs)
 	if s.unsure == nil {
 		s.unsure = map[string]*unresolved{}
@@ -257,7 +258,7 @@ func (r *runner) resolve(ctx context.Context, now time.Time) {
 
 // resolveIntent asks the store whether the object of an unresolved intent
 // exists, and deletes the intent when it never will.
-func (e *Exporter) resolveIntent(ctx context.Context, ikey string, in *intent) (bool, error) {
+func (e *Exporter) resolveIntent(ctx context.Context, ikey string, in *state.Intent) (bool, error) {
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	md, err := e.store.Head(hctx, in.Key)
 	cancel()
@@ -420,7 +421,7 @@ func maxIntentSeqs(cfg *config.Connector, s *streamState) uint64 {
 // sequence the stream never had, or more than max sequences. Such an
 // intent is never expanded: a run of 2^36 sequences would take a map
 // entry each.
-func implausible(in *intent, lastSeq, max uint64) string {
+func implausible(in *state.Intent, lastSeq, max uint64) string {
 	if len(in.Seqs.Ranges()) == 0 {
 		return "it names no sequence"
 	}
@@ -439,7 +440,7 @@ func implausible(in *intent, lastSeq, max uint64) string {
 
 // describes reports whether md, the metadata of the object an intent
 // names, holds the intent's sequences: the same first, last and count.
-func describes(md map[string]string, in *intent) bool {
+func describes(md map[string]string, in *state.Intent) bool {
 	return md[objstore.MetaFirstSeq] == strconv.FormatUint(in.Seqs.First(), 10) &&
 		md[objstore.MetaLastSeq] == strconv.FormatUint(in.Seqs.Last(), 10) &&
 		md[objstore.MetaCount] == strconv.Itoa(in.Seqs.Len())

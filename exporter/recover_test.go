@@ -6,79 +6,16 @@ import (
 	"fmt"
 	"maps"
 	"runtime"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/exportertest"
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/progress"
+	"github.com/jetlake/jetlake/exporter/state"
 	"github.com/jetlake/jetlake/exporter/statekey"
 )
-
-// memIntents is an in-memory intentStore.
-type memIntents struct {
-	mu   sync.Mutex
-	m    map[string][]byte
-	revs map[string]uint64
-	rev  uint64
-}
-
-func (s *memIntents) Get(_ context.Context, key string) ([]byte, uint64, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v, ok := s.m[key]
-	if !ok {
-		return nil, 0, errNoRecord
-	}
-	return v, s.revs[key], nil
-}
-
-func (s *memIntents) Update(_ context.Context, key string, value []byte, rev uint64) (uint64, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.revs[key] != rev {
-		return 0, errRecordChanged
-	}
-	if s.revs == nil {
-		s.revs = map[string]uint64{}
-	}
-	s.rev++
-	s.m[key], s.revs[key] = value, s.rev
-	return s.rev, nil
-}
-
-func (s *memIntents) Create(_ context.Context, key string, value []byte) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.m[key]; ok {
-		return jetstream.ErrKeyExists
-	}
-	s.m[key] = value
-	return nil
-}
-
-func (s *memIntents) Delete(_ context.Context, key string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.m, key)
-	return nil
-}
-
-func (s *memIntents) List(_ context.Context, prefix string) (map[string][]byte, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := map[string][]byte{}
-	for k, v := range s.m {
-		if strings.HasPrefix(k, prefix) {
-			out[k] = v
-		}
-	}
-	return out, nil
-}
 
 // The state a crash leaves behind at each step of the commit path, and what
 // recovery must make of it. Crashing before the intent leaves nothing, so
@@ -112,18 +49,18 @@ func TestRecoveryAfterACrashAtEachCommitStep(t *testing.T) {
 				store.preset(key, tt.object)
 			}
 			e := testExporter(t, store)
-			intents := &memIntents{m: map[string][]byte{}}
+			intents := exportertest.NewMemKV()
 			e.intents = intents
 			s := &streamState{
 				cfg:          config.Stream{Stream: "S", Consumer: "c", AckWait: time.Minute},
 				created:      tt.streamCreated,
 				intentPrefix: statekey.StreamIntents("c", "S", "c"),
 			}
-			in := intent{ID: "I1", Key: key, Stream: "S", StreamCreated: created, Consumer: "c",
+			in := state.Intent{ID: "I1", Key: key, Stream: "S", StreamCreated: created, Consumer: "c",
 				Seqs: progress.NewSeqs([]uint64{10, 11, 12}), Created: time.Now()}
 			value, _ := json.Marshal(&in)
 			ikey := s.intentPrefix + in.ID
-			intents.m[ikey] = value
+			intents.Put(ikey, value)
 
 			if err := e.recover(context.Background(), s); err != nil {
 				t.Fatal(err)
@@ -141,7 +78,7 @@ func TestRecoveryAfterACrashAtEachCommitStep(t *testing.T) {
 					t.Errorf("sequence %d delivered again is %d, want %d", q, got, want)
 				}
 			}
-			if _, ok := intents.m[ikey]; ok != tt.wantIntent {
+			if _, ok := intents.Value(ikey); ok != tt.wantIntent {
 				t.Errorf("intent kept = %v, want %v", ok, tt.wantIntent)
 			}
 			if !tt.wantAwait {
@@ -152,7 +89,7 @@ func TestRecoveryAfterACrashAtEachCommitStep(t *testing.T) {
 			u := s.unsure[ikey]
 			r.resolve(context.Background(), u.deadline.Add(time.Second))
 			settle(r)
-			if _, ok := intents.m[ikey]; ok {
+			if _, ok := intents.Value(ikey); ok {
 				t.Error("the intent of a batch never stored was kept")
 			}
 			if len(s.unsure) != 0 || len(s.book.Known()) != 0 {
@@ -171,13 +108,13 @@ func TestALatePutOfAStalledWriterIsFoundWhenResolving(t *testing.T) {
 	const key = "raw/k.jsonl"
 	store := &MemStore{}
 	e := testExporter(t, store)
-	intents := &memIntents{m: map[string][]byte{}}
+	intents := exportertest.NewMemKV()
 	e.intents = intents
 	s := &streamState{
 		cfg: config.Stream{Stream: "S", Consumer: "c", AckWait: time.Minute}, intentPrefix: "p.",
 	}
-	in := &intent{ID: "I1", Key: key, Seqs: progress.NewSeqs([]uint64{5, 6})}
-	intents.m["p.I1"] = []byte("{}")
+	in := &state.Intent{ID: "I1", Key: key, Seqs: progress.NewSeqs([]uint64{5, 6})}
+	intents.Put("p.I1", []byte("{}"))
 	s.book.Start(0, nil, 1, 0, false, false)
 	s.await("p.I1", in, time.Now())
 	// The stalled writer's PUT lands after recovery looked.
@@ -188,7 +125,7 @@ func TestALatePutOfAStalledWriterIsFoundWhenResolving(t *testing.T) {
 	if got := s.book.Deliver(5, true); got != progress.Stored {
 		t.Fatal("the late object's sequences were not taken as stored")
 	}
-	if _, ok := intents.m["p.I1"]; !ok {
+	if _, ok := intents.Value("p.I1"); !ok {
 		t.Fatal("the intent of a stored batch was deleted before the ack floor passed it")
 	}
 }
@@ -206,26 +143,26 @@ func settle(r *runner) {
 // blockingDeletes is a state store whose deletions wait until release is
 // closed.
 type blockingDeletes struct {
-	*memIntents
+	*exportertest.MemKV
 	release chan struct{}
 }
 
 func (b *blockingDeletes) Delete(ctx context.Context, key string) error {
 	<-b.release
-	return b.memIntents.Delete(ctx, key)
+	return b.MemKV.Delete(ctx, key)
 }
 
 // A floor that passes 10,000 batches at once deletes their intents a few at
 // a time: one goroutine each would hold 10,000 stacks at once.
 func TestForgettingManyIntentsRunsAFewDeletionsAtATime(t *testing.T) {
 	e := testExporter(t, &MemStore{})
-	st := &blockingDeletes{memIntents: &memIntents{m: map[string][]byte{}}, release: make(chan struct{})}
+	st := &blockingDeletes{MemKV: exportertest.NewMemKV(), release: make(chan struct{})}
 	e.intents = st
 	r := newRunner(e, nil)
 	keys := make([]string, 10_000)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("intent.k%d", i)
-		st.m[keys[i]] = []byte("{}")
+		st.Put(keys[i], []byte("{}"))
 	}
 	before := runtime.NumGoroutine()
 	r.forget(keys)
@@ -235,8 +172,8 @@ func TestForgettingManyIntentsRunsAFewDeletionsAtATime(t *testing.T) {
 	}
 	close(st.release)
 	settle(r)
-	if len(st.m) != 0 {
-		t.Errorf("%d intents left", len(st.m))
+	if st.Len() != 0 {
+		t.Errorf("%d intents left", st.Len())
 	}
 }
 
@@ -255,7 +192,7 @@ func TestImplausibleIntents(t *testing.T) {
 		{"the whole range of uint64", progress.SeqsOf([]progress.Range{{First: 1, Last: ^uint64(0)}}), true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			why := implausible(&intent{Seqs: tt.seqs}, 100, 60)
+			why := implausible(&state.Intent{Seqs: tt.seqs}, 100, 60)
 			if (why != "") != tt.want {
 				t.Fatalf("implausible = %q, want implausible: %v", why, tt.want)
 			}
@@ -267,8 +204,8 @@ func TestAWaitingMessageKeepsItsLatestDelivery(t *testing.T) {
 	s := &streamState{}
 	s.book.Start(0, nil, 1, 0, false, false)
 	deadline := time.Unix(1000, 0)
-	s.await("u", &intent{Seqs: progress.NewSeqs([]uint64{20, 21})}, deadline)
-	s.await("later", &intent{Seqs: progress.NewSeqs([]uint64{40})}, deadline.Add(time.Minute))
+	s.await("u", &state.Intent{Seqs: progress.NewSeqs([]uint64{20, 21})}, deadline)
+	s.await("later", &state.Intent{Seqs: progress.NewSeqs([]uint64{40})}, deadline.Add(time.Minute))
 	s.wait(20, delivery{stream: 1})
 	s.wait(20, delivery{stream: 2}) // redelivered after AckWait: only this one can be acked
 	s.wait(21, delivery{stream: 3})

@@ -16,6 +16,7 @@ import (
 	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/progress"
+	"github.com/jetlake/jetlake/exporter/state"
 	"github.com/jetlake/jetlake/exporter/statekey"
 )
 
@@ -88,9 +89,9 @@ func (e *Exporter) restoreIntents(ctx context.Context, s *streamState) error {
 // uncommittedFiles returns, as intents, those of keys whose metadata says
 // this connector stored them for its table from s's stream, with the
 // sequences they hold, and that overlap no range the table holds.
-func (e *Exporter) uncommittedFiles(ctx context.Context, s *streamState, keys []string, held []iceberg.HeldRange) ([]*intent, error) {
+func (e *Exporter) uncommittedFiles(ctx context.Context, s *streamState, keys []string, held []iceberg.HeldRange) ([]*state.Intent, error) {
 	ts := &tableSeqs{store: e.store, bucket: "s3://" + e.table.bucket + "/", held: held}
-	var out []*intent
+	var out []*state.Intent
 	for _, key := range keys {
 		md, err := e.store.Head(ctx, key)
 		if errors.Is(err, objstore.ErrNotFound) {
@@ -99,7 +100,7 @@ func (e *Exporter) uncommittedFiles(ctx context.Context, s *streamState, keys []
 		if err != nil {
 			return nil, fmt.Errorf("data file %s: %w", key, err)
 		}
-		if !ownFile(md, e.cfg, e.table.uuid) || md[objstore.MetaCompaction] != "" || md[objstore.MetaIntent] == "" || md[objstore.MetaStream] != s.cfg.Stream {
+		if !state.OwnFile(md, e.cfg, e.table.uuid) || md[objstore.MetaCompaction] != "" || md[objstore.MetaIntent] == "" || md[objstore.MetaStream] != s.cfg.Stream {
 			continue
 		}
 		if created, err := time.Parse(time.RFC3339Nano, md[objstore.MetaStreamCreated]); err != nil || !created.Equal(s.created) {
@@ -124,7 +125,7 @@ func (e *Exporter) uncommittedFiles(ctx context.Context, s *streamState, keys []
 			e.m.untrusted.WithLabelValues(e.cfg.Name, "data-file").Inc()
 			continue
 		}
-		out = append(out, &intent{ID: md[objstore.MetaIntent], Key: key, Stream: s.cfg.Stream, StreamCreated: s.created,
+		out = append(out, &state.Intent{ID: md[objstore.MetaIntent], Key: key, Stream: s.cfg.Stream, StreamCreated: s.created,
 			Consumer: s.cfg.Consumer, Seqs: seqs, Created: time.Now().UTC()})
 	}
 	return out, nil
@@ -132,8 +133,8 @@ func (e *Exporter) uncommittedFiles(ctx context.Context, s *streamState, keys []
 
 // alone returns the intents of found none of whose sequences another of
 // found holds; the others are reported, and left as they are.
-func (e *Exporter) alone(found []*intent) []*intent {
-	slices.SortFunc(found, func(a, b *intent) int { return cmp.Compare(a.Seqs.First(), b.Seqs.First()) })
+func (e *Exporter) alone(found []*state.Intent) []*state.Intent {
+	slices.SortFunc(found, func(a, b *state.Intent) int { return cmp.Compare(a.Seqs.First(), b.Seqs.First()) })
 	clash := make([]bool, len(found))
 	for i := range found {
 		for j := i + 1; j < len(found) && found[j].Seqs.First() <= found[i].Seqs.Last(); j++ {
@@ -142,7 +143,7 @@ func (e *Exporter) alone(found []*intent) []*intent {
 			}
 		}
 	}
-	var out []*intent
+	var out []*state.Intent
 	for i, in := range found {
 		if !clash[i] {
 			out = append(out, in)
@@ -240,14 +241,14 @@ func (ts *tableSeqs) seqsOf(ctx context.Context, loc string) (progress.Seqs, boo
 }
 
 // namedFiles returns the object keys the intents of a connector name.
-func namedFiles(ctx context.Context, st intentStore, connector string) (map[string]bool, error) {
+func namedFiles(ctx context.Context, st state.Store, connector string) (map[string]bool, error) {
 	intents, err := st.List(ctx, statekey.Intents(connector))
 	if err != nil {
 		return nil, fmt.Errorf("list intents: %w", err)
 	}
 	named := map[string]bool{}
 	for key, value := range intents {
-		var in intent
+		var in state.Intent
 		if err := json.Unmarshal(value, &in); err != nil {
 			return nil, fmt.Errorf("intent %s: %w", key, err)
 		}

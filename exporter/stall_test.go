@@ -18,6 +18,7 @@ import (
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/exportertest"
 	"github.com/jetlake/jetlake/exporter/progress"
+	"github.com/jetlake/jetlake/exporter/state"
 	"github.com/jetlake/jetlake/exporter/statekey"
 )
 
@@ -25,7 +26,7 @@ import (
 // block while it is stalled, as a state bucket on a slow or partitioned
 // server would.
 type stallingState struct {
-	intentStore
+	state.Store
 	mu      sync.Mutex
 	stalled chan struct{} // closed when the stall ends; nil when not stalled
 	calls   int           // calls that met the stall
@@ -66,28 +67,28 @@ func (s *stallingState) Delete(ctx context.Context, key string) error {
 	if err := s.wait(ctx); err != nil {
 		return err
 	}
-	return s.intentStore.Delete(ctx, key)
+	return s.Store.Delete(ctx, key)
 }
 
 func (s *stallingState) List(ctx context.Context, prefix string) (map[string][]byte, error) {
 	if err := s.wait(ctx); err != nil {
 		return nil, err
 	}
-	return s.intentStore.List(ctx, prefix)
+	return s.Store.List(ctx, prefix)
 }
 
 func (s *stallingState) Get(ctx context.Context, key string) ([]byte, uint64, error) {
 	if err := s.wait(ctx); err != nil {
 		return nil, 0, err
 	}
-	return s.intentStore.Get(ctx, key)
+	return s.Store.Get(ctx, key)
 }
 
 func (s *stallingState) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
 	if err := s.wait(ctx); err != nil {
 		return 0, err
 	}
-	return s.intentStore.Update(ctx, key, value, rev)
+	return s.Store.Update(ctx, key, value, rev)
 }
 
 // While the state bucket stalls (every call but intent creation blocks),
@@ -158,12 +159,12 @@ max_file_age = "1s"
 	if err := st.Purge(ctx); err != nil {
 		t.Fatal(err)
 	}
-	kv, err := openIntents(ctx, js, c.State.Bucket, 1)
+	kv, err := state.Open(ctx, js, c.State.Bucket, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	created := st.CachedInfo().Created.UTC()
-	in := intent{ID: "lost", Key: "raw/S/S.x/00000000000000000005-00000000000000000010.jsonl", Stream: "S",
+	in := state.Intent{ID: "lost", Key: "raw/S/S.x/00000000000000000005-00000000000000000010.jsonl", Stream: "S",
 		StreamCreated: created, Consumer: c.Streams[0].Consumer, Seqs: progress.NewSeqs([]uint64{5, 10}), Created: time.Now()}
 	value, _ := json.Marshal(&in)
 	if err := kv.Create(ctx, statekey.StreamIntents(c.Name, "S", c.Streams[0].Consumer)+in.ID, value); err != nil {
@@ -174,8 +175,8 @@ max_file_age = "1s"
 	if err != nil {
 		t.Fatal(err)
 	}
-	state := &stallingState{}
-	e.wrapState = func(is intentStore) intentStore { state.intentStore = is; return state }
+	stalling := &stallingState{}
+	e.wrapState = func(is state.Store) state.Store { stalling.Store = is; return stalling }
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- e.Run(rctx) }()
@@ -185,7 +186,7 @@ max_file_age = "1s"
 	}()
 	exportertest.WaitFor(t, 30*time.Second, "the exporter to be ready", func() bool { return e.Ready() == nil })
 
-	state.stall()
+	stalling.stall()
 	cons, err := js.Consumer(ctx, "S", c.Streams[0].Consumer)
 	if err != nil {
 		t.Fatal(err)
@@ -201,23 +202,23 @@ max_file_age = "1s"
 			}
 			last = ack.Sequence
 		}
-		exportertest.WaitFor(t, 10*time.Second, fmt.Sprintf("round %d acked while the state bucket stalls", round), func() bool {
+		exportertest.WaitFor(t, 10*time.Second, fmt.Sprintf("round %d acked while the stalling bucket stalls", round), func() bool {
 			info, err := cons.Info(ctx)
 			return err == nil && info.AckFloor.Stream >= last
 		})
 		time.Sleep(2 * time.Second)
 	}
-	state.mu.Lock()
-	calls := state.calls
-	state.mu.Unlock()
+	stalling.mu.Lock()
+	calls := stalling.calls
+	stalling.mu.Unlock()
 	if calls == 0 {
 		t.Fatal("nothing met the stall: the test tests nothing")
 	}
-	t.Logf("%d state calls met the stall", calls)
-	state.release()
+	t.Logf("%d stalling calls met the stall", calls)
+	stalling.release()
 	exportertest.WaitFor(t, 30*time.Second, "the crash's intent to be resolved", func() bool {
 		_, _, err := kv.Get(ctx, statekey.StreamIntents(c.Name, "S", c.Streams[0].Consumer)+in.ID)
-		return errors.Is(err, errNoRecord)
+		return errors.Is(err, state.ErrNoRecord)
 	})
 }
 

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/exportertest"
 	"github.com/jetlake/jetlake/exporter/iceberg"
+	"github.com/jetlake/jetlake/exporter/state"
 	"github.com/jetlake/jetlake/exporter/statekey"
 )
 
@@ -18,7 +20,7 @@ import (
 // found, another connector's is not.
 func TestTheOrphanSweepFindsEveryFileAnIntentOrPlanNames(t *testing.T) {
 	ctx := context.Background()
-	st := &memIntents{m: map[string][]byte{}}
+	st := exportertest.NewMemKV()
 	c := &config.Connector{Name: "events", Iceberg: &config.Iceberg{Namespace: "lake", Table: "events"}}
 	put := func(key string, v any) {
 		value, err := json.Marshal(v)
@@ -32,7 +34,7 @@ func TestTheOrphanSweepFindsEveryFileAnIntentOrPlanNames(t *testing.T) {
 	s := &streamState{}
 	for _, conn := range []string{c.Name, "other"} {
 		s.intentPrefix = statekey.StreamIntents(conn, "EVENTS", conn)
-		put(s.intentPrefix+"id-1", &intent{ID: "id-1", Key: "lake/events/data/" + conn + "-1.parquet", Stream: "EVENTS", Created: time.Now()})
+		put(s.intentPrefix+"id-1", &state.Intent{ID: "id-1", Key: "lake/events/data/" + conn + "-1.parquet", Stream: "EVENTS", Created: time.Now()})
 		plan := &iceberg.Plan{ID: "p-1", Files: []iceberg.File{{Location: "s3://b/lake/events/data/" + conn + "-2.parquet"}}}
 		put(statekey.Plan(statekey.Commits(conn, "lake", "events"), plan.ID), plan)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/progress"
+	"github.com/jetlake/jetlake/exporter/state"
 	"github.com/jetlake/jetlake/exporter/statekey"
 )
 
@@ -182,10 +183,10 @@ func (e *Exporter) loadLedgerStart(ctx context.Context, s *streamState) (*ledger
 	defer cancel()
 	// The record first: another instance may write it meanwhile, and what
 	// it claims must then be below the stream's last sequence read after.
-	var rec *exportRecord
+	var rec *state.Record
 	var recErr error
 	if e.intents != nil {
-		rec, _, recErr = loadRecord(ictx, e.intents, s.recordKey)
+		rec, _, recErr = state.LoadRecord(ictx, e.intents, s.recordKey)
 	}
 	ci, err := s.cons.Info(ictx)
 	if err != nil {
@@ -199,7 +200,7 @@ func (e *Exporter) loadLedgerStart(ctx context.Context, s *streamState) (*ledger
 	if e.intents == nil {
 		return start, nil
 	}
-	var bad *unreadableRecordError
+	var bad *state.UnreadableRecordError
 	switch err := recErr; {
 	case errors.As(err, &bad):
 		// Starting from the ack floor loses no export and duplicates
@@ -208,13 +209,13 @@ func (e *Exporter) loadLedgerStart(ctx context.Context, s *streamState) (*ledger
 	case err != nil:
 		return nil, err
 	case rec == nil:
-	case rec.StreamCreated.Equal(s.created) && rec.claims() > si.State.LastSeq:
+	case rec.StreamCreated.Equal(s.created) && rec.Claims() > si.State.LastSeq:
 		// No sequence past the stream's last was ever delivered, so no
 		// process exported it: the record was not written by jetlake for
 		// this stream, and none of it is believed.
 		e.log.Error("the export record claims sequences the stream never had: it is not trusted; starting from the consumer's ack floor, and the next write replaces it",
 			"stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "record", s.recordKey,
-			"record_floor", rec.Floor, "record_claims_up_to", rec.claims(), "stream_last_seq", si.State.LastSeq, "ack_floor", start.floor)
+			"record_floor", rec.Floor, "record_claims_up_to", rec.Claims(), "stream_last_seq", si.State.LastSeq, "ack_floor", start.floor)
 		e.m.untrusted.WithLabelValues(e.cfg.Name, "export_record").Inc()
 	case rec.StreamCreated.Equal(s.created):
 		start.floor = rec.Floor

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/objstore"
+	"github.com/jetlake/jetlake/exporter/state"
 	"github.com/jetlake/jetlake/exporter/statekey"
 	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/pathtemplate"
@@ -57,14 +58,14 @@ func (e *Exporter) openTable(ctx context.Context) (*lakeTable, error) {
 	if err != nil {
 		return nil, &objstore.PermanentError{Code: "IcebergCatalog", Err: err}
 	}
-	if err := refuseMissingTable(ctx, e.intents, e.cfg, cfg); err != nil {
+	if err := state.RefuseMissingTable(ctx, e.intents, e.cfg, cfg); err != nil {
 		return nil, err
 	}
 	t, err := iceberg.Open(ctx, cfg, formats.Fields(e.encOptions))
 	if err != nil {
 		return nil, err
 	}
-	if err := checkTableID(ctx, e.intents, e.cfg, t, true); err != nil {
+	if err := state.CheckTableID(ctx, e.intents, e.cfg, t, true); err != nil {
 		t.Close()
 		return nil, err
 	}
@@ -189,7 +190,7 @@ func (e *Exporter) planFileCheck(lt *lakeTable) func(context.Context, iceberg.Fi
 		if !ok {
 			return fmt.Errorf("%w: the state bucket holds no intent %s", iceberg.ErrRefused, f.Intent)
 		}
-		var in intent
+		var in state.Intent
 		if err := json.Unmarshal(value, &in); err != nil {
 			return fmt.Errorf("%w: intent %s: %w", iceberg.ErrRefused, f.Intent, err)
 		}
@@ -213,7 +214,7 @@ func (lt *lakeTable) location(key string) string { return "s3://" + lt.bucket + 
 // found records an intent recovery found whose object exists: in a plan
 // already, or waiting for one. Intents of other objects (rejected
 // messages, under _jetlake/) are none of the table's business.
-func (lt *lakeTable) found(ikey string, in *intent) {
+func (lt *lakeTable) found(ikey string, in *state.Intent) {
 	if !strings.HasPrefix(in.Key, lt.dataPrefix+"/") {
 		return
 	}
@@ -443,7 +444,7 @@ func (lt *lakeTable) takePending() []iceberg.File {
 }
 
 // planStore is the iceberg.PlanStore of the state bucket.
-type planStore struct{ st intentStore }
+type planStore struct{ st state.Store }
 
 func (p planStore) Create(ctx context.Context, key string, value []byte) error {
 	err := p.st.Create(ctx, key, value)
@@ -455,7 +456,7 @@ func (p planStore) Create(ctx context.Context, key string, value []byte) error {
 
 func (p planStore) Get(ctx context.Context, key string) ([]byte, error) {
 	v, _, err := p.st.Get(ctx, key)
-	if errors.Is(err, errNoRecord) {
+	if errors.Is(err, state.ErrNoRecord) {
 		return nil, iceberg.ErrMissing
 	}
 	return v, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/objstore"
+	"github.com/jetlake/jetlake/exporter/state"
 	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/lossmarker"
 	"github.com/jetlake/jetlake/pathtemplate"
@@ -130,7 +131,7 @@ func (e *Exporter) storeBatch(ctx context.Context, j *job) *result {
 		return res
 	}
 	st := j.stream
-	in := intent{
+	in := state.Intent{
 		ID:            j.intentID,
 		Key:           res.key,
 		Stream:        st.cfg.Stream,
@@ -188,7 +189,7 @@ func (e *Exporter) storeBatch(ctx context.Context, j *job) *result {
 // metadata that says which sequences it holds and who wrote it (for a
 // table's data file, the connector and the table's UUID too), and the
 // conditional write when the store has it.
-func (e *Exporter) batchPut(j *job, in *intent, inTable bool) objstore.PutOptions {
+func (e *Exporter) batchPut(j *job, in *state.Intent, inTable bool) objstore.PutOptions {
 	b, st := j.batch, j.stream
 	opts := objstore.PutOptions{
 		ContentType: j.enc.ContentType(),
@@ -213,7 +214,7 @@ func (e *Exporter) batchPut(j *job, in *intent, inTable bool) objstore.PutOption
 
 // recordIntent writes a batch's intent under ikey before its upload,
 // retried by c; an earlier attempt's intent that got through counts.
-func (e *Exporter) recordIntent(ctx context.Context, c *committer, ikey string, in *intent) error {
+func (e *Exporter) recordIntent(ctx context.Context, c *committer, ikey string, in *state.Intent) error {
 	value, err := json.Marshal(in)
 	if err != nil {
 		return err

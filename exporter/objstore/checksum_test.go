@@ -1,4 +1,4 @@
-package objstore
+package objstore_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/exportertest"
+	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/formats"
 )
 
@@ -24,27 +25,24 @@ func TestTheStoreRefusesABodyThatDoesNotMatchItsChecksum(t *testing.T) {
 	}
 	t.Setenv("JETLAKE_TEST_ACCESS_KEY", ms.AccessKey)
 	t.Setenv("JETLAKE_TEST_SECRET_KEY", ms.SecretKey)
-	st, err := NewS3Store(config.S3{
+	st, err := objstore.NewS3Store(config.S3{
 		Bucket: "checksum", Endpoint: ms.Endpoint, Region: exportertest.MinIORegion, PathStyle: true,
 		AccessKeyIDEnv: "JETLAKE_TEST_ACCESS_KEY", SecretAccessKeyEnv: "JETLAKE_TEST_SECRET_KEY",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A copy whose uploads carry the CRC32C of other bytes than their
-	// bodies, as a body damaged on its way would.
-	damaged := *st
-	damaged.crc32c = func(b formats.Body) string { return bodyCRC32C(formats.NewBody(append(b.Bytes(), 'x'))) }
+	damaged := st.WithWrongChecksum()
 	body := formats.NewBody([]byte("{\"a\":1}\n"))
-	err = damaged.Put(ctx, "raw/bad.jsonl", body, PutOptions{IfNoneMatch: true})
+	err = damaged.Put(ctx, "raw/bad.jsonl", body, objstore.PutOptions{IfNoneMatch: true})
 	if err == nil {
 		t.Fatal("Put with a wrong CRC32C succeeded")
 	}
 	t.Logf("refused: %v", err)
-	if _, err := st.Get(ctx, "raw/bad.jsonl"); !errors.Is(err, ErrNotFound) {
+	if _, err := st.Get(ctx, "raw/bad.jsonl"); !errors.Is(err, objstore.ErrNotFound) {
 		t.Fatalf("Get after the refused Put: %v, want not found", err)
 	}
-	if err := st.Put(ctx, "raw/bad.jsonl", body, PutOptions{IfNoneMatch: true}); err != nil {
+	if err := st.Put(ctx, "raw/bad.jsonl", body, objstore.PutOptions{IfNoneMatch: true}); err != nil {
 		t.Fatalf("Put with the right CRC32C: %v", err)
 	}
 }

@@ -1,4 +1,8 @@
-package exporter
+// Package state is jetlake's state bucket, read and written as input, not
+// truth: the intents of uploads in flight, the export record of what each
+// stream exported, and the UUID of the table a connector writes. Every key
+// comes from statekey; every value read back is bounded and checked.
+package state
 
 import (
 	"context"
@@ -15,7 +19,7 @@ import (
 // deleted after its acks were confirmed. It names the object and the exact
 // set of stream sequences the object holds, so that after a crash the
 // exporter knows which redelivered messages are already stored.
-type intent struct {
+type Intent struct {
 	ID            string        `json:"id"`
 	Key           string        `json:"key"` // object key
 	Stream        string        `json:"stream"`
@@ -25,9 +29,9 @@ type intent struct {
 	Created       time.Time     `json:"created"`
 }
 
-// intentStore keeps intents. It is implemented on a JetStream key-value
+// Store keeps intents. It is implemented on a JetStream key-value
 // bucket; tests use an in-memory one.
-type intentStore interface {
+type Store interface {
 	// Create stores value under key; the key must not exist.
 	Create(ctx context.Context, key string, value []byte) error
 	// Delete removes key; a missing key is not an error.
@@ -42,16 +46,16 @@ type intentStore interface {
 	Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error)
 }
 
-// kvIntents is an intentStore on a JetStream key-value bucket.
-type kvIntents struct {
+// KV is an intentStore on a JetStream key-value bucket.
+type KV struct {
 	kv jetstream.KeyValue
 }
 
-// maxStateValue bounds a value of the state bucket it creates.
-const maxStateValue = 1 << 20
+// MaxValue bounds a value of the state bucket it creates.
+const MaxValue = 1 << 20
 
-// openIntents opens (creating if needed) the state bucket.
-func openIntents(ctx context.Context, js jetstream.JetStream, bucket string, replicas int) (*kvIntents, error) {
+// Open opens (creating if needed) the state bucket.
+func Open(ctx context.Context, js jetstream.JetStream, bucket string, replicas int) (*KV, error) {
 	kv, err := js.KeyValue(ctx, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
@@ -63,7 +67,7 @@ func openIntents(ctx context.Context, js jetstream.JetStream, bucket string, rep
 			// Nothing jetlake writes comes near it: export records stop
 			// at 256 KiB, commit plans too, and an intent takes a few
 			// bytes a sequence.
-			MaxValueSize: maxStateValue,
+			MaxValueSize: MaxValue,
 		})
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			kv, err = js.KeyValue(ctx, bucket)
@@ -72,15 +76,15 @@ func openIntents(ctx context.Context, js jetstream.JetStream, bucket string, rep
 	if err != nil {
 		return nil, fmt.Errorf("state bucket %s: %w", bucket, err)
 	}
-	return &kvIntents{kv: kv}, nil
+	return &KV{kv: kv}, nil
 }
 
-func (k *kvIntents) Create(ctx context.Context, key string, value []byte) error {
+func (k *KV) Create(ctx context.Context, key string, value []byte) error {
 	_, err := k.kv.Create(ctx, key, value)
 	return err
 }
 
-func (k *kvIntents) Delete(ctx context.Context, key string) error {
+func (k *KV) Delete(ctx context.Context, key string) error {
 	err := k.kv.Purge(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil
@@ -88,10 +92,10 @@ func (k *kvIntents) Delete(ctx context.Context, key string) error {
 	return err
 }
 
-func (k *kvIntents) Get(ctx context.Context, key string) ([]byte, uint64, error) {
+func (k *KV) Get(ctx context.Context, key string) ([]byte, uint64, error) {
 	e, err := k.kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, 0, errNoRecord
+		return nil, 0, ErrNoRecord
 	}
 	if err != nil {
 		return nil, 0, err
@@ -99,7 +103,7 @@ func (k *kvIntents) Get(ctx context.Context, key string) ([]byte, uint64, error)
 	return e.Value(), e.Revision(), nil
 }
 
-func (k *kvIntents) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
+func (k *KV) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
 	var err error
 	if rev == 0 {
 		rev, err = k.kv.Create(ctx, key, value)
@@ -107,12 +111,12 @@ func (k *kvIntents) Update(ctx context.Context, key string, value []byte, rev ui
 		rev, err = k.kv.Update(ctx, key, value, rev)
 	}
 	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		return 0, fmt.Errorf("%w: %w", errRecordChanged, err)
+		return 0, fmt.Errorf("%w: %w", ErrRecordChanged, err)
 	}
 	return rev, err
 }
 
-func (k *kvIntents) List(ctx context.Context, prefix string) (map[string][]byte, error) {
+func (k *KV) List(ctx context.Context, prefix string) (map[string][]byte, error) {
 	lister, err := k.kv.ListKeysFiltered(ctx, prefix+">")
 	if err != nil {
 		return nil, err

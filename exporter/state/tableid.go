@@ -1,4 +1,4 @@
-package exporter
+package state
 
 import (
 	"context"
@@ -18,11 +18,11 @@ import (
 // switched, or the table dropped and made anew) is not written to and not
 // swept: its plans, intents and data files are of the table before.
 
-// recordedTableID returns the table UUID the state bucket holds for c, or
+// RecordedTableID returns the table UUID the state bucket holds for c, or
 // "" when it holds none.
-func recordedTableID(ctx context.Context, st intentStore, c *config.Connector) (string, error) {
+func RecordedTableID(ctx context.Context, st Store, c *config.Connector) (string, error) {
 	value, _, err := st.Get(ctx, statekey.TableID(c.Name, c.Iceberg.Namespace, c.Iceberg.Table))
-	if errors.Is(err, errNoRecord) {
+	if errors.Is(err, ErrNoRecord) {
 		return "", nil
 	}
 	if err != nil {
@@ -53,13 +53,13 @@ func (e *TableChangedError) Error() string {
 		e.Table, e.Recorded, found, e.Key)
 }
 
-// checkTableID compares t's UUID with the one the state bucket recorded
+// CheckTableID compares t's UUID with the one the state bucket recorded
 // for c, and records it when there is none yet. An unrecorded table is
 // recorded only when record is set (run does; compact only reads).
-func checkTableID(ctx context.Context, st intentStore, c *config.Connector, t *iceberg.Table, record bool) error {
+func CheckTableID(ctx context.Context, st Store, c *config.Connector, t *iceberg.Table, record bool) error {
 	key := statekey.TableID(c.Name, c.Iceberg.Namespace, c.Iceberg.Table)
 	for {
-		have, err := recordedTableID(ctx, st, c)
+		have, err := RecordedTableID(ctx, st, c)
 		if err != nil {
 			return err
 		}
@@ -72,19 +72,19 @@ func checkTableID(ctx context.Context, st intentStore, c *config.Connector, t *i
 			return nil
 		}
 		_, err = st.Update(ctx, key, []byte(t.UUID()), 0)
-		if err == nil || !errors.Is(err, errRecordChanged) && !errors.Is(err, jetstream.ErrKeyExists) {
+		if err == nil || !errors.Is(err, ErrRecordChanged) && !errors.Is(err, jetstream.ErrKeyExists) {
 			return err
 		}
 		// Another instance recorded one meanwhile: compare with it.
 	}
 }
 
-// refuseMissingTable returns a *TableChangedError when the state bucket
+// RefuseMissingTable returns a *TableChangedError when the state bucket
 // recorded a table for c but the catalog has none by its name: opening
 // would create an empty table at the same location, and the files of the
 // one before would be its orphans.
-func refuseMissingTable(ctx context.Context, st intentStore, c *config.Connector, cfg iceberg.Config) error {
-	have, err := recordedTableID(ctx, st, c)
+func RefuseMissingTable(ctx context.Context, st Store, c *config.Connector, cfg iceberg.Config) error {
+	have, err := RecordedTableID(ctx, st, c)
 	if err != nil || have == "" {
 		return err
 	}
@@ -98,8 +98,8 @@ func refuseMissingTable(ctx context.Context, st intentStore, c *config.Connector
 	return t.Close()
 }
 
-// ownFile reports whether md, a data file's object metadata, says c wrote
+// OwnFile reports whether md, a data file's object metadata, says c wrote
 // it for the table with UUID id.
-func ownFile(md map[string]string, c *config.Connector, id string) bool {
+func OwnFile(md map[string]string, c *config.Connector, id string) bool {
 	return id != "" && md[objstore.MetaConnector] == c.Name && md[objstore.MetaTable] == id
 }

@@ -1,4 +1,4 @@
-package exporter
+package state_test
 
 import (
 	"context"
@@ -8,14 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jetlake/jetlake/exporter/exportertest"
 	"github.com/jetlake/jetlake/exporter/progress"
+	"github.com/jetlake/jetlake/exporter/state"
 )
 
 func TestMergeRecordsKeepsWhatEitherSaysIsExported(t *testing.T) {
 	created := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	a := exportRecord{StreamCreated: created, Floor: 100, Done: progress.SeqsOf([]progress.Range{{First: 150, Last: 160}, {First: 300, Last: 300}})}
-	b := exportRecord{StreamCreated: created, Floor: 149, Done: progress.SeqsOf([]progress.Range{{First: 200, Last: 250}})}
-	got := mergeRecords(a, b)
+	a := state.Record{StreamCreated: created, Floor: 100, Done: progress.SeqsOf([]progress.Range{{First: 150, Last: 160}, {First: 300, Last: 300}})}
+	b := state.Record{StreamCreated: created, Floor: 149, Done: progress.SeqsOf([]progress.Range{{First: 200, Last: 250}})}
+	got := state.MergeRecords(a, b)
 	if got.Floor != 160 {
 		t.Errorf("floor %d, want 160", got.Floor)
 	}
@@ -28,7 +30,7 @@ func TestMergeRecordsKeepsWhatEitherSaysIsExported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back exportRecord
+	var back state.Record
 	if err := json.Unmarshal(body, &back); err != nil {
 		t.Fatal(err)
 	}
@@ -38,27 +40,27 @@ func TestMergeRecordsKeepsWhatEitherSaysIsExported(t *testing.T) {
 }
 
 func TestAnUnreadableRecordIsReplaced(t *testing.T) {
-	st := &memIntents{m: map[string][]byte{}}
+	st := exportertest.NewMemKV()
 	ctx := t.Context()
 	if _, err := st.Update(ctx, "export.k", []byte("not json"), 0); err != nil {
 		t.Fatal(err)
 	}
-	var bad *unreadableRecordError
-	if _, _, err := loadRecord(ctx, st, "export.k"); !errors.As(err, &bad) {
-		t.Fatalf("loadRecord: %v, want an unreadable record", err)
+	var bad *state.UnreadableRecordError
+	if _, _, err := state.LoadRecord(ctx, st, "export.k"); !errors.As(err, &bad) {
+		t.Fatalf("LoadRecord: %v, want an unreadable record", err)
 	}
 	created := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	floor, _, err := saveRecord(ctx, st, "export.k", exportRecord{StreamCreated: created, Floor: 42}, lastSeqIs(100))
+	floor, _, err := state.SaveRecord(ctx, st, "export.k", state.Record{StreamCreated: created, Floor: 42}, lastSeqIs(100))
 	if err != nil || floor != 42 {
-		t.Fatalf("saveRecord = %d, %v", floor, err)
+		t.Fatalf("SaveRecord = %d, %v", floor, err)
 	}
-	rec, _, err := loadRecord(ctx, st, "export.k")
+	rec, _, err := state.LoadRecord(ctx, st, "export.k")
 	if err != nil || rec.Floor != 42 {
-		t.Fatalf("loadRecord = %+v, %v", rec, err)
+		t.Fatalf("LoadRecord = %+v, %v", rec, err)
 	}
 }
 
-func lastSeqIs(q uint64) lastSeqFunc {
+func lastSeqIs(q uint64) state.LastSeqFunc {
 	return func(context.Context) (uint64, error) { return q, nil }
 }
 
@@ -66,28 +68,28 @@ func TestASavedRecordDoesNotTakeAFloorPastTheStream(t *testing.T) {
 	created := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	for _, tt := range []struct {
 		name          string
-		stored        exportRecord
+		stored        state.Record
 		wantFloor     uint64
 		wantUntrusted bool
 	}{
-		{"forged floor", exportRecord{StreamCreated: created, Floor: 1_000_000_000_000}, 42, true},
-		{"forged done", exportRecord{StreamCreated: created, Floor: 10, Done: progress.NewSeqs([]uint64{500})}, 42, true},
-		{"another instance ahead", exportRecord{StreamCreated: created, Floor: 90}, 90, false},
-		{"behind", exportRecord{StreamCreated: created, Floor: 7}, 42, false},
+		{"forged floor", state.Record{StreamCreated: created, Floor: 1_000_000_000_000}, 42, true},
+		{"forged done", state.Record{StreamCreated: created, Floor: 10, Done: progress.NewSeqs([]uint64{500})}, 42, true},
+		{"another instance ahead", state.Record{StreamCreated: created, Floor: 90}, 90, false},
+		{"behind", state.Record{StreamCreated: created, Floor: 7}, 42, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			st := &memIntents{m: map[string][]byte{}}
+			st := exportertest.NewMemKV()
 			ctx := t.Context()
 			value, _ := json.Marshal(&tt.stored)
 			if _, err := st.Update(ctx, "export.k", value, 0); err != nil {
 				t.Fatal(err)
 			}
-			floor, untrusted, err := saveRecord(ctx, st, "export.k", exportRecord{StreamCreated: created, Floor: 42}, lastSeqIs(100))
+			floor, untrusted, err := state.SaveRecord(ctx, st, "export.k", state.Record{StreamCreated: created, Floor: 42}, lastSeqIs(100))
 			if err != nil || floor != tt.wantFloor || (untrusted != nil) != tt.wantUntrusted {
-				t.Fatalf("saveRecord = %d, %v, %v; want floor %d, untrusted %v", floor, untrusted, err, tt.wantFloor, tt.wantUntrusted)
+				t.Fatalf("SaveRecord = %d, %v, %v; want floor %d, untrusted %v", floor, untrusted, err, tt.wantFloor, tt.wantUntrusted)
 			}
-			rec, _, err := loadRecord(ctx, st, "export.k")
-			if err != nil || rec.claims() != tt.wantFloor {
+			rec, _, err := state.LoadRecord(ctx, st, "export.k")
+			if err != nil || rec.Claims() != tt.wantFloor {
 				t.Fatalf("stored record = %+v, %v; want it to claim %d", rec, err, tt.wantFloor)
 			}
 		})
