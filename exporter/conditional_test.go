@@ -70,7 +70,7 @@ max_file_age = "1s"`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ce *exporter.CollisionError
+	var ce *objstore.CollisionError
 	if err := ex.Run(ctx); !errors.As(err, &ce) || ce.Key != key {
 		t.Fatalf("Run = %v, want a collision on %s", err, key)
 	}
@@ -112,7 +112,7 @@ max_file_age = "1s"`)
 		done, _ := e.run(rctx, c, true)
 		err := <-done
 		cancel()
-		var ce *exporter.CollisionError
+		var ce *objstore.CollisionError
 		if !errors.As(err, &ce) || ce.Key != key || ce.Marker {
 			t.Fatalf("run %d = %v, want a collision of data objects on %s", run, err, key)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/exportertest"
 	"github.com/jetlake/jetlake/exporter/iceberg"
+	"github.com/jetlake/jetlake/exporter/lake"
 	"github.com/jetlake/jetlake/exporter/objstore"
 )
 
@@ -38,7 +39,7 @@ max_file_age = "1s"`)
 	}
 	ctx := context.Background()
 	// The partitions are of this hour: open now, closed three hours on.
-	if rep, err := exporter.Compact(ctx, c, e.js, store, exporter.CompactOptions{}); err != nil || len(rep.Groups) != 0 {
+	if rep, err := lake.Compact(ctx, c, e.js, store, lake.CompactOptions{}); err != nil || len(rep.Groups) != 0 {
 		t.Fatalf("compaction of open partitions: %v, %v", rep, err)
 	}
 	// Each group's replace is a snapshot: keep_snapshots holds after
@@ -52,14 +53,14 @@ max_file_age = "1s"`)
 	}
 	c = e.connector()
 	later := time.Now().Add(3 * time.Hour)
-	dry, err := exporter.Compact(ctx, c, e.js, store, exporter.CompactOptions{DryRun: true, Now: later})
+	dry, err := lake.Compact(ctx, c, e.js, store, lake.CompactOptions{DryRun: true, Now: later})
 	if err != nil || len(dry.Groups) != subjects {
 		t.Fatalf("dry run: %v, %v; want %d groups", dry, err, subjects)
 	}
 	if tr := e.readTable(c, catalog); len(tr.Files) != n/5 || tr.Snapshots != before.Snapshots {
 		t.Fatalf("the dry run changed the table: %d files in %d snapshots", len(tr.Files), tr.Snapshots)
 	}
-	rep, err := exporter.Compact(ctx, c, e.js, store, exporter.CompactOptions{Now: later})
+	rep, err := lake.Compact(ctx, c, e.js, store, lake.CompactOptions{Now: later})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ max_file_age = "1s"`)
 	}
 	at.Release()
 	e.verify(c)
-	if again, err := exporter.Compact(ctx, c, e.js, store, exporter.CompactOptions{Now: later}); err != nil || len(again.Groups) != 0 || len(again.Orphans) != 0 {
+	if again, err := lake.Compact(ctx, c, e.js, store, lake.CompactOptions{Now: later}); err != nil || len(again.Groups) != 0 || len(again.Orphans) != 0 {
 		t.Fatalf("compacting again: %v, %v", again, err)
 	}
 

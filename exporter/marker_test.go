@@ -29,9 +29,9 @@ func TestLossMarkersOfAnotherConsumerAreNeverOverwritten(t *testing.T) {
 			t.Fatalf("conditional=%v: the same marker again: stored %v at %s, %v", conditional, again.stored, again.key, again.err)
 		}
 		other := write("two")
-		var ce *CollisionError
+		var ce *objstore.CollisionError
 		if !errors.As(other.err, &ce) || !ce.Marker || other.stored || other.key != first.key {
-			t.Fatalf("conditional=%v: another consumer's marker at %s: stored %v, %v; want a CollisionError at %s", conditional, other.key, other.stored, other.err, first.key)
+			t.Fatalf("conditional=%v: another consumer's marker at %s: stored %v, %v; want a objstore.CollisionError at %s", conditional, other.key, other.stored, other.err, first.key)
 		}
 		if md, _ := store.Head(context.Background(), first.key); md[objstore.MetaConsumer] != "one" || len(store.keys) != 1 {
 			t.Fatalf("conditional=%v: after the collision the marker is %v after %d writes; want consumer one's, written once", conditional, md, len(store.keys))

@@ -147,7 +147,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 // errorKind classifies a failed store or state operation for the
 // upload_errors_total metric.
 func errorKind(err error) string {
-	var ce *CollisionError
+	var ce *objstore.CollisionError
 	var er minio.ErrorResponse
 	var ne net.Error
 	switch {

@@ -17,8 +17,8 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/exportertest"
+	"github.com/jetlake/jetlake/exporter/lake"
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/state"
 )
@@ -86,10 +86,10 @@ max_file_age = "1s"`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep, err := exporter.Compact(ctx, c, e.js, store, exporter.CompactOptions{Now: time.Now().Add(71 * time.Hour)}); err != nil || len(rep.Orphans)+len(rep.Foreign) != 0 {
+	if rep, err := lake.Compact(ctx, c, e.js, store, lake.CompactOptions{Now: time.Now().Add(71 * time.Hour)}); err != nil || len(rep.Orphans)+len(rep.Foreign) != 0 {
 		t.Fatalf("files younger than orphan_age: %+v, %v", rep, err)
 	}
-	rep, err := exporter.Compact(ctx, c, e.js, store, exporter.CompactOptions{Now: time.Now().Add(73 * time.Hour)})
+	rep, err := lake.Compact(ctx, c, e.js, store, lake.CompactOptions{Now: time.Now().Add(73 * time.Hour)})
 	if err != nil || len(rep.Orphans) != 2 || len(rep.Foreign) != 3 {
 		t.Fatalf("orphans %v, foreign %v, %v; want %s, %s and 3 foreign", rep.Orphans, rep.Foreign, err, files[0].key, files[5].key)
 	}
@@ -141,7 +141,7 @@ max_file_age = "1s"`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := exporter.Compact(ctx, c, e.js, store, exporter.CompactOptions{Now: time.Now().Add(100 * time.Hour)})
+	rep, err := lake.Compact(ctx, c, e.js, store, lake.CompactOptions{Now: time.Now().Add(100 * time.Hour)})
 	if err != nil || len(rep.Groups) != 0 || len(rep.Orphans) != 0 {
 		t.Fatalf("compaction of a table with delete files: groups %d, orphans %v, %v", len(rep.Groups), rep.Orphans, err)
 	}
@@ -199,7 +199,7 @@ max_file_age = "1s"`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := exporter.Compact(context.Background(), c, e.js, store, exporter.CompactOptions{Now: time.Now().Add(100 * time.Hour)}); err == nil {
+	if _, err := lake.Compact(context.Background(), c, e.js, store, lake.CompactOptions{Now: time.Now().Add(100 * time.Hour)}); err == nil {
 		t.Fatal("compact on a fresh catalog: no error")
 	}
 	if got := e.objectKeys("raw/lake/events/data/"); len(got) != len(files) {

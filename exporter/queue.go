@@ -362,7 +362,7 @@ func (r *runner) finish(res *result) error {
 	}
 	r.up.inflight--
 	r.up.inflightBytes -= j.size
-	var ce *CollisionError
+	var ce *objstore.CollisionError
 	if objstore.IsPermanent(res.err) || errors.As(res.err, &ce) {
 		return res.err
 	}

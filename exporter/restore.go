@@ -7,17 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/exporter/iceberg"
+	"github.com/jetlake/jetlake/exporter/lake"
 	"github.com/jetlake/jetlake/exporter/objstore"
-	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/exporter/state"
-	"github.com/jetlake/jetlake/exporter/statekey"
 )
 
 // restoreIntents gives back their intents to the data files of s that this
@@ -32,17 +29,17 @@ import (
 // one too (which to commit is not known: both are reported).
 func (e *Exporter) restoreIntents(ctx context.Context, s *streamState) error {
 	lt := e.table
-	ls, ok := e.store.(orphanStore)
+	ls, ok := e.store.(lake.OrphanStore)
 	if lt == nil || !ok {
 		return nil
 	}
 	// The records first, then the table: a file committed and forgotten
 	// between the two reads is in the table when it is read.
-	named, err := namedFiles(ctx, e.intents, e.cfg.Name)
+	named, err := state.NamedFiles(ctx, e.intents, e.cfg.Name)
 	if err != nil {
 		return err
 	}
-	planned, err := plannedFiles(ctx, e.intents, e.cfg)
+	planned, err := lake.PlannedFiles(ctx, e.intents, e.cfg)
 	if err != nil {
 		return err
 	}
@@ -90,7 +87,7 @@ func (e *Exporter) restoreIntents(ctx context.Context, s *streamState) error {
 // this connector stored them for its table from s's stream, with the
 // sequences they hold, and that overlap no range the table holds.
 func (e *Exporter) uncommittedFiles(ctx context.Context, s *streamState, keys []string, held []iceberg.HeldRange) ([]*state.Intent, error) {
-	ts := &tableSeqs{store: e.store, bucket: "s3://" + e.table.bucket + "/", held: held}
+	ts := lake.NewTableSeqs(e.store, "s3://"+e.table.bucket+"/", held)
 	var out []*state.Intent
 	for _, key := range keys {
 		md, err := e.store.Head(ctx, key)
@@ -106,14 +103,14 @@ func (e *Exporter) uncommittedFiles(ctx context.Context, s *streamState, keys []
 		if created, err := time.Parse(time.RFC3339Nano, md[objstore.MetaStreamCreated]); err != nil || !created.Equal(s.created) {
 			continue // of an earlier stream of the same name
 		}
-		seqs, ok := metaSeqs(md)
+		seqs, ok := objstore.SeqsOf(md)
 		if !ok {
 			e.log.Error("a stored data file no record names does not say which sequences it holds: it is left as it is, for an operator to commit",
 				"key", key, "first_seq", md[objstore.MetaFirstSeq], "last_seq", md[objstore.MetaLastSeq], "count", md[objstore.MetaCount])
 			e.m.untrusted.WithLabelValues(e.cfg.Name, "data-file").Inc()
 			continue
 		}
-		n, known, err := ts.holds(ctx, s.cfg.Stream, seqs)
+		n, known, err := ts.Holds(ctx, s.cfg.Stream, seqs)
 		switch {
 		case err != nil:
 			return nil, err
@@ -154,107 +151,4 @@ func (e *Exporter) alone(found []*state.Intent) []*state.Intent {
 		e.m.untrusted.WithLabelValues(e.cfg.Name, "data-file").Inc()
 	}
 	return out
-}
-
-// metaSeqs returns the sequences a data object's metadata says it holds:
-// its sequence set, or its first to last sequence when the count says
-// there is no gap.
-func metaSeqs(md map[string]string) (progress.Seqs, bool) {
-	first, err1 := strconv.ParseUint(md[objstore.MetaFirstSeq], 10, 64)
-	last, err2 := strconv.ParseUint(md[objstore.MetaLastSeq], 10, 64)
-	count, err3 := strconv.ParseUint(md[objstore.MetaCount], 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil || first == 0 || last < first {
-		return progress.Seqs{}, false
-	}
-	if enc := md[objstore.MetaSeqs]; enc != "" {
-		var s progress.Seqs
-		if err := s.UnmarshalJSON([]byte(strconv.Quote(enc))); err != nil || s.First() != first || s.Last() != last || uint64(s.Len()) != count {
-			return progress.Seqs{}, false
-		}
-		return s, true
-	}
-	if last-first+1 != count {
-		return progress.Seqs{}, false
-	}
-	return progress.SeqsOf([]progress.Range{{First: first, Last: last}}), true
-}
-
-// tableSeqs answers which sequences the table's current snapshot holds:
-// by the bounds of its files, then by the sequence sets in the metadata of
-// those whose bounds overlap.
-type tableSeqs struct {
-	store  objstore.ObjectStore
-	bucket string // s3://bucket/
-	held   []iceberg.HeldRange
-	exact  map[string]progress.Seqs // by location; absent: not read yet
-	bad    map[string]bool          // files whose metadata names no exact set
-}
-
-// holds returns how many of seqs of stream the table's files hold, and
-// whether it could tell: a file whose bounds overlap but whose metadata
-// does not say its sequences leaves it unknown.
-func (ts *tableSeqs) holds(ctx context.Context, stream string, seqs progress.Seqs) (n int, known bool, err error) {
-	known = true
-	for _, h := range ts.held {
-		if !h.Overlaps(stream, seqs.First(), seqs.Last()) {
-			continue
-		}
-		set, ok, err := ts.seqsOf(ctx, h.Location)
-		if err != nil {
-			return 0, false, err
-		}
-		if !ok {
-			known = false
-			continue
-		}
-		n += set.Common(seqs)
-	}
-	return n, known, nil
-}
-
-// seqsOf returns the sequences a file of the table holds, by its metadata.
-func (ts *tableSeqs) seqsOf(ctx context.Context, loc string) (progress.Seqs, bool, error) {
-	if ts.exact == nil {
-		ts.exact, ts.bad = map[string]progress.Seqs{}, map[string]bool{}
-	}
-	if set, ok := ts.exact[loc]; ok {
-		return set, true, nil
-	}
-	if ts.bad[loc] || !strings.HasPrefix(loc, ts.bucket) {
-		return progress.Seqs{}, false, nil
-	}
-	md, err := ts.store.Head(ctx, strings.TrimPrefix(loc, ts.bucket))
-	if errors.Is(err, objstore.ErrNotFound) {
-		ts.bad[loc] = true
-		return progress.Seqs{}, false, nil
-	}
-	if err != nil {
-		return progress.Seqs{}, false, fmt.Errorf("data file %s: %w", loc, err)
-	}
-	set, ok := metaSeqs(md)
-	if !ok {
-		ts.bad[loc] = true
-		return progress.Seqs{}, false, nil
-	}
-	ts.exact[loc] = set
-	return set, true, nil
-}
-
-// namedFiles returns the object keys the intents of a connector name.
-func namedFiles(ctx context.Context, st state.Store, connector string) (map[string]bool, error) {
-	intents, err := st.List(ctx, statekey.Intents(connector))
-	if err != nil {
-		return nil, fmt.Errorf("list intents: %w", err)
-	}
-	named := map[string]bool{}
-	for key, value := range intents {
-		var in state.Intent
-		if err := json.Unmarshal(value, &in); err != nil {
-			return nil, fmt.Errorf("intent %s: %w", key, err)
-		}
-		if strings.TrimSpace(in.Key) != "" {
-			named[in.Key] = true
-		}
-	}
-	return named, nil
 }

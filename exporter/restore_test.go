@@ -37,7 +37,7 @@ func TestMetaSeqs(t *testing.T) {
 		{"a bad set", md("5", "9", "5", "!!"), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := metaSeqs(tc.md)
+			got, ok := objstore.SeqsOf(tc.md)
 			if ok != (tc.want != nil) || ok && !slices.Equal(got.Ranges(), tc.want) {
 				t.Fatalf("metaSeqs = %v, %v; want %v", got.Ranges(), ok, tc.want)
 			}

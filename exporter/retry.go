@@ -48,7 +48,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 func retryable(err error) bool {
 	var ce *jsclient.ConfigError
 	var pe *objstore.PermanentError
-	var coll *CollisionError
+	var coll *objstore.CollisionError
 	var api *jetstream.APIError
 	switch {
 	case errors.As(err, &ce), errors.As(err, &pe), errors.As(err, &coll):

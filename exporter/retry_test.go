@@ -23,7 +23,7 @@ func TestRetryableTellsPassingTroubleFromWrongSettings(t *testing.T) {
 		{&jsclient.ConfigError{Stream: "S", Consumer: "c", Msg: "AckAll"}, false},
 		{&objstore.PermanentError{Err: errors.New("AccessDenied")}, false},
 		// A collision does not go away by waiting: it stops the exporter.
-		{fmt.Errorf("recover: %w", &CollisionError{Key: "k", Intent: "other"}), false},
+		{fmt.Errorf("recover: %w", &objstore.CollisionError{Key: "k", Intent: "other"}), false},
 	}
 	for _, tt := range tests {
 		if got := retryable(tt.err); got != tt.want {

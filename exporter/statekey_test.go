@@ -9,6 +9,7 @@ import (
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/exportertest"
 	"github.com/jetlake/jetlake/exporter/iceberg"
+	"github.com/jetlake/jetlake/exporter/lake"
 	"github.com/jetlake/jetlake/exporter/state"
 	"github.com/jetlake/jetlake/exporter/statekey"
 )
@@ -38,14 +39,14 @@ func TestTheOrphanSweepFindsEveryFileAnIntentOrPlanNames(t *testing.T) {
 		plan := &iceberg.Plan{ID: "p-1", Files: []iceberg.File{{Location: "s3://b/lake/events/data/" + conn + "-2.parquet"}}}
 		put(statekey.Plan(statekey.Commits(conn, "lake", "events"), plan.ID), plan)
 	}
-	named, err := namedFiles(ctx, st, c.Name)
+	named, err := state.NamedFiles(ctx, st, c.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !named["lake/events/data/events-1.parquet"] || named["lake/events/data/other-1.parquet"] || len(named) != 1 {
 		t.Errorf("files the intents name: %v; want this connector's one", named)
 	}
-	planned, err := plannedFiles(ctx, st, c)
+	planned, err := lake.PlannedFiles(ctx, st, c)
 	if err != nil {
 		t.Fatal(err)
 	}

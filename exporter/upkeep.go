@@ -1,13 +1,12 @@
 package exporter
 
 import (
-	"cmp"
 	"context"
 	"path"
 	"time"
 
-	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/iceberg"
+	"github.com/jetlake/jetlake/exporter/lake"
 )
 
 // Upkeep of a connector's Iceberg table inside run: snapshot expiry after
@@ -18,19 +17,7 @@ import (
 // snapshots beyond keep_snapshots older than snapshot_retention, when there
 // are some.
 func (r *runner) expireSnapshots(ctx context.Context) (int, error) {
-	return expireTable(ctx, r.e.table.t, r.e.cfg.Iceberg, time.Now())
-}
-
-// expireTable expires the snapshots of t beyond keep_snapshots older than
-// snapshot_retention, when there are some. Every commit that adds a
-// snapshot is followed by it: data commits, and compaction's replaces,
-// inside run and in jetlake compact alike.
-func expireTable(ctx context.Context, t *iceberg.Table, ic *config.Iceberg, now time.Time) (int, error) {
-	keep := cmp.Or(ic.KeepSnapshots, 100)
-	if !t.ExpiryDue(keep, ic.SnapshotRetention, now) {
-		return 0, nil
-	}
-	return t.ExpireSnapshots(ctx, keep, ic.SnapshotRetention)
+	return lake.ExpireTable(ctx, r.e.table.t, r.e.cfg.Iceberg, time.Now())
 }
 
 // snapshotsExpired reports an expiry.
@@ -68,14 +55,14 @@ func (r *runner) compactTable(ctx context.Context, now time.Time) {
 	r.beside(func() func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 		defer cancel()
-		o := CompactOptions{Now: now}
-		var rep CompactReport
-		u, err := compactTable(cctx, r.e.cfg, lt.t, r.e.intents, r.e.store, o, compactPassGroups, &rep)
+		o := lake.CompactOptions{Now: now}
+		var rep lake.CompactReport
+		u, err := lake.CompactTable(cctx, r.e.cfg, lt.t, r.e.intents, r.e.store, o, compactPassGroups, &rep)
 		res := rep.Groups
 		var orphans, foreign []string
 		if err == nil && r.e.cfg.Iceberg.RemoveOrphans {
 			o.OrphanAge = r.e.cfg.Iceberg.OrphanAge
-			orphans, foreign, err = removeOrphans(cctx, r.e.cfg, lt.t, r.e.intents, r.e.store, o)
+			orphans, foreign, err = lake.RemoveOrphans(cctx, r.e.cfg, lt.t, r.e.intents, r.e.store, o)
 		}
 		return func() {
 			lt.compacting = false
@@ -102,7 +89,7 @@ func (r *runner) compactTable(ctx context.Context, now time.Time) {
 
 // tableCompacted reports a compaction pass, and what the table needs after
 // it (nil: not known).
-func (r *runner) tableCompacted(results []*CompactResult, u *iceberg.Upkeep, err error) {
+func (r *runner) tableCompacted(results []*lake.CompactResult, u *iceberg.Upkeep, err error) {
 	lt := r.e.table
 	if u != nil {
 		name, table := r.e.cfg.Name, lt.t.Name()

@@ -19,10 +19,6 @@ import (
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 
-// maxMetaSeqs bounds the encoded sequence set put in metadata: S3 allows 2
-// KiB of user metadata in all.
-const maxMetaSeqs = 1024
-
 // ErrAbandoned is the result of a batch whose messages' AckWait passed before
 // it was stored and acked: JetStream has redelivered them or will, so the
 // batch is never acked.
@@ -144,9 +140,7 @@ func (e *Exporter) storeBatch(ctx context.Context, j *job) *result {
 	res.set = in.Seqs
 	if enc, err := in.Seqs.MarshalJSON(); err == nil {
 		res.seqs = enc
-		if len(enc) <= maxMetaSeqs+2 {
-			opts.Metadata[objstore.MetaSeqs] = string(enc[1 : len(enc)-1])
-		}
+		objstore.SetSeqs(opts.Metadata, enc)
 	}
 	c := &committer{e: e, stream: st.cfg.Stream, b: b, ackWait: st.cfg.AckWait, progress: time.Unix(0, j.confirmed.Load()), key: res.key}
 	start := time.Now()
@@ -300,7 +294,7 @@ func existingMarker(key string, md map[string]string, m *lossmarker.Marker) erro
 	if md[objstore.MetaStream] == m.Stream && md[objstore.MetaConsumer] == m.Consumer {
 		return nil
 	}
-	return &CollisionError{Key: key, Marker: true, Stream: md[objstore.MetaStream], Consumer: md[objstore.MetaConsumer]}
+	return &objstore.CollisionError{Key: key, Marker: true, Stream: md[objstore.MetaStream], Consumer: md[objstore.MetaConsumer]}
 }
 
 // existing decides about an object found at the key of a batch: written by
@@ -310,29 +304,7 @@ func (e *Exporter) existing(key string, md map[string]string, id string) error {
 	if md[objstore.MetaIntent] == id {
 		return nil
 	}
-	return &CollisionError{Key: key, Intent: md[objstore.MetaIntent], Stream: md[objstore.MetaStream], StreamCreated: md[objstore.MetaStreamCreated]}
-}
-
-// CollisionError reports an object that exists at the key of a new batch and
-// was not written by it: the stream was re-created or its consumer reset, or
-// two connectors share a bucket prefix. The exporter stops and acks nothing.
-type CollisionError struct {
-	Key           string
-	Intent        string // intent id in the existing object's metadata
-	Stream        string
-	StreamCreated string
-	Marker        bool   // the key is a loss marker's
-	Consumer      string // the consumer of the existing marker
-}
-
-func (e *CollisionError) Error() string {
-	if e.Marker {
-		return fmt.Sprintf("loss marker %s already exists and records another consumer's loss (stream %q, consumer %q): "+
-			"two connectors write to the same prefix; give this connector its own s3.prefix", e.Key, e.Stream, e.Consumer)
-	}
-	return fmt.Sprintf("object %s already exists and holds another batch (intent %q, stream %q created %s): "+
-		"the stream was re-created or its consumer reset, or two connectors write to the same prefix; "+
-		"give this connector its own s3.prefix", e.Key, e.Intent, e.Stream, e.StreamCreated)
+	return &objstore.CollisionError{Key: key, Intent: md[objstore.MetaIntent], Stream: md[objstore.MetaStream], StreamCreated: md[objstore.MetaStreamCreated]}
 }
 
 // committer runs the steps of one batch's commit with retries, keeping the
@@ -388,7 +360,7 @@ func (c *committer) do(ctx context.Context, what string, step func(context.Conte
 		}
 		c.e.uploadFailed()
 		c.e.m.uploadErrors.WithLabelValues(c.e.cfg.Name, c.stream, errorKind(err)).Inc()
-		var ce *CollisionError
+		var ce *objstore.CollisionError
 		if objstore.IsPermanent(err) || errors.As(err, &ce) || errors.Is(err, errFenced) {
 			return err
 		}

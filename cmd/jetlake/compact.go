@@ -10,7 +10,7 @@ import (
 	"syscall"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/lake"
 )
 
 // cmdCompact rewrites the small data files of the closed partitions of the
@@ -41,7 +41,7 @@ func cmdCompact(args []string, stdout, stderr io.Writer) int {
 		}
 		rep, err := compactConnector(ctx, c, *dryRun)
 		if rep == nil {
-			rep = &exporter.CompactReport{}
+			rep = &lake.CompactReport{}
 		}
 		for _, r := range rep.Groups {
 			g := r.Group
@@ -86,11 +86,11 @@ func cmdCompact(args []string, stdout, stderr io.Writer) int {
 
 // compactConnector connects to the connector's store and NATS servers and
 // compacts its table.
-func compactConnector(ctx context.Context, c *config.Connector, dryRun bool) (*exporter.CompactReport, error) {
+func compactConnector(ctx context.Context, c *config.Connector, dryRun bool) (*lake.CompactReport, error) {
 	store, js, closeNATS, err := connect(c)
 	if err != nil {
 		return nil, err
 	}
 	defer closeNATS()
-	return exporter.Compact(ctx, c, js, store, exporter.CompactOptions{DryRun: dryRun, OrphanAge: c.Iceberg.OrphanAge})
+	return lake.Compact(ctx, c, js, store, lake.CompactOptions{DryRun: dryRun, OrphanAge: c.Iceberg.OrphanAge})
 }

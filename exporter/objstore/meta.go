@@ -1,5 +1,11 @@
 package objstore
 
+import (
+	"strconv"
+
+	"github.com/jetlake/jetlake/exporter/progress"
+)
+
 // Object metadata written on every data object (x-amz-meta-*).
 const (
 	MetaFirstSeq = "Jetlake-First-Seq"
@@ -28,3 +34,39 @@ const (
 // MetaCompaction is the object metadata that names the compaction that
 // wrote a data file.
 const MetaCompaction = "Jetlake-Compaction"
+
+// MaxMetaSeqs bounds the encoded sequence set put in metadata: S3 allows 2
+// KiB of user metadata in all.
+const MaxMetaSeqs = 1024
+
+// SetSeqs puts enc, the sequences an object holds in their JSON form
+// (progress.Seqs.MarshalJSON), in md as MetaSeqs, when it is short enough
+// for object metadata.
+func SetSeqs(md map[string]string, enc []byte) {
+	if len(enc) >= 2 && len(enc) <= MaxMetaSeqs+2 {
+		md[MetaSeqs] = string(enc[1 : len(enc)-1])
+	}
+}
+
+// SeqsOf returns the sequences a data object's metadata says it holds:
+// its sequence set, or its first to last sequence when the count says
+// there is no gap.
+func SeqsOf(md map[string]string) (progress.Seqs, bool) {
+	first, err1 := strconv.ParseUint(md[MetaFirstSeq], 10, 64)
+	last, err2 := strconv.ParseUint(md[MetaLastSeq], 10, 64)
+	count, err3 := strconv.ParseUint(md[MetaCount], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || first == 0 || last < first {
+		return progress.Seqs{}, false
+	}
+	if enc := md[MetaSeqs]; enc != "" {
+		var s progress.Seqs
+		if err := s.UnmarshalJSON([]byte(strconv.Quote(enc))); err != nil || s.First() != first || s.Last() != last || uint64(s.Len()) != count {
+			return progress.Seqs{}, false
+		}
+		return s, true
+	}
+	if last-first+1 != count {
+		return progress.Seqs{}, false
+	}
+	return progress.SeqsOf([]progress.Range{{First: first, Last: last}}), true
+}

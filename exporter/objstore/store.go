@@ -365,3 +365,25 @@ func (s *S3Store) Delete(ctx context.Context, key string) error {
 	}
 	return nil
 }
+
+// CollisionError reports an object that exists at the key of a new batch and
+// was not written by it: the stream was re-created or its consumer reset, or
+// two connectors share a bucket prefix. The exporter stops and acks nothing.
+type CollisionError struct {
+	Key           string
+	Intent        string // intent id in the existing object's metadata
+	Stream        string
+	StreamCreated string
+	Marker        bool   // the key is a loss marker's
+	Consumer      string // the consumer of the existing marker
+}
+
+func (e *CollisionError) Error() string {
+	if e.Marker {
+		return fmt.Sprintf("loss marker %s already exists and records another consumer's loss (stream %q, consumer %q): "+
+			"two connectors write to the same prefix; give this connector its own s3.prefix", e.Key, e.Stream, e.Consumer)
+	}
+	return fmt.Sprintf("object %s already exists and holds another batch (intent %q, stream %q created %s): "+
+		"the stream was re-created or its consumer reset, or two connectors write to the same prefix; "+
+		"give this connector its own s3.prefix", e.Key, e.Intent, e.Stream, e.StreamCreated)
+}

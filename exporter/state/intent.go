@@ -6,13 +6,16 @@ package state
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/exporter/progress"
+	"github.com/jetlake/jetlake/exporter/statekey"
 )
 
 // An intent is written to the state store before a batch is uploaded and
@@ -133,4 +136,23 @@ func (k *KV) List(ctx context.Context, prefix string) (map[string][]byte, error)
 		out[key] = e.Value()
 	}
 	return out, nil
+}
+
+// NamedFiles returns the object keys the intents of a connector name.
+func NamedFiles(ctx context.Context, st Store, connector string) (map[string]bool, error) {
+	intents, err := st.List(ctx, statekey.Intents(connector))
+	if err != nil {
+		return nil, fmt.Errorf("list intents: %w", err)
+	}
+	named := map[string]bool{}
+	for key, value := range intents {
+		var in Intent
+		if err := json.Unmarshal(value, &in); err != nil {
+			return nil, fmt.Errorf("intent %s: %w", key, err)
+		}
+		if strings.TrimSpace(in.Key) != "" {
+			named[in.Key] = true
+		}
+	}
+	return named, nil
 }

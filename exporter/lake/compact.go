@@ -1,4 +1,4 @@
-package exporter
+package lake
 
 import (
 	"cmp"
@@ -106,20 +106,20 @@ func Compact(ctx context.Context, cfg *config.Connector, js jetstream.JetStream,
 		return nil, err
 	}
 	rep := &CompactReport{}
-	if _, err = compactTable(ctx, cfg, t, st, store, o, 0, rep); err != nil {
+	if _, err = CompactTable(ctx, cfg, t, st, store, o, 0, rep); err != nil {
 		return rep, err
 	}
-	rep.Orphans, rep.Foreign, err = removeOrphans(ctx, cfg, t, st, store, o)
+	rep.Orphans, rep.Foreign, err = RemoveOrphans(ctx, cfg, t, st, store, o)
 	return rep, err
 }
 
-// orphanStore lists objects with their age and deletes them: the S3 store.
-type orphanStore interface {
+// OrphanStore lists objects with their age and deletes them: the S3 store.
+type OrphanStore interface {
 	ListModified(ctx context.Context, prefix string, fn func(key string, modified time.Time) error) error
 	Delete(ctx context.Context, key string) error
 }
 
-// removeOrphans removes the data files under the table's data folder that
+// RemoveOrphans removes the data files under the table's data folder that
 // no snapshot the table keeps (data or delete manifests), no intent and no
 // commit plan names, that are older than o.OrphanAge, and whose own
 // metadata says this connector wrote them for this table (by its UUID).
@@ -130,8 +130,8 @@ type orphanStore interface {
 // run commits it. Every other unnamed file is foreign and stays: another
 // connector's or engine's, a table's before it was made anew, or one
 // written before files carried their writer.
-func removeOrphans(ctx context.Context, cfg *config.Connector, t *iceberg.Table, st state.Store, store objstore.ObjectStore, o CompactOptions) (orphans, foreign []string, err error) {
-	ls, ok := store.(orphanStore)
+func RemoveOrphans(ctx context.Context, cfg *config.Connector, t *iceberg.Table, st state.Store, store objstore.ObjectStore, o CompactOptions) (orphans, foreign []string, err error) {
+	ls, ok := store.(OrphanStore)
 	if !ok {
 		return nil, nil, nil
 	}
@@ -143,7 +143,7 @@ func removeOrphans(ctx context.Context, cfg *config.Connector, t *iceberg.Table,
 	if err != nil {
 		return nil, nil, fmt.Errorf("iceberg table %s: %w", t.Name(), err)
 	}
-	planned, err := plannedFiles(ctx, st, cfg)
+	planned, err := PlannedFiles(ctx, st, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -177,7 +177,7 @@ func removeOrphans(ctx context.Context, cfg *config.Connector, t *iceberg.Table,
 	if err != nil {
 		return nil, nil, fmt.Errorf("iceberg table %s: %w", t.Name(), err)
 	}
-	ts := &tableSeqs{store: store, bucket: bucket, held: held}
+	ts := NewTableSeqs(store, bucket, held)
 	id := t.UUID()
 	for _, key := range unnamed {
 		md, err := store.Head(ctx, key)
@@ -210,12 +210,12 @@ func removeOrphans(ctx context.Context, cfg *config.Connector, t *iceberg.Table,
 	return orphans, foreign, nil
 }
 
-// compactTable compacts up to limit groups of t (0: all), the files the
+// CompactTable compacts up to limit groups of t (0: all), the files the
 // plans in st name left alone, into rep.Groups, and expires the snapshots
 // beyond keep_snapshots once a group was compacted (see expireTable).
 // It returns what the table needs after the pass.
-func compactTable(ctx context.Context, cfg *config.Connector, t *iceberg.Table, st state.Store, store objstore.ObjectStore, o CompactOptions, limit int, rep *CompactReport) (iceberg.Upkeep, error) {
-	exclude, err := plannedFiles(ctx, st, cfg)
+func CompactTable(ctx context.Context, cfg *config.Connector, t *iceberg.Table, st state.Store, store objstore.ObjectStore, o CompactOptions, limit int, rep *CompactReport) (iceberg.Upkeep, error) {
+	exclude, err := PlannedFiles(ctx, st, cfg)
 	if err != nil {
 		return iceberg.Upkeep{}, err
 	}
@@ -245,7 +245,7 @@ func compactTable(ctx context.Context, cfg *config.Connector, t *iceberg.Table, 
 		}
 	}
 	if compacted {
-		rep.Expired, rep.ExpireErr = expireTable(ctx, t, cfg.Iceberg, time.Now())
+		rep.Expired, rep.ExpireErr = ExpireTable(ctx, t, cfg.Iceberg, time.Now())
 	}
 	if err != nil {
 		return iceberg.Upkeep{}, err
@@ -253,9 +253,9 @@ func compactTable(ctx context.Context, cfg *config.Connector, t *iceberg.Table, 
 	return t.Upkeep(ctx, co)
 }
 
-// plannedFiles returns the locations of the data files the commit plans in
+// PlannedFiles returns the locations of the data files the commit plans in
 // the state bucket name.
-func plannedFiles(ctx context.Context, st state.Store, cfg *config.Connector) (map[string]bool, error) {
+func PlannedFiles(ctx context.Context, st state.Store, cfg *config.Connector) (map[string]bool, error) {
 	prefix := statekey.Plans(statekey.Commits(cfg.Name, cfg.Iceberg.Namespace, cfg.Iceberg.Table))
 	entries, err := st.List(ctx, prefix)
 	if err != nil {
@@ -324,8 +324,8 @@ func compactGroup(ctx context.Context, cfg *config.Connector, t *iceberg.Table, 
 		},
 		IfNoneMatch: true,
 	}
-	if enc, err := progress.NewSeqs(c.Seqs).MarshalJSON(); err == nil && len(enc) <= maxMetaSeqs+2 {
-		opts.Metadata[objstore.MetaSeqs] = string(enc[1 : len(enc)-1])
+	if enc, err := progress.NewSeqs(c.Seqs).MarshalJSON(); err == nil {
+		objstore.SetSeqs(opts.Metadata, enc)
 	}
 	err = store.Put(ctx, key, formats.NewBody(c.Body), opts)
 	if errors.Is(err, objstore.ErrExists) {
@@ -335,7 +335,7 @@ func compactGroup(ctx context.Context, cfg *config.Connector, t *iceberg.Table, 
 			return herr
 		}
 		if md[objstore.MetaCompaction] != g.ID() {
-			return &CollisionError{Key: key, Intent: md[objstore.MetaIntent], Stream: md[objstore.MetaStream], StreamCreated: md[objstore.MetaStreamCreated]}
+			return &objstore.CollisionError{Key: key, Intent: md[objstore.MetaIntent], Stream: md[objstore.MetaStream], StreamCreated: md[objstore.MetaStreamCreated]}
 		}
 	} else if err != nil {
 		return fmt.Errorf("store %s: %w", key, err)
@@ -355,11 +355,23 @@ func compactGroup(ctx context.Context, cfg *config.Connector, t *iceberg.Table, 
 // heldCopy reports whether the table holds every sequence a batch's data
 // file holds, by its metadata and that of the table's files: the file is
 // a copy of rows the table has (a compaction replaced it).
-func heldCopy(ctx context.Context, ts *tableSeqs, md map[string]string) (bool, error) {
-	seqs, ok := metaSeqs(md)
+func heldCopy(ctx context.Context, ts *TableSeqs, md map[string]string) (bool, error) {
+	seqs, ok := objstore.SeqsOf(md)
 	if !ok {
 		return false, nil
 	}
-	n, known, err := ts.holds(ctx, md[objstore.MetaStream], seqs)
+	n, known, err := ts.Holds(ctx, md[objstore.MetaStream], seqs)
 	return known && n == seqs.Len(), err
+}
+
+// ExpireTable expires the snapshots of t beyond keep_snapshots older than
+// snapshot_retention, when there are some. Every commit that adds a
+// snapshot is followed by it: data commits, and compaction's replaces,
+// inside run and in jetlake compact alike.
+func ExpireTable(ctx context.Context, t *iceberg.Table, ic *config.Iceberg, now time.Time) (int, error) {
+	keep := cmp.Or(ic.KeepSnapshots, 100)
+	if !t.ExpiryDue(keep, ic.SnapshotRetention, now) {
+		return 0, nil
+	}
+	return t.ExpireSnapshots(ctx, keep, ic.SnapshotRetention)
 }
