@@ -62,8 +62,8 @@ func (r *runner) consumerGauges(ctx context.Context) {
 		}
 		for stream, c := range by {
 			if c.ok {
-				r.e.m.pending.WithLabelValues(r.e.cfg.Name, stream).Set(float64(c.pending))
-				r.e.m.ackPending.WithLabelValues(r.e.cfg.Name, stream).Set(float64(c.ackPending))
+				r.e.m.Pending.WithLabelValues(r.e.cfg.Name, stream).Set(float64(c.pending))
+				r.e.m.AckPending.WithLabelValues(r.e.cfg.Name, stream).Set(float64(c.ackPending))
 			}
 		}
 		return func() { r.chores.gauging = false }

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/metrics"
 )
 
 func TestBudgetSmallerThanBacklogLosesNothing(t *testing.T) {
@@ -29,7 +29,7 @@ max_buffered_bytes = "64KiB"`)
 func (e *env) exportWithinBudget(n, subjects int, budget, slack int64, timeout time.Duration) {
 	e.t.Helper()
 	reg := prometheus.NewRegistry()
-	e.metrics = exporter.NewMetrics(reg)
+	e.metrics = metrics.New(reg)
 	last := e.publish(n, subjects)
 	e.runUntilIdle(e.connector(), timeout)
 	e.wantExactlyOnce(e.read(), last)

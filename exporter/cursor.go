@@ -162,7 +162,7 @@ func (s *streamState) consCreated() time.Time {
 
 // rebuilt counts a rebuild of s's consumer.
 func (r *runner) rebuilt(s *streamState, reason string) {
-	r.e.m.consumerRebuilds.WithLabelValues(r.e.cfg.Name, s.cfg.Stream, reason).Inc()
+	r.e.m.ConsumerRebuilds.WithLabelValues(r.e.cfg.Name, s.cfg.Stream, reason).Inc()
 }
 
 // logAttrs returns the stream and consumer of s (and its partition) for a

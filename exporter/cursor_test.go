@@ -9,8 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/exportertest"
+	"github.com/jetlake/jetlake/exporter/metrics"
 )
 
 // cursorEnv exports 2,000 messages with the given deliver policy, then
@@ -68,7 +68,7 @@ func TestAConsumerDeletedWhileStoppedResumesFromTheExportRecord(t *testing.T) {
 		t.Run(policy, func(t *testing.T) {
 			e, c, last := cursorEnv(t, policy, func(e *env, c *config.Connector) { e.deleteConsumer(c) })
 			reg := prometheus.NewRegistry()
-			e.metrics = exporter.NewMetrics(reg)
+			e.metrics = metrics.New(reg)
 			e.runUntilIdle(c, time.Minute)
 			e.wantExactlyOnce(e.read(), last)
 			e.wantAllAcked()
@@ -100,7 +100,7 @@ func TestAConsumerRecreatedWithDeliverNewIsMovedBackToTheExportRecord(t *testing
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	e.metrics = exporter.NewMetrics(reg)
+	e.metrics = metrics.New(reg)
 	e.runUntilIdle(c, time.Minute)
 	e.wantExactlyOnce(e.read(), last)
 	e.wantAllAcked()
@@ -116,7 +116,7 @@ func TestAConsumerDeletedWhileRunningIsRecreatedInPlace(t *testing.T) {
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), "max_messages_per_file = 250\nmax_file_age = \"1s\"")
 	c := e.connector()
 	reg := prometheus.NewRegistry()
-	e.metrics = exporter.NewMetrics(reg)
+	e.metrics = metrics.New(reg)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	done, _ := e.run(ctx, c, false)
@@ -141,7 +141,7 @@ func TestAMemoryConsumerLostInAServerRestartIsRebuiltFromTheRecord(t *testing.T)
 	c := e.connector()
 	c.Streams[0].ConsumerStorage = config.StorageMemory
 	reg := prometheus.NewRegistry()
-	e.metrics = exporter.NewMetrics(reg)
+	e.metrics = metrics.New(reg)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	done, _ := e.run(ctx, c, false)
@@ -186,7 +186,7 @@ func TestConsumerStorageSetRebuildsTheConsumerFromTheRecord(t *testing.T) {
 	c.Streams[0].ConsumerStorage = config.StorageMemory
 	last = e.publish(500, 5)
 	reg := prometheus.NewRegistry()
-	e.metrics = exporter.NewMetrics(reg)
+	e.metrics = metrics.New(reg)
 	e.runUntilIdle(c, time.Minute)
 	info := e.consumerInfo()
 	if !info.Config.MemoryStorage {

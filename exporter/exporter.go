@@ -24,6 +24,7 @@ import (
 	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/lease"
+	"github.com/jetlake/jetlake/exporter/metrics"
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/state"
 	"github.com/jetlake/jetlake/formats"
@@ -40,7 +41,7 @@ type Options struct {
 	// PutObject; a message that can not fit is poison. Zero means 5 GiB.
 	MaxObjectSize int64
 	// Metrics receives the exporter's metrics; nil keeps them unexported.
-	Metrics *Metrics
+	Metrics *metrics.Metrics
 	// ReadyUploadFailure is how long uploads may fail in a row before
 	// Ready reports the exporter unready; zero means one minute.
 	ReadyUploadFailure time.Duration
@@ -73,7 +74,7 @@ type Exporter struct {
 	js          jetstream.JetStream      // on that connection; set by Run
 	perms       jsclient.PermissionWatch // ends a Run that NATS refuses a publish or subscription; see permission.go
 
-	m *Metrics
+	m *metrics.Metrics
 
 	// Partitioned entries and the leases of their partitions; nil when
 	// the connector has none.
@@ -161,7 +162,7 @@ func New(cfg *config.Connector, opts Options) (*Exporter, error) {
 	}
 	m := opts.Metrics
 	if m == nil {
-		m = NewMetrics(nil)
+		m = metrics.New(nil)
 	}
 	return &Exporter{
 		cfg:        cfg,
@@ -348,9 +349,9 @@ func (e *Exporter) setUpStreams(ctx context.Context, js jetstream.JetStream) ([]
 			continue
 		}
 		s := &streamState{cfg: sc,
-			mReceived:    e.m.received.WithLabelValues(e.cfg.Name, sc.Stream),
-			mRedelivered: e.m.redelivered.WithLabelValues(e.cfg.Name, sc.Stream),
-			mAcked:       e.m.acked.WithLabelValues(e.cfg.Name, sc.Stream),
+			mReceived:    e.m.Received.WithLabelValues(e.cfg.Name, sc.Stream),
+			mRedelivered: e.m.Redelivered.WithLabelValues(e.cfg.Name, sc.Stream),
+			mAcked:       e.m.Acked.WithLabelValues(e.cfg.Name, sc.Stream),
 		}
 		err := retry(ctx, e.log, "jetstream", func(ctx context.Context) error {
 			return e.setupStream(ctx, js, s)

@@ -171,7 +171,7 @@ func (r *runner) saved(res *saveResult) {
 	if res.untrusted != nil {
 		r.log.Error("the export record held a value jetlake did not write; it was replaced by this process's own", "stream", s.cfg.Stream,
 			"consumer", s.cfg.Consumer, "error", res.untrusted)
-		r.e.m.untrusted.WithLabelValues(r.e.cfg.Name, "export_record").Inc()
+		r.e.m.Untrusted.WithLabelValues(r.e.cfg.Name, "export_record").Inc()
 	}
 	if res.err != nil {
 		r.log.Warn("could not write the export record; trying again", "stream", s.cfg.Stream, "error", res.err)

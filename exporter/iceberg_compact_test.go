@@ -9,10 +9,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/exportertest"
 	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/lake"
+	"github.com/jetlake/jetlake/exporter/metrics"
 	"github.com/jetlake/jetlake/exporter/objstore"
 )
 
@@ -119,7 +119,7 @@ max_file_age = "1s"`)
 	}
 	c := e.connector()
 	reg := prometheus.NewRegistry()
-	e.metrics = exporter.NewMetrics(reg)
+	e.metrics = metrics.New(reg)
 	// plan tells of the upkeep due once the partitions close.
 	time.Sleep(2500 * time.Millisecond)
 	msg, err := iceberg.CheckConnector(context.Background(), c)

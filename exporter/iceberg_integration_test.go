@@ -21,9 +21,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/exportertest"
 	"github.com/jetlake/jetlake/exporter/iceberg/icebergtest"
+	"github.com/jetlake/jetlake/exporter/metrics"
 )
 
 // icebergConnector turns the test's connector into one that writes an
@@ -71,7 +71,7 @@ max_file_age = "1s"`)
 	catalog := e.icebergConnector("1h")
 	c := e.connector()
 	reg := prometheus.NewRegistry()
-	e.metrics = exporter.NewMetrics(reg)
+	e.metrics = metrics.New(reg)
 	e.publish(1000, 4)
 	e.runUntilIdle(c, 2*time.Minute)
 	tr := e.readTable(c, catalog)
@@ -251,7 +251,7 @@ max_file_age = "1s"`)
 	}
 	c := e.connector()
 	reg := prometheus.NewRegistry()
-	e.metrics = exporter.NewMetrics(reg)
+	e.metrics = metrics.New(reg)
 	for range 4 {
 		e.publish(100, 2)
 		e.runUntilIdle(c, 2*time.Minute) // one commit each

@@ -25,6 +25,7 @@ import (
 	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/exportertest"
 	"github.com/jetlake/jetlake/exporter/lake"
+	"github.com/jetlake/jetlake/exporter/metrics"
 	"github.com/jetlake/jetlake/exporter/objstore"
 )
 
@@ -57,7 +58,7 @@ type env struct {
 	bucket string
 	file   string // connector file
 
-	metrics *exporter.Metrics // for the exporters run; nil: unexported ones
+	metrics *metrics.Metrics // for the exporters run; nil: unexported ones
 }
 
 // connectorTOML is the connector of the tests; %s are filled by newEnv and

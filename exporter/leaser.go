@@ -77,12 +77,12 @@ func (r *runner) applyRound(res *lease.RoundResult, started time.Time) {
 			switch rev, ok := res.Renewed[p.key]; {
 			case ok:
 				p.rev, p.renewed = rev, started
-				r.e.m.leaseRenewals.WithLabelValues(name, s.cfg.Stream, "renewed").Inc()
+				r.e.m.LeaseRenewals.WithLabelValues(name, s.cfg.Stream, "renewed").Inc()
 			case res.Lost[p.key]:
-				r.e.m.leaseRenewals.WithLabelValues(name, s.cfg.Stream, "lost").Inc()
+				r.e.m.LeaseRenewals.WithLabelValues(name, s.cfg.Stream, "lost").Inc()
 				r.handOver(s, true, "the lease expired and another instance holds it")
 			case res.Failed[p.key] != nil:
-				r.e.m.leaseRenewals.WithLabelValues(name, s.cfg.Stream, "failed").Inc()
+				r.e.m.LeaseRenewals.WithLabelValues(name, s.cfg.Stream, "failed").Inc()
 				if ttl := g.cfg.LeaseTTL; started.Sub(p.renewed) >= ttl-ttl/10 {
 					r.handOver(s, true, "the lease could not be renewed within lease_ttl: "+res.Failed[p.key].Error())
 				} else {

@@ -20,6 +20,7 @@ import (
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/exportertest"
 	"github.com/jetlake/jetlake/exporter/lease"
+	"github.com/jetlake/jetlake/exporter/metrics"
 	"github.com/jetlake/jetlake/exporter/state"
 	"github.com/jetlake/jetlake/exporter/statekey"
 )
@@ -75,7 +76,7 @@ type leaseEnv struct {
 	kv   jetstream.KeyValue
 	logs *logBuffer
 	reg  *prometheus.Registry
-	m    *Metrics
+	m    *metrics.Metrics
 }
 
 func newLeaseEnv(t *testing.T, ns *exportertest.NATSServer, name string) *leaseEnv {
@@ -139,7 +140,7 @@ max_file_age = "1s"
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	return &leaseEnv{t: t, c: c, js: js, kv: kv, logs: &logBuffer{t: t}, reg: reg, m: NewMetrics(reg)}
+	return &leaseEnv{t: t, c: c, js: js, kv: kv, logs: &logBuffer{t: t}, reg: reg, m: metrics.New(reg)}
 }
 
 // put writes key as a hand or a forger would: ttl 0 writes it without a
@@ -177,7 +178,7 @@ func (e *leaseEnv) run() *Exporter {
 // renewals returns how many lease renewals the instances made.
 func (e *leaseEnv) renewals() float64 {
 	var m dto.Metric
-	if err := e.m.leaseRenewals.WithLabelValues(e.c.Name, e.c.Streams[0].Stream, "renewed").Write(&m); err != nil {
+	if err := e.m.LeaseRenewals.WithLabelValues(e.c.Name, e.c.Streams[0].Stream, "renewed").Write(&m); err != nil {
 		e.t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()

@@ -78,8 +78,8 @@ func (e *Exporter) setUpPartitions(ctx context.Context, js jetstream.JetStream, 
 		return nil, fmt.Errorf("stream %s: consumer %s: %w", sc.Stream, sc.Consumer, err)
 	}
 	g := &partGroup{cfg: sc, prefix: statekey.Leases(e.cfg.Name, sc.Stream, sc.Consumer),
-		mHeld:    e.m.partitionsHeld.WithLabelValues(e.cfg.Name, sc.Stream),
-		mStalled: e.m.partitionsStalled.WithLabelValues(e.cfg.Name, sc.Stream)}
+		mHeld:    e.m.PartitionsHeld.WithLabelValues(e.cfg.Name, sc.Stream),
+		mStalled: e.m.PartitionsStalled.WithLabelValues(e.cfg.Name, sc.Stream)}
 	g.mHeld.Set(0)
 	g.mStalled.Set(0)
 	for k := range sc.Partitions {
@@ -88,9 +88,9 @@ func (e *Exporter) setUpPartitions(ctx context.Context, js jetstream.JetStream, 
 		pc.Subjects = config.PartitionFilters(k, sc.Subjects, si.Config.Subjects)
 		s := &streamState{cfg: pc, base: sc.Consumer,
 			part:         &partition{k: k, key: statekey.Lease(e.cfg.Name, sc.Stream, sc.Consumer, k)},
-			mReceived:    e.m.received.WithLabelValues(e.cfg.Name, sc.Stream),
-			mRedelivered: e.m.redelivered.WithLabelValues(e.cfg.Name, sc.Stream),
-			mAcked:       e.m.acked.WithLabelValues(e.cfg.Name, sc.Stream),
+			mReceived:    e.m.Received.WithLabelValues(e.cfg.Name, sc.Stream),
+			mRedelivered: e.m.Redelivered.WithLabelValues(e.cfg.Name, sc.Stream),
+			mAcked:       e.m.Acked.WithLabelValues(e.cfg.Name, sc.Stream),
 		}
 		err := retry(ctx, e.log, "jetstream", func(ctx context.Context) error { return e.setupStream(ctx, js, s) })
 		if err != nil {
@@ -316,8 +316,8 @@ func (r *runner) released(s *streamState, err error) {
 		kind = "shutdown"
 	}
 	took := time.Since(p.since)
-	r.e.m.handovers.WithLabelValues(r.e.cfg.Name, s.cfg.Stream, kind).Inc()
-	r.e.m.handoverSeconds.WithLabelValues(r.e.cfg.Name, s.cfg.Stream).Observe(took.Seconds())
+	r.e.m.Handovers.WithLabelValues(r.e.cfg.Name, s.cfg.Stream, kind).Inc()
+	r.e.m.HandoverSeconds.WithLabelValues(r.e.cfg.Name, s.cfg.Stream).Observe(took.Seconds())
 	r.log.Info("partition released", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "partition", p.k, "kind", kind, "took", took.Round(time.Millisecond))
 	*p = partition{k: p.k, key: p.key}
 	s.pin = ""

@@ -18,6 +18,7 @@ import (
 	"github.com/jetlake/jetlake/exporter/exportertest"
 	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/lease"
+	"github.com/jetlake/jetlake/exporter/metrics"
 	"github.com/jetlake/jetlake/exporter/plan"
 )
 
@@ -112,7 +113,7 @@ func shares(h map[string]int, want, lo, hi, total int) bool {
 func TestPartitionsAreSharedAndTakenOverAsInstancesComeAndGo(t *testing.T) {
 	e := newEnvAckWait(t, shared.NATS(t), shared.MinIO(t), "max_messages_per_file = 100\nmax_file_age = \"1s\"", "15s")
 	reg := prometheus.NewRegistry()
-	e.metrics = exporter.NewMetrics(reg)
+	e.metrics = metrics.New(reg)
 	last := e.publish(500, 20) // stored before the stream is partitioned
 	c := e.partitioned(4, "3s")
 	ctx := context.Background()
@@ -454,7 +455,7 @@ func TestADeletedPartitionConsumerIsRecreatedByItsHolder(t *testing.T) {
 	var exs []*exporter.Exporter
 	var dones []<-chan error
 	for _, reg := range regs {
-		e.metrics = exporter.NewMetrics(reg)
+		e.metrics = metrics.New(reg)
 		done, ex := e.run(ctx, c, false)
 		exs, dones = append(exs, ex), append(dones, done)
 	}

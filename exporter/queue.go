@@ -2,7 +2,6 @@ package exporter
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -362,8 +361,7 @@ func (r *runner) finish(res *result) error {
 	}
 	r.up.inflight--
 	r.up.inflightBytes -= j.size
-	var ce *objstore.CollisionError
-	if objstore.IsPermanent(res.err) || errors.As(res.err, &ce) {
+	if permanent(res.err) {
 		return res.err
 	}
 	if j.marker != nil {
@@ -373,7 +371,7 @@ func (r *runner) finish(res *result) error {
 		}
 		s.book.MarkerDone(j.marker.Runs(), term, res.stored)
 		if res.stored {
-			r.e.m.lost.WithLabelValues(r.e.cfg.Name, s.cfg.Stream, string(j.marker.Reason)).Add(float64(j.marker.Count))
+			r.e.m.Lost.WithLabelValues(r.e.cfg.Name, s.cfg.Stream, string(j.marker.Reason)).Add(float64(j.marker.Count))
 		}
 		return nil
 	}
@@ -398,16 +396,16 @@ func (r *runner) finish(res *result) error {
 	if res.stored {
 		r.up.written += int64(b.Len())
 		m, name, reason := r.e.m, r.e.cfg.Name, string(b.Reason)
-		m.objects.WithLabelValues(name, s.cfg.Stream, reason).Inc()
-		m.bytes.WithLabelValues(name, s.cfg.Stream, reason).Add(float64(res.bytes))
-		m.uploadSeconds.WithLabelValues(name, s.cfg.Stream).Observe(res.duration.Seconds())
-		m.objectBytes.WithLabelValues(name, s.cfg.Stream).Observe(float64(res.bytes))
+		m.Objects.WithLabelValues(name, s.cfg.Stream, reason).Inc()
+		m.Bytes.WithLabelValues(name, s.cfg.Stream, reason).Add(float64(res.bytes))
+		m.UploadSeconds.WithLabelValues(name, s.cfg.Stream).Observe(res.duration.Seconds())
+		m.ObjectBytes.WithLabelValues(name, s.cfg.Stream).Observe(float64(res.bytes))
 		if b.Newest.After(s.newest) {
 			s.newest = b.Newest
 		}
 	}
 	if j.set == r.rej && res.stored {
-		r.e.m.rejected.WithLabelValues(r.e.cfg.Name, s.cfg.Stream, "type").Add(float64(b.Len()))
+		r.e.m.Rejected.WithLabelValues(r.e.cfg.Name, s.cfg.Stream, "type").Add(float64(b.Len()))
 	}
 	switch {
 	case res.err == nil:

@@ -81,7 +81,7 @@ func (e *Exporter) findIntents(ctx context.Context, s *streamState, known map[st
 		if why := implausible(&in, lastSeq, maxIntentSeqs(e.cfg, s)); why != "" {
 			e.log.Error("ignoring an intent jetlake could not have written: its sequences are exported as if it were not there", "intent", ikey,
 				"key", in.Key, "why", why)
-			e.m.untrusted.WithLabelValues(e.cfg.Name, "intent").Inc()
+			e.m.Untrusted.WithLabelValues(e.cfg.Name, "intent").Inc()
 			continue
 		}
 		md, err := e.store.Head(ctx, in.Key)
@@ -99,7 +99,7 @@ func (e *Exporter) findIntents(ctx context.Context, s *streamState, known map[st
 			e.log.Error("ignoring an intent whose sequences are not those of the object it names", "intent", ikey, "key", in.Key,
 				"intent_first", in.Seqs.First(), "intent_last", in.Seqs.Last(), "object_first", md[objstore.MetaFirstSeq], "object_last", md[objstore.MetaLastSeq],
 				"object_count", md[objstore.MetaCount])
-			e.m.untrusted.WithLabelValues(e.cfg.Name, "intent").Inc()
+			e.m.Untrusted.WithLabelValues(e.cfg.Name, "intent").Inc()
 		case md[objstore.MetaIntent] != in.ID:
 			// Another batch's object holds the key (a second writer on the
 			// prefix, refused at upload): this batch was never stored, and

@@ -107,7 +107,7 @@ func (e *Exporter) uncommittedFiles(ctx context.Context, s *streamState, keys []
 		if !ok {
 			e.log.Error("a stored data file no record names does not say which sequences it holds: it is left as it is, for an operator to commit",
 				"key", key, "first_seq", md[objstore.MetaFirstSeq], "last_seq", md[objstore.MetaLastSeq], "count", md[objstore.MetaCount])
-			e.m.untrusted.WithLabelValues(e.cfg.Name, "data-file").Inc()
+			e.m.Untrusted.WithLabelValues(e.cfg.Name, "data-file").Inc()
 			continue
 		}
 		n, known, err := ts.Holds(ctx, s.cfg.Stream, seqs)
@@ -119,7 +119,7 @@ func (e *Exporter) uncommittedFiles(ctx context.Context, s *streamState, keys []
 		case !known || n > 0:
 			e.log.Error("a stored data file no record names may share sequences with the table: it is not committed, for an operator to check",
 				"key", key, "first_seq", seqs.First(), "last_seq", seqs.Last(), "messages", seqs.Len(), "held", n, "known", known)
-			e.m.untrusted.WithLabelValues(e.cfg.Name, "data-file").Inc()
+			e.m.Untrusted.WithLabelValues(e.cfg.Name, "data-file").Inc()
 			continue
 		}
 		out = append(out, &state.Intent{ID: md[objstore.MetaIntent], Key: key, Stream: s.cfg.Stream, StreamCreated: s.created,
@@ -148,7 +148,7 @@ func (e *Exporter) alone(found []*state.Intent) []*state.Intent {
 		}
 		e.log.Error("a stored data file no record names shares sequences with another: neither is committed, for an operator to choose",
 			"key", in.Key, "first_seq", in.Seqs.First(), "last_seq", in.Seqs.Last())
-		e.m.untrusted.WithLabelValues(e.cfg.Name, "data-file").Inc()
+		e.m.Untrusted.WithLabelValues(e.cfg.Name, "data-file").Inc()
 	}
 	return out
 }

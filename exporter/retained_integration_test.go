@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/metrics"
 )
 
 // retainedWalks is how long a test lets the walks of an exported stream
@@ -44,7 +44,7 @@ func (e *env) wantNoLoss(reg prometheus.Gatherer, last uint64, conns ...*config.
 func TestAWorkQueueStreamInPartitionsMarksNothingLost(t *testing.T) {
 	e := newEnvRetention(t, shared.NATS(t), shared.MinIO(t), "max_messages_per_file = 100\nmax_file_age = \"1s\"", "15s", jetstream.WorkQueuePolicy)
 	reg := prometheus.NewRegistry()
-	e.metrics = exporter.NewMetrics(reg)
+	e.metrics = metrics.New(reg)
 	c := e.partitioned(2, "3s")
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
@@ -71,7 +71,7 @@ func TestAWorkQueueStreamInPartitionsMarksNothingLost(t *testing.T) {
 func TestDisjointConnectorsOnAnInterestStreamMarkNothingLost(t *testing.T) {
 	e := newEnvRetention(t, shared.NATS(t), shared.MinIO(t), "max_messages_per_file = 100\nmax_file_age = \"1s\"", "15s", jetstream.InterestPolicy)
 	reg := prometheus.NewRegistry()
-	e.metrics = exporter.NewMetrics(reg)
+	e.metrics = metrics.New(reg)
 	body, err := os.ReadFile(e.file)
 	if err != nil {
 		t.Fatal(err)

@@ -2,16 +2,12 @@ package exporter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/jetlake/jetlake/exporter/jsclient"
-	"github.com/jetlake/jetlake/exporter/objstore"
 )
 
 // attemptTimeout bounds one PutObject call so that InProgress can be sent in
@@ -41,22 +37,6 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
-}
-
-// retryable reports whether a set-up error may go away by itself: a network
-// problem or a server that is not ready, as opposed to a wrong setting.
-func retryable(err error) bool {
-	var ce *jsclient.ConfigError
-	var pe *objstore.PermanentError
-	var coll *objstore.CollisionError
-	var api *jetstream.APIError
-	switch {
-	case errors.As(err, &ce), errors.As(err, &pe), errors.As(err, &coll):
-		return false
-	case errors.As(err, &api):
-		return api.Code >= 500
-	}
-	return true
 }
 
 // retry runs fn until it succeeds, fails for good or ctx ends, backing off

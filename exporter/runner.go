@@ -127,7 +127,7 @@ func newRunner(e *Exporter, streams []*streamState) *runner {
 			stopping: make(chan struct{}),
 			quit:     make(chan struct{}),
 		},
-		mem: memory{budget: rot.MaxBufferedBytes, mPeak: e.m.bufferedPeak.WithLabelValues(e.cfg.Name)},
+		mem: memory{budget: rot.MaxBufferedBytes, mPeak: e.m.BufferedPeak.WithLabelValues(e.cfg.Name)},
 		up:  uploads{uploading: map[bufferKey]int{}},
 	}
 }
@@ -542,12 +542,12 @@ func (r *runner) relieve() {
 // gauges sets the gauges that describe the runner's state.
 func (r *runner) gauges(now time.Time) {
 	m, name := r.e.m, r.e.cfg.Name
-	m.bufferedBytes.WithLabelValues(name).Set(float64(r.openMem() + r.up.inflightBytes + r.mem.heldMem))
+	m.BufferedBytes.WithLabelValues(name).Set(float64(r.openMem() + r.up.inflightBytes + r.mem.heldMem))
 	age := 0.0
 	if exp, ok := r.set.NextExpiry(); ok {
 		age = max(now.Sub(exp.Add(-r.e.cfg.Rotation.MaxFileAge)).Seconds(), 0)
 	}
-	m.oldestBuffered.WithLabelValues(name).Set(age)
+	m.OldestBuffered.WithLabelValues(name).Set(age)
 	// Summed by stream: the partitions of one stream share its labels.
 	held := map[string]int{}
 	newest := map[string]time.Time{}
@@ -559,9 +559,9 @@ func (r *runner) gauges(now time.Time) {
 		}
 	}
 	for stream, n := range held {
-		m.bufferedMessages.WithLabelValues(name, stream).Set(float64(n))
+		m.BufferedMessages.WithLabelValues(name, stream).Set(float64(n))
 		if t := newest[stream]; !t.IsZero() {
-			m.freshness.WithLabelValues(name, stream).Set(now.Sub(t).Seconds())
+			m.Freshness.WithLabelValues(name, stream).Set(now.Sub(t).Seconds())
 		}
 	}
 }

@@ -125,11 +125,11 @@ func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *s
 	switch {
 	case did == jsclient.Made && from > 0:
 		e.log.Warn("the consumer was missing: created from the export record", s.logAttrs("deliver_from", from)...)
-		e.m.consumerRebuilds.WithLabelValues(e.cfg.Name, s.cfg.Stream, rebuildMissing).Inc()
+		e.m.ConsumerRebuilds.WithLabelValues(e.cfg.Name, s.cfg.Stream, rebuildMissing).Inc()
 	case did == jsclient.Rebuilt:
 		e.log.Info("the consumer is rebuilt from the export record where consumer_storage says", s.logAttrs(
 			"consumer_storage", s.cfg.ConsumerStorage, "deliver_from", cons.CachedInfo().Config.OptStartSeq)...)
-		e.m.consumerRebuilds.WithLabelValues(e.cfg.Name, s.cfg.Stream, rebuildStorage).Inc()
+		e.m.ConsumerRebuilds.WithLabelValues(e.cfg.Name, s.cfg.Stream, rebuildStorage).Inc()
 	}
 	s.cons = cons
 	s.resetBook()
@@ -216,7 +216,7 @@ func (e *Exporter) loadLedgerStart(ctx context.Context, s *streamState) (*ledger
 		e.log.Error("the export record claims sequences the stream never had: it is not trusted; starting from the consumer's ack floor, and the next write replaces it",
 			"stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "record", s.recordKey,
 			"record_floor", rec.Floor, "record_claims_up_to", rec.Claims(), "stream_last_seq", si.State.LastSeq, "ack_floor", start.floor)
-		e.m.untrusted.WithLabelValues(e.cfg.Name, "export_record").Inc()
+		e.m.Untrusted.WithLabelValues(e.cfg.Name, "export_record").Inc()
 	case rec.StreamCreated.Equal(s.created):
 		start.floor = rec.Floor
 		start.done = append(start.done, rec.Done.Ranges()...)

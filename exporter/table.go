@@ -374,7 +374,7 @@ func (r *runner) tableCommitted(plan *iceberg.Plan, files []iceberg.File, took t
 	if err != nil {
 		// Tried again after commit_interval, backlog or not.
 		lt.backlog = false
-		m.commits.WithLabelValues(name, table, "failed").Inc()
+		m.Commits.WithLabelValues(name, table, "failed").Inc()
 		if plan != nil && len(plan.Files) > 0 {
 			// Recorded: its files are claimed for it, and it is tried
 			// again, under its own id, before anything else.
@@ -397,11 +397,11 @@ func (r *runner) tableCommitted(plan *iceberg.Plan, files []iceberg.File, took t
 	if len(plan.Files) == 0 {
 		return // every file was in another plan
 	}
-	m.commits.WithLabelValues(name, table, "committed").Inc()
-	m.commitSeconds.WithLabelValues(name, table).Observe(took.Seconds())
-	m.commitFiles.WithLabelValues(name, table).Observe(float64(len(plan.Files)))
-	m.lastCommit.WithLabelValues(name, table).Set(float64(lt.lastCommit.Unix()))
-	m.tableSnapshots.WithLabelValues(name, table).Set(float64(lt.t.Snapshots()))
+	m.Commits.WithLabelValues(name, table, "committed").Inc()
+	m.CommitSeconds.WithLabelValues(name, table).Observe(took.Seconds())
+	m.CommitFiles.WithLabelValues(name, table).Observe(float64(len(plan.Files)))
+	m.LastCommit.WithLabelValues(name, table).Set(float64(lt.lastCommit.Unix()))
+	m.TableSnapshots.WithLabelValues(name, table).Set(float64(lt.t.Snapshots()))
 	r.log.Info("iceberg commit", "table", table, "commit", plan.ID, "files", len(plan.Files),
 		"duration", took.Round(time.Millisecond))
 }

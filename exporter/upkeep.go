@@ -28,8 +28,8 @@ func (r *runner) snapshotsExpired(n int, err error) {
 		return
 	}
 	if n > 0 {
-		r.e.m.expired.WithLabelValues(r.e.cfg.Name, lt.t.Name()).Add(float64(n))
-		r.e.m.tableSnapshots.WithLabelValues(r.e.cfg.Name, lt.t.Name()).Set(float64(lt.t.Snapshots()))
+		r.e.m.Expired.WithLabelValues(r.e.cfg.Name, lt.t.Name()).Add(float64(n))
+		r.e.m.TableSnapshots.WithLabelValues(r.e.cfg.Name, lt.t.Name()).Set(float64(lt.t.Snapshots()))
 		r.log.Info("iceberg snapshots expired", "table", lt.t.Name(), "expired", n, "kept", lt.t.Snapshots())
 	}
 }
@@ -67,7 +67,7 @@ func (r *runner) compactTable(ctx context.Context, now time.Time) {
 		return func() {
 			lt.compacting = false
 			if n := len(orphans); n > 0 {
-				r.e.m.orphans.WithLabelValues(r.e.cfg.Name, lt.t.Name()).Add(float64(n))
+				r.e.m.Orphans.WithLabelValues(r.e.cfg.Name, lt.t.Name()).Add(float64(n))
 				r.log.Info("iceberg orphan data files removed", "table", lt.t.Name(), "files", n, "first", orphans[0])
 			}
 			if n := len(foreign); n > 0 && !lt.foreignSeen {
@@ -93,18 +93,18 @@ func (r *runner) tableCompacted(results []*lake.CompactResult, u *iceberg.Upkeep
 	lt := r.e.table
 	if u != nil {
 		name, table := r.e.cfg.Name, lt.t.Name()
-		r.e.m.dataFiles.WithLabelValues(name, table).Set(float64(u.DataFiles))
-		r.e.m.smallFiles.WithLabelValues(name, table).Set(float64(u.SmallFiles))
-		r.e.m.compactable.WithLabelValues(name, table).Set(float64(u.Compactable))
-		r.e.m.oldestClosed.WithLabelValues(name, table).Set(u.OldestClosed.Seconds())
-		r.e.m.metadataBytes.WithLabelValues(name, table).Set(float64(u.MetadataBytes))
+		r.e.m.DataFiles.WithLabelValues(name, table).Set(float64(u.DataFiles))
+		r.e.m.SmallFiles.WithLabelValues(name, table).Set(float64(u.SmallFiles))
+		r.e.m.Compactable.WithLabelValues(name, table).Set(float64(u.Compactable))
+		r.e.m.OldestClosed.WithLabelValues(name, table).Set(u.OldestClosed.Seconds())
+		r.e.m.MetadataBytes.WithLabelValues(name, table).Set(float64(u.MetadataBytes))
 	}
 	for _, res := range results {
 		if res.Compacted == "" {
 			continue
 		}
-		r.e.m.compactedFiles.WithLabelValues(r.e.cfg.Name, lt.t.Name()).Add(float64(len(res.Group.Files)))
-		r.e.m.compactedBytes.WithLabelValues(r.e.cfg.Name, lt.t.Name()).Add(float64(res.Group.Bytes))
+		r.e.m.CompactedFiles.WithLabelValues(r.e.cfg.Name, lt.t.Name()).Add(float64(len(res.Group.Files)))
+		r.e.m.CompactedBytes.WithLabelValues(r.e.cfg.Name, lt.t.Name()).Add(float64(res.Group.Bytes))
 		r.log.Info("iceberg files compacted", "table", lt.t.Name(), "partition", res.Group.Partition,
 			"files", len(res.Group.Files), "bytes", res.Group.Bytes, "into", path.Base(res.Compacted))
 	}

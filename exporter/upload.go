@@ -348,7 +348,7 @@ func (c *committer) do(ctx context.Context, what string, step func(context.Conte
 		}
 		left := time.Until(c.ownedUntil())
 		if left < min(time.Second, c.ackWait/10) {
-			c.e.m.uploadErrors.WithLabelValues(c.e.cfg.Name, c.stream, "abandoned").Inc()
+			c.e.m.UploadErrors.WithLabelValues(c.e.cfg.Name, c.stream, "abandoned").Inc()
 			return ErrAbandoned
 		}
 		actx, cancel := context.WithTimeout(ctx, min(attemptTimeout(c.ackWait), left))
@@ -359,9 +359,8 @@ func (c *committer) do(ctx context.Context, what string, step func(context.Conte
 			return nil
 		}
 		c.e.uploadFailed()
-		c.e.m.uploadErrors.WithLabelValues(c.e.cfg.Name, c.stream, errorKind(err)).Inc()
-		var ce *objstore.CollisionError
-		if objstore.IsPermanent(err) || errors.As(err, &ce) || errors.Is(err, errFenced) {
+		c.e.m.UploadErrors.WithLabelValues(c.e.cfg.Name, c.stream, errorKind(err)).Inc()
+		if permanent(err) || errors.Is(err, errFenced) {
 			return err
 		}
 		if ctx.Err() != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/jetlake/jetlake/buffer"
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/metrics"
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/pathtemplate"
@@ -156,7 +157,7 @@ func testExporter(t testing.TB, store objstore.ObjectStore) *Exporter {
 		store:  store,
 		enc:    enc,
 		rejEnc: enc,
-		m:      NewMetrics(nil),
+		m:      metrics.New(nil),
 		acks:   &fakeAcker{},
 	}
 }

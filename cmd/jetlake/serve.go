@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/metrics"
 )
 
 // readiness is what /readyz asks.
@@ -92,8 +92,8 @@ func logServing(log *slog.Logger, addr net.Addr) {
 
 // newRegistry returns a registry with the process and Go collectors and the
 // exporter metrics.
-func newRegistry() (*prometheus.Registry, *exporter.Metrics) {
+func newRegistry() (*prometheus.Registry, *metrics.Metrics) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
-	return reg, exporter.NewMetrics(reg)
+	return reg, metrics.New(reg)
 }

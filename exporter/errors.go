@@ -1,0 +1,66 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlake/jetlake/exporter/jsclient"
+	"github.com/jetlake/jetlake/exporter/objstore"
+)
+
+// The one classifier of errors: what stops a connector (permanent), what
+// set-up retries (retryable), what stops a batch's retries (see
+// committer.do), and the kind upload_errors_total counts (errorKind).
+
+// permanent reports whether err is one that waiting does not mend, and
+// that stops the connector: a wrong setting (jsclient.ConfigError), a
+// refusal of the store or server (objstore.PermanentError), or another
+// writer's object at a key (objstore.CollisionError).
+func permanent(err error) bool {
+	var ce *jsclient.ConfigError
+	var coll *objstore.CollisionError
+	return errors.As(err, &ce) || objstore.IsPermanent(err) || errors.As(err, &coll)
+}
+
+// retryable reports whether a set-up error may go away by itself: a network
+// problem or a server that is not ready, as opposed to a wrong setting.
+func retryable(err error) bool {
+	var api *jetstream.APIError
+	switch {
+	case permanent(err):
+		return false
+	case errors.As(err, &api):
+		return api.Code >= 500
+	}
+	return true
+}
+
+// errorKind classifies a failed store or state operation for the
+// upload_errors_total metric.
+func errorKind(err error) string {
+	var coll *objstore.CollisionError
+	var er minio.ErrorResponse
+	var ne net.Error
+	switch {
+	case errors.Is(err, ErrAbandoned):
+		return "abandoned"
+	case errors.As(err, &coll):
+		return "collision"
+	case objstore.IsPermanent(err):
+		return "permanent"
+	case errors.As(err, &er) && (er.Code == "SlowDown" || er.StatusCode == 503):
+		return "throttled"
+	case errors.As(err, &er) && er.StatusCode >= 500:
+		return "server"
+	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.As(err, &ne), strings.Contains(err.Error(), "connection refused"):
+		return "network"
+	}
+	return "other"
+}
