@@ -154,7 +154,7 @@ func (r *runner) keepQueuedInProgress(now time.Time) {
 	}
 	var due []*job
 	for _, j := range r.up.queue {
-		if j.batch == nil || now.Sub(j.progress) < j.stream.cfg.AckWait/3 {
+		if j.batch == nil || !queuedRenewDue(j.progress, now, j.stream.cfg.AckWait) {
 			continue
 		}
 		if !now.Before(j.ownedUntil()) {
@@ -209,8 +209,7 @@ func (r *runner) keepQueuedInProgress(now time.Time) {
 // ownedUntil is how long the job's messages are surely not redelivered;
 // see committer.ownedUntil.
 func (j *job) ownedUntil() time.Time {
-	ackWait := j.stream.cfg.AckWait
-	return time.Unix(0, j.confirmed.Load()).Add(ackWait - ackWait/10)
+	return ownedUntil(time.Unix(0, j.confirmed.Load()), j.stream.cfg.AckWait)
 }
 
 // confirmAt records that the server restarted the AckWait clocks of the

@@ -10,12 +10,6 @@ import (
 	"github.com/jetlake/jetlake/exporter/jsclient"
 )
 
-// attemptTimeout bounds one PutObject call so that InProgress can be sent in
-// time even when the store stalls.
-func attemptTimeout(ackWait time.Duration) time.Duration {
-	return min(max(ackWait/3, 5*time.Second), 5*time.Minute)
-}
-
 // backoff returns the wait before retry attempt+1: exponential from 200ms to
 // 10s, with jitter over the upper half.
 func backoff(attempt int) time.Duration {

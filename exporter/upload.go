@@ -324,10 +324,9 @@ type committer struct {
 	progress time.Time
 }
 
-// ownedUntil is how long the batch's messages are surely not redelivered:
-// AckWait after progress, less a tenth for the time a delivery or an
-// InProgress spends on the way.
-func (c *committer) ownedUntil() time.Time { return c.progress.Add(c.ackWait - c.ackWait/10) }
+// ownedUntil is how long the batch's messages are surely not redelivered
+// (see the ownership clock).
+func (c *committer) ownedUntil() time.Time { return ownedUntil(c.progress, c.ackWait) }
 
 // do runs step until it succeeds. Every attempt ends before the messages
 // could be redelivered, so that a step never lands (an object stored, an
@@ -339,7 +338,7 @@ func (c *committer) ownedUntil() time.Time { return c.progress.Add(c.ackWait - c
 // when ctx ends.
 func (c *committer) do(ctx context.Context, what string, step func(context.Context) error) error {
 	for attempt := 0; ; attempt++ {
-		if time.Since(c.progress) >= c.ackWait*2/3 {
+		if !time.Now().Before(uploadRenewAt(c.progress, c.ackWait)) {
 			// An answer counts only for InProgress sent while the messages
 			// were surely held: after that they may be redelivered already.
 			if sent, ok := c.inProgress(ctx); ok && sent.Before(c.ownedUntil()) {
@@ -347,7 +346,7 @@ func (c *committer) do(ctx context.Context, what string, step func(context.Conte
 			}
 		}
 		left := time.Until(c.ownedUntil())
-		if left < min(time.Second, c.ackWait/10) {
+		if tooLittleLeft(left, c.ackWait) {
 			c.e.m.UploadErrors.WithLabelValues(c.e.cfg.Name, c.stream, "abandoned").Inc()
 			return ErrAbandoned
 		}
@@ -367,7 +366,7 @@ func (c *committer) do(ctx context.Context, what string, step func(context.Conte
 			return ctx.Err()
 		}
 		wait := backoff(attempt)
-		if until := time.Until(c.progress.Add(c.ackWait * 2 / 3)); until < wait {
+		if until := time.Until(uploadRenewAt(c.progress, c.ackWait)); until < wait {
 			wait = max(until, 0)
 		}
 		c.e.log.Warn(what+" failed; retrying", "key", c.key, "attempt", attempt+1, "retry_in", wait.Round(time.Millisecond), "error", err)

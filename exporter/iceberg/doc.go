@@ -1,7 +1,8 @@
 // Package iceberg writes jetlake's parquet files into an Apache Iceberg
-// table (format v2) through a catalog: the embedded sqlite catalog or
-// PostgreSQL, through iceberg-go's SQL catalog (the Java JdbcCatalog's
-// tables). Only the catalogs in use are linked, and S3 file IO.
+// table (format v2) through a catalog: the SQL catalog of iceberg-go (the
+// embedded sqlite or PostgreSQL, with the Java JdbcCatalog's tables), a
+// REST catalog, or AWS Glue; over S3 file IO that removes files only
+// inside the table's location.
 //
 // # Exactly once
 //
@@ -15,9 +16,8 @@
 //
 // # The ack point
 //
-// This package is the table side of the exporter's Iceberg output, which
-// is designed as follows (the connector setting is not in the exporter
-// yet). The exporter acks a batch's messages once its data file is stored and
+// This package is the table side of the exporter's Iceberg output (the
+// connector's [iceberg] table). The exporter acks a batch's messages once its data file is stored and
 // recorded for commit in the state bucket, not once the table commit
 // lands. The record is the batch's intent, which already names the object
 // and the exact sequences in it, and survives a crash. Acking after the
