@@ -16,6 +16,7 @@ import (
 
 	"github.com/jetlake/jetlake/buffer"
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/jsclient"
 )
 
 // orderAcker records what is sent to reply subjects, in order; requests to
@@ -55,7 +56,7 @@ func gatherResult(s *streamState, first uint64, n int, ackBy time.Time) *result 
 	b := &msgBatch{First: first, Last: first + uint64(n) - 1}
 	for i := range n {
 		seq := first + uint64(i)
-		b.Items = append(b.Items, buffer.Item[ackRef]{Seq: seq, Handle: ackRef(fmt.Sprintf("%s.%d", s.cfg.Stream, seq))})
+		b.Items = append(b.Items, buffer.Item[jsclient.AckRef]{Seq: seq, Handle: jsclient.AckRef(fmt.Sprintf("%s.%d", s.cfg.Stream, seq))})
 	}
 	res := &result{job: &job{stream: s, batch: b}, key: fmt.Sprintf("%s/%d", s.cfg.Stream, first), ackBy: ackBy}
 	res.acks = func(context.Context) { panic("a gathered result was acked on its own") }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jetlake/jetlake/buffer"
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/lossmarker"
@@ -42,18 +43,18 @@ func (r *runner) add(d delivery) {
 // message is to be written: not when it is parked for a takeover, left to
 // the server, waiting for an unresolved intent, held already, or stored
 // already (then it is acked again).
-func (r *runner) admit(d delivery) (*streamState, ackInfo, bool) {
+func (r *runner) admit(d delivery) (*streamState, jsclient.AckInfo, bool) {
 	s := r.streams[d.stream]
 	msg := d.msg
 	r.chores.lastMsg = time.Now()
-	md, ok := parseAckReply(msg.Reply())
+	md, ok := jsclient.ParseAckReply(msg.Reply())
 	if !ok {
 		// Not a JetStream message: nothing to ack, nothing to export.
 		r.log.Error("message without JetStream metadata", "stream", s.cfg.Stream, "subject", msg.Subject(), "reply", msg.Reply())
 		return s, md, false
 	}
-	seq := md.streamSeq
-	s.drained = md.pending == 0
+	seq := md.StreamSeq
+	s.drained = md.Pending == 0
 	if s.cfg.Failover == config.FailoverPinned {
 		if pin := msg.Headers().Get(pinHeader); pin != "" && pin != s.pin {
 			// This instance was just pinned: recover what the previous
@@ -68,10 +69,10 @@ func (r *runner) admit(d delivery) (*streamState, ackInfo, bool) {
 		return s, md, false
 	}
 	s.mReceived.Inc()
-	if md.delivered > 1 {
+	if md.Delivered > 1 {
 		s.mRedelivered.Inc()
 	}
-	switch s.book.Deliver(seq, md.delivered > 1) {
+	switch s.book.Deliver(seq, md.Delivered > 1) {
 	case progress.Unready:
 		// Not pinned yet (a message of the pin in flight as it moved):
 		// leave it to the server, which redelivers it to the pinned one.
@@ -96,9 +97,9 @@ func (r *runner) admit(d delivery) (*streamState, ackInfo, bool) {
 // subject, or partition), encoded as it comes. A message that can not be
 // encoded is rejected (a type error) or poisoned; buffer then reports
 // false.
-func (r *runner) buffer(d delivery, s *streamState, md ackInfo) bool {
+func (r *runner) buffer(d delivery, s *streamState, md jsclient.AckInfo) bool {
 	msg := d.msg
-	seq, ts := md.streamSeq, time.Unix(0, md.timestamp)
+	seq, ts := md.StreamSeq, time.Unix(0, md.Timestamp)
 	out := &r.e.cfg.Output
 	r.intake.rec = formats.Record{
 		Stream:   s.cfg.Stream,
@@ -131,7 +132,7 @@ func (r *runner) buffer(d delivery, s *streamState, md ackInfo) bool {
 	case out.GroupBy == config.GroupBySubject:
 		r.intake.grpBuf = append(r.intake.grpBuf, r.intake.rec.Subject...)
 	}
-	ref := ackRef(msg.Reply())
+	ref := jsclient.AckRef(msg.Reply())
 	if err := r.set.Add(r.intake.grpBuf, r.intake.dirBuf, &r.intake.rec, r.intake.rec.Sequence, r.intake.rec.Time, ref, r.chores.lastMsg); err != nil {
 		var te *formats.TypeError
 		if errors.As(err, &te) {
@@ -141,7 +142,7 @@ func (r *runner) buffer(d delivery, s *streamState, md ackInfo) bool {
 		r.poison(s, msg, err)
 		return false
 	}
-	r.mem.heldMem += refMem(ref)
+	r.mem.heldMem += ref.Mem()
 	r.intake.rec = formats.Record{}
 	r.dispatchChunks()
 	return true
@@ -196,12 +197,12 @@ func (r *runner) reject(idx int, s *streamState, msg jetstream.Msg, te *formats.
 	dir := pathtemplate.AppendRejectedDir(nil, s.cfg.Stream, rec.Time)
 	group := strconv.AppendInt(nil, int64(idx), 10)
 	group = append(group, 0)
-	ref := ackRef(msg.Reply())
+	ref := jsclient.AckRef(msg.Reply())
 	if err := r.rej.Add(group, dir, &rec, rec.Sequence, rec.Time, ref, r.chores.lastMsg); err != nil {
 		r.poison(s, msg, fmt.Errorf("rejected by a typed column (%v) and not writable as JSON: %w", te, err))
 		return
 	}
-	r.mem.heldMem += refMem(ref)
+	r.mem.heldMem += ref.Mem()
 	r.log.Warn("message rejected", "stream", s.cfg.Stream, "subject", rec.Subject, "sequence", rec.Sequence, "reason", te.Error())
 	r.relieve()
 	r.takeSealed()
@@ -219,11 +220,11 @@ func (r *runner) poison(s *streamState, msg jetstream.Msg, why error) {
 	if j := s.poisoned; j != nil && j.marker.Subject == subject && j.marker.LastSeq+1 == seq {
 		j.marker.LastSeq = seq
 		j.marker.Count++
-		j.term = append(j.term, ackRef(msg.Reply()))
+		j.term = append(j.term, jsclient.AckRef(msg.Reply()))
 		return
 	}
 	r.flushPoison()
-	s.poisoned = &job{stream: s, term: []ackRef{ackRef(msg.Reply())}, marker: &lossmarker.Marker{
+	s.poisoned = &job{stream: s, term: []jsclient.AckRef{jsclient.AckRef(msg.Reply())}, marker: &lossmarker.Marker{
 		Stream: s.cfg.Stream, Consumer: s.cfg.Consumer, Subject: subject,
 		FirstSeq: seq, LastSeq: seq, Count: 1,
 		Reason: lossmarker.Poison,

@@ -70,7 +70,7 @@ type Exporter struct {
 	wrapState   func(state.Store) state.Store
 	conditional bool                     // the store honours If-None-Match: *
 	encoding    sync.Mutex               // held while a parquet batch is encoded
-	acks        acker                    // the connection messages arrive on; set by Run
+	acks        jsclient.Acker           // the connection messages arrive on; set by Run
 	js          jetstream.JetStream      // on that connection; set by Run
 	perms       jsclient.PermissionWatch // ends a Run that NATS refuses a publish or subscription; see permission.go
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/jetlake/jetlake/buffer"
+	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/progress"
 )
 
@@ -65,7 +66,7 @@ func TestBatchSeqsMatchesNewSeqSet(t *testing.T) {
 	} {
 		b := &msgBatch{}
 		for _, q := range seqs {
-			b.Items = append(b.Items, buffer.Item[ackRef]{Seq: q})
+			b.Items = append(b.Items, buffer.Item[jsclient.AckRef]{Seq: q})
 		}
 		got, want := batchSeqs(b), progress.NewSeqs(seqs)
 		if !slices.Equal(got.Ranges(), want.Ranges()) {
@@ -79,7 +80,7 @@ func TestBatchSeqsMatchesNewSeqSet(t *testing.T) {
 func BenchmarkBatchSeqs(b *testing.B) {
 	batch := &msgBatch{}
 	for i := range 20_000 {
-		batch.Items = append(batch.Items, buffer.Item[ackRef]{Seq: uint64(i*10 + 3)})
+		batch.Items = append(batch.Items, buffer.Item[jsclient.AckRef]{Seq: uint64(i*10 + 3)})
 	}
 	b.ReportAllocs()
 	for b.Loop() {

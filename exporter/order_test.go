@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jetlake/jetlake/buffer"
+	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/formats"
 )
@@ -17,7 +18,7 @@ func TestBatchesOfOneBufferAreUploadedInOrder(t *testing.T) {
 	r, s := hotRunner(t)
 	add := func(seq uint64, subject string) {
 		rec := formats.Record{Stream: "S", Subject: subject, Sequence: seq, Time: time.Unix(0, 0), Data: []byte(`{}`)}
-		if err := r.set.Add([]byte("0\x00"+subject), []byte(subject), &rec, seq, rec.Time, ackRef("$JS.ACK.S.c.1.1.1.0.0"), time.Unix(0, 0)); err != nil {
+		if err := r.set.Add([]byte("0\x00"+subject), []byte(subject), &rec, seq, rec.Time, jsclient.AckRef("$JS.ACK.S.c.1.1.1.0.0"), time.Unix(0, 0)); err != nil {
 			t.Fatal(err)
 		}
 		s.book.Deliver(seq, false)

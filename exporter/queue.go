@@ -12,6 +12,7 @@ import (
 
 	"github.com/jetlake/jetlake/buffer"
 	"github.com/jetlake/jetlake/exporter/iceberg"
+	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/exporter/state"
@@ -23,8 +24,8 @@ import (
 // batches: records encoded by the connector's formats.Encoder, of messages
 // acked through their ackRef.
 type (
-	batchSet = buffer.Set[ackRef, formats.Record, formats.Batch]
-	msgBatch = buffer.Batch[ackRef, formats.Batch]
+	batchSet = buffer.Set[jsclient.AckRef, formats.Record, formats.Batch]
+	msgBatch = buffer.Batch[jsclient.AckRef, formats.Batch]
 )
 
 // job is a sealed batch, or a loss marker, on its way to the store.
@@ -51,7 +52,7 @@ type job struct {
 	large     bool // handed to an uploader as a large upload
 
 	marker *lossmarker.Marker // instead of a batch
-	term   []ackRef           // poison messages to terminate once the marker is stored
+	term   []jsclient.AckRef  // poison messages to terminate once the marker is stored
 }
 
 // bufferKey names the buffer a batch was filled in: its set and group.
@@ -179,7 +180,7 @@ func (r *runner) keepQueuedInProgress(now time.Time) {
 			if it.Handle == last {
 				continue
 			}
-			if err := it.Handle.inProgress(r.e.acks); err != nil {
+			if err := it.Handle.InProgress(r.e.acks); err != nil {
 				ok = false
 			}
 		}
@@ -192,7 +193,7 @@ func (r *runner) keepQueuedInProgress(now time.Time) {
 	r.up.confirming = true
 	r.beside(func() func() {
 		ctx, cancel := context.WithTimeout(context.Background(), inProgressTimeout)
-		err := last.confirmInProgress(ctx, r.e.acks)
+		err := last.ConfirmInProgress(ctx, r.e.acks)
 		cancel()
 		return func() {
 			r.up.confirming = false
@@ -366,7 +367,7 @@ func (r *runner) finish(res *result) error {
 	if j.marker != nil {
 		var term []uint64
 		for _, ref := range j.term {
-			term = append(term, ref.seq())
+			term = append(term, ref.Seq())
 		}
 		s.book.MarkerDone(j.marker.Runs(), term, res.stored)
 		if res.stored {
@@ -378,7 +379,7 @@ func (r *runner) finish(res *result) error {
 	defer j.set.Release(b)
 	for _, it := range b.Items {
 		s.book.Release(it.Seq)
-		r.mem.heldMem -= refMem(it.Handle)
+		r.mem.heldMem -= it.Handle.Mem()
 	}
 	if res.stored && j.set == r.set && r.e.table != nil && res.intentKey != "" {
 		r.e.table.storedWith(res.intentKey, res.key, b.First, b.Last, res.tail)

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jetlake/jetlake/buffer"
+	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
@@ -114,10 +115,10 @@ func newRunner(e *Exporter, streams []*streamState) *runner {
 		log:     e.log,
 		streams: streams,
 		groups:  e.groups,
-		set:     buffer.New[ackRef, formats.Record](e.enc.NewBatch, limits),
+		set:     buffer.New[jsclient.AckRef, formats.Record](e.enc.NewBatch, limits),
 		// Rejected messages wait in their own buffers, one object per stream
 		// and day, under _jetlake/rejected/.
-		rej: buffer.New[ackRef, formats.Record](e.rejEnc.NewBatch, limits),
+		rej: buffer.New[jsclient.AckRef, formats.Record](e.rejEnc.NewBatch, limits),
 		wires: wires{
 			in:       make(chan delivery, 64),
 			fatal:    make(chan error, len(streams)+1),

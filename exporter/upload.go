@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/exporter/iceberg"
+	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/state"
 	"github.com/jetlake/jetlake/formats"
@@ -90,7 +91,7 @@ func (e *Exporter) writeMarker(ctx context.Context, j *job) *result {
 	res.stored = true
 	nc := e.acks
 	for _, ref := range j.term {
-		if err := ref.term(nc, "jetlake: "+m.Error); err != nil {
+		if err := ref.Term(nc, "jetlake: "+m.Error); err != nil {
 			e.log.Warn("terminating a poison message failed; it will come back and be recorded again", "error", err)
 		}
 	}
@@ -312,8 +313,8 @@ func (e *Exporter) existing(key string, md map[string]string, id string) error {
 type committer struct {
 	e       *Exporter
 	stream  string
-	b       *msgBatch // messages to keep in progress, or
-	msgs    []ackRef  // these
+	b       *msgBatch         // messages to keep in progress, or
+	msgs    []jsclient.AckRef // these
 	key     string
 	ackWait time.Duration
 	// progress is a time at or before which the server last (re)started
@@ -388,7 +389,7 @@ const inProgressTimeout = 2 * time.Second
 func (c *committer) inProgress(ctx context.Context) (time.Time, bool) {
 	refs := c.msgs
 	if c.b != nil {
-		refs = make([]ackRef, len(c.b.Items))
+		refs = make([]jsclient.AckRef, len(c.b.Items))
 		for i, it := range c.b.Items {
 			refs[i] = it.Handle
 		}
@@ -400,13 +401,13 @@ func (c *committer) inProgress(ctx context.Context) (time.Time, bool) {
 	nc := c.e.acks
 	ok := true
 	for _, ref := range refs[:len(refs)-1] {
-		if err := ref.inProgress(nc); err != nil {
+		if err := ref.InProgress(nc); err != nil {
 			ok = false
 		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, min(inProgressTimeout, max(time.Until(c.ownedUntil()), 0)))
 	defer cancel()
-	return sent, refs[len(refs)-1].confirmInProgress(wctx, nc) == nil && ok
+	return sent, refs[len(refs)-1].ConfirmInProgress(wctx, nc) == nil && ok
 }
 
 // ack acks every message of a stored batch and confirms: the last ack waits
@@ -430,7 +431,7 @@ func (e *Exporter) ackBatches(ctx context.Context, batches []*msgBatch) error {
 			items = items[:len(items)-1]
 		}
 		for _, it := range items {
-			if err := it.Handle.ack(nc); err != nil && firstErr == nil {
+			if err := it.Handle.Ack(nc); err != nil && firstErr == nil {
 				firstErr = fmt.Errorf("ack sequence %d: %w", it.Seq, err)
 			}
 		}
@@ -438,7 +439,7 @@ func (e *Exporter) ackBatches(ctx context.Context, batches []*msgBatch) error {
 	if faultAt("after-acks") {
 		// Make sure the acks left before the crash; the point counts
 		// batches.
-		if err := last.Handle.ack(nc); err == nil {
+		if err := last.Handle.Ack(nc); err == nil {
 			for range batches {
 				crashPoint("after-acks")
 			}
@@ -446,7 +447,7 @@ func (e *Exporter) ackBatches(ctx context.Context, batches []*msgBatch) error {
 	}
 	for attempt := 0; attempt < 3; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := last.Handle.confirmAck(actx, nc)
+		err := last.Handle.ConfirmAck(actx, nc)
 		cancel()
 		if err == nil {
 			return firstErr

@@ -19,6 +19,7 @@ import (
 
 	"github.com/jetlake/jetlake/buffer"
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/metrics"
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/formats"
@@ -89,14 +90,14 @@ type fakeAcker struct {
 	silent bool // requests get no answer
 }
 
-func (a *fakeAcker) register(m *fakeMsg) ackRef {
+func (a *fakeAcker) register(m *fakeMsg) jsclient.AckRef {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.msgs == nil {
 		a.msgs = map[string]*fakeMsg{}
 	}
 	a.msgs[m.Reply()] = m
-	return ackRef(m.Reply())
+	return jsclient.AckRef(m.Reply())
 }
 
 func (a *fakeAcker) msg(subj string) *fakeMsg {
@@ -165,7 +166,7 @@ func testExporter(t testing.TB, store objstore.ObjectStore) *Exporter {
 // sealedJob returns a sealed batch of n fake messages opened at opened.
 func sealedJob(t *testing.T, e *Exporter, n int, opened time.Time, ackWait time.Duration) (*job, []*fakeMsg) {
 	t.Helper()
-	set := buffer.New[ackRef, formats.Record](e.enc.NewBatch, buffer.Limits{})
+	set := buffer.New[jsclient.AckRef, formats.Record](e.enc.NewBatch, buffer.Limits{})
 	var msgs []*fakeMsg
 	for i := range n {
 		m := &fakeMsg{seq: uint64(10 + i)}

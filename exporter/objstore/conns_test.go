@@ -67,7 +67,11 @@ func TestS3StoreKeepsAConnectionPerUpload(t *testing.T) {
 		close(start)
 		wg.Wait()
 	}
-	if n := conns.Load(); n > inFlight {
-		t.Errorf("%d connections opened for 3 rounds of %d PUTs at once, want at most %d", n, inFlight, inFlight)
+	// A connection goes back to the pool just after its PUT returns, so
+	// on a loaded machine a PUT of the next round may now and then open one
+	// more; a pool that kept too few would open a whole round's excess
+	// (24 more a round at the default of 16 a host).
+	if n, most := conns.Load(), int64(inFlight+inFlight/8); n > most {
+		t.Errorf("%d connections opened for 3 rounds of %d PUTs at once, want at most %d", n, inFlight, most)
 	}
 }

@@ -1,4 +1,4 @@
-package exporter
+package jsclient
 
 import (
 	"context"
@@ -7,23 +7,23 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// ackInfo is what the exporter needs of a message's JetStream metadata.
-type ackInfo struct {
-	streamSeq uint64
-	delivered uint64
-	timestamp int64  // unix nanoseconds
-	pending   uint64 // messages the consumer had still to deliver after this one
+// AckInfo is what the exporter needs of a message's JetStream metadata.
+type AckInfo struct {
+	StreamSeq uint64
+	Delivered uint64
+	Timestamp int64  // unix nanoseconds
+	Pending   uint64 // messages the consumer had still to deliver after this one
 }
 
-// parseAckReply reads the metadata JetStream puts in a message's reply
+// ParseAckReply reads the metadata JetStream puts in a message's reply
 // subject, as jetstream.Msg.Metadata does, without allocating:
 //
 //	$JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<tm>.<pending>
 //	$JS.ACK.<domain>.<account hash>.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<tm>.<pending>[.<token>...]
-func parseAckReply(reply string) (ackInfo, bool) {
+func ParseAckReply(reply string) (AckInfo, bool) {
 	rest, ok := strings.CutPrefix(reply, "$JS.ACK.")
 	if !ok {
-		return ackInfo{}, false
+		return AckInfo{}, false
 	}
 	n := strings.Count(rest, ".") + 3 // tokens, $JS and ACK included
 	skip := 0
@@ -33,7 +33,7 @@ func parseAckReply(reply string) (ackInfo, bool) {
 	case n >= 11:
 		skip = 4 // domain, account hash, stream, consumer
 	default:
-		return ackInfo{}, false
+		return AckInfo{}, false
 	}
 	for range skip {
 		_, rest, _ = strings.Cut(rest, ".")
@@ -44,11 +44,11 @@ func parseAckReply(reply string) (ackInfo, bool) {
 		tok, rest, _ = strings.Cut(rest, ".")
 		v, ok := parseUint(tok)
 		if !ok {
-			return ackInfo{}, false
+			return AckInfo{}, false
 		}
 		fields[i] = v
 	}
-	return ackInfo{delivered: fields[0], streamSeq: fields[1], timestamp: int64(fields[3]), pending: fields[4]}, true
+	return AckInfo{Delivered: fields[0], StreamSeq: fields[1], Timestamp: int64(fields[3]), Pending: fields[4]}, true
 }
 
 func parseUint(s string) (uint64, bool) {
@@ -70,17 +70,17 @@ func parseUint(s string) (uint64, bool) {
 	return n, true
 }
 
-// acker sends acknowledgements to the server; *nats.Conn is one.
-type acker interface {
+// Acker sends acknowledgements to the server; *nats.Conn is one.
+type Acker interface {
 	Publish(subj string, data []byte) error
 	RequestWithContext(ctx context.Context, subj string, data []byte) (*nats.Msg, error)
 }
 
-// ackRef is a delivered message's reply subject, all that acking it takes.
+// AckRef is a delivered message's reply subject, all that acking it takes.
 // Buffers and uploads keep it instead of the jetstream.Msg, so that a
 // buffered message does not keep its delivery (payload, headers, subject)
 // alive once the payload is encoded into a batch.
-type ackRef string
+type AckRef string
 
 // Bodies of the acknowledgements, as the server reads them.
 var (
@@ -88,40 +88,40 @@ var (
 	inProgressBody = []byte("+WPI")
 )
 
-// refMem is the memory one held message costs until it is acked: its reply
+// Mem is the memory one held message costs until it is acked: its reply
 // subject, its item in a batch and its entry in the held set.
-func refMem(r ackRef) int64 { return int64(len(r)) + 64 }
+func (r AckRef) Mem() int64 { return int64(len(r)) + 64 }
 
-// ack acks the message. The ack goes out on the connection the message
+// Ack acks the message. The ack goes out on the connection the message
 // came on, after the acks sent before it.
-func (r ackRef) ack(nc acker) error { return nc.Publish(string(r), ackBody) }
+func (r AckRef) Ack(nc Acker) error { return nc.Publish(string(r), ackBody) }
 
-// inProgress restarts the message's AckWait clock.
-func (r ackRef) inProgress(nc acker) error { return nc.Publish(string(r), inProgressBody) }
+// InProgress restarts the message's AckWait clock.
+func (r AckRef) InProgress(nc Acker) error { return nc.Publish(string(r), inProgressBody) }
 
-// confirmInProgress restarts the message's AckWait clock and waits for the
+// ConfirmInProgress restarts the message's AckWait clock and waits for the
 // server's reply, which comes once the server has processed this and every
 // acknowledgement sent before it on the same connection.
-func (r ackRef) confirmInProgress(ctx context.Context, nc acker) error {
+func (r AckRef) ConfirmInProgress(ctx context.Context, nc Acker) error {
 	_, err := nc.RequestWithContext(ctx, string(r), inProgressBody)
 	return err
 }
 
-// confirmAck acks the message and waits for the server's reply, which comes
+// ConfirmAck acks the message and waits for the server's reply, which comes
 // once the server has processed this ack and every ack sent before it on
 // the same connection.
-func (r ackRef) confirmAck(ctx context.Context, nc acker) error {
+func (r AckRef) ConfirmAck(ctx context.Context, nc Acker) error {
 	_, err := nc.RequestWithContext(ctx, string(r), ackBody)
 	return err
 }
 
-// term terminates the message: it is never redelivered.
-func (r ackRef) term(nc acker, reason string) error {
+// Term terminates the message: it is never redelivered.
+func (r AckRef) Term(nc Acker, reason string) error {
 	return nc.Publish(string(r), []byte("+TERM "+reason))
 }
 
-// seq is the message's stream sequence.
-func (r ackRef) seq() uint64 {
-	md, _ := parseAckReply(string(r))
-	return md.streamSeq
+// Seq is the message's stream sequence.
+func (r AckRef) Seq() uint64 {
+	md, _ := ParseAckReply(string(r))
+	return md.StreamSeq
 }
