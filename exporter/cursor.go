@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/exporter/jsclient"
@@ -272,7 +271,7 @@ func (r *runner) checkCursor(s *streamState, res *walkResult, now time.Time) {
 	ctx := r.ctx
 	r.beside(func() func() {
 		mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		moved, err := r.e.moveConsumer(mctx, s, cons, q)
+		moved, err := jsclient.Move(mctx, r.e.js, s.stream, r.e.cfg.Name, s.cfg, cons, q)
 		cancel()
 		return func() { r.cursorMoved(s, moved, q, why, err) }
 	})
@@ -295,34 +294,4 @@ func (r *runner) cursorMoved(s *streamState, moved jetstream.Consumer, from uint
 	if moved != nil && s.pulling() {
 		r.repull(s, moved)
 	}
-}
-
-// moveConsumer makes cons, s's consumer, deliver from sequence from on:
-// with a reset on servers that have it (2.14+); by deleting and creating
-// it again on older ones, or when its deliver policy does not allow the
-// reset (deliver new, or a start sequence above from). It returns the new
-// consumer when it made one.
-func (e *Exporter) moveConsumer(ctx context.Context, s *streamState, cons jetstream.Consumer, from uint64) (jetstream.Consumer, error) {
-	_, err := e.js.ResetConsumerToSequence(ctx, s.cfg.Stream, s.cfg.Consumer, from)
-	switch {
-	case err == nil:
-		return nil, nil
-	case errors.Is(err, jetstream.ErrConsumerInvalidReset), errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrJetStreamNotEnabled):
-	default:
-		return nil, fmt.Errorf("reset to sequence %d: %w", from, err)
-	}
-	cfg := jsclient.Settings(e.cfg.Name, s.cfg)
-	if cons != nil {
-		if info := cons.CachedInfo(); info != nil {
-			cfg = info.Config
-		}
-	}
-	if err := s.stream.DeleteConsumer(ctx, s.cfg.Consumer); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return nil, fmt.Errorf("delete to create again from sequence %d: %w", from, err)
-	}
-	made, err := s.stream.CreateConsumer(ctx, jsclient.ConsumerFrom(cfg, from))
-	if err != nil {
-		return nil, fmt.Errorf("create again from sequence %d: %w", from, err)
-	}
-	return made, nil
 }

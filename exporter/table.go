@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/state"
@@ -123,7 +121,7 @@ func (e *Exporter) newLakeTable(t *iceberg.Table, part *iceberg.Partitioner, dat
 	ic := e.cfg.Iceberg
 	lt := &lakeTable{
 		t: t, part: part, dataPrefix: dataPrefix, bucket: e.cfg.S3.Bucket, uuid: t.UUID(),
-		committer: iceberg.NewCommitter(t, planStore{e.intents}, statekey.Commits(e.cfg.Name, ic.Namespace, ic.Table)),
+		committer: iceberg.NewCommitter(t, state.Plans(e.intents), statekey.Commits(e.cfg.Name, ic.Namespace, ic.Table)),
 		planOf:    map[string]*iceberg.Plan{}, left: map[*iceberg.Plan]int{},
 		claimed: map[string]bool{}, deferred: map[string]bool{}, lastCommit: time.Now(),
 	}
@@ -441,29 +439,4 @@ func (lt *lakeTable) takePending() []iceberg.File {
 	}
 	lt.backlog = len(lt.pending) > 0
 	return files
-}
-
-// planStore is the iceberg.PlanStore of the state bucket.
-type planStore struct{ st state.Store }
-
-func (p planStore) Create(ctx context.Context, key string, value []byte) error {
-	err := p.st.Create(ctx, key, value)
-	if errors.Is(err, jetstream.ErrKeyExists) {
-		return fmt.Errorf("%w: %w", iceberg.ErrExists, err)
-	}
-	return err
-}
-
-func (p planStore) Get(ctx context.Context, key string) ([]byte, error) {
-	v, _, err := p.st.Get(ctx, key)
-	if errors.Is(err, state.ErrNoRecord) {
-		return nil, iceberg.ErrMissing
-	}
-	return v, err
-}
-
-func (p planStore) Delete(ctx context.Context, key string) error { return p.st.Delete(ctx, key) }
-
-func (p planStore) List(ctx context.Context, prefix string) (map[string][]byte, error) {
-	return p.st.List(ctx, prefix)
 }

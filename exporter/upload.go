@@ -2,7 +2,6 @@ package exporter
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -120,7 +119,7 @@ func (e *Exporter) storeBatch(ctx context.Context, j *job) *result {
 	inTable := e.table != nil && j.set != nil && j.enc == e.enc
 	if inTable {
 		prefix = e.table.dataPrefix
-		res.tail = parquetTail(body)
+		res.tail = iceberg.TailOf(body)
 	}
 	res.key, err = pathtemplate.Key(prefix, b.Dir, b.First, b.Last, j.enc.Ext())
 	if err != nil {
@@ -261,30 +260,6 @@ func (e *Exporter) finish(b formats.Batch, parquet bool) (formats.Body, error) {
 		defer e.encoding.Unlock()
 	}
 	return b.Finish()
-}
-
-// parquetTail returns the end of a parquet body from its footer on, for
-// the table commit to read the file's statistics from; nil when the body
-// does not end like a parquet file.
-func parquetTail(body formats.Body) *iceberg.Tail {
-	size := body.Len()
-	r := body.NewReader()
-	var end [8]byte
-	if size < 12 {
-		return nil
-	}
-	if _, err := r.ReadAt(end[:], size-8); err != nil || string(end[4:]) != "PAR1" {
-		return nil
-	}
-	n := int64(binary.LittleEndian.Uint32(end[:4])) + 8
-	if n > size-4 {
-		return nil
-	}
-	tail := make([]byte, n)
-	if _, err := r.ReadAt(tail, size-n); err != nil {
-		return nil
-	}
-	return &iceberg.Tail{Size: size, Bytes: tail}
 }
 
 // existingMarker decides about an object found at the key of a loss marker:

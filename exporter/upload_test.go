@@ -19,6 +19,7 @@ import (
 
 	"github.com/jetlake/jetlake/buffer"
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/metrics"
 	"github.com/jetlake/jetlake/exporter/objstore"
@@ -301,14 +302,14 @@ func TestParquetTailIsTheFooter(t *testing.T) {
 		t.Fatal(err)
 	}
 	whole := body.Bytes()
-	tail := parquetTail(body)
+	tail := iceberg.TailOf(body)
 	if tail == nil || tail.Size != int64(len(whole)) || !bytes.HasSuffix(whole, tail.Bytes) || len(tail.Bytes) >= len(whole) {
 		t.Fatalf("tail %+v of a %d-byte file", tail, len(whole))
 	}
 	if n := int(binary.LittleEndian.Uint32(tail.Bytes[len(tail.Bytes)-8:])); len(tail.Bytes) != n+8 || string(tail.Bytes[len(tail.Bytes)-4:]) != "PAR1" {
 		t.Fatalf("the tail is not the %d-byte footer and its trailer", n)
 	}
-	if parquetTail(formats.NewBody([]byte("{\"a\":1}\n"))) != nil {
+	if iceberg.TailOf(formats.NewBody([]byte("{\"a\":1}\n"))) != nil {
 		t.Fatal("a JSON body has a parquet tail")
 	}
 }

@@ -1,6 +1,7 @@
 package iceberg
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	iceio "github.com/apache/iceberg-go/io"
+
+	"github.com/jetlake/jetlake/formats"
 )
 
 // tailIO serves one data file from its tail: its size and its last bytes.
@@ -91,3 +94,27 @@ func (i tailInfo) Mode() fs.FileMode  { return 0o444 }
 func (i tailInfo) ModTime() time.Time { return time.Time{} }
 func (i tailInfo) IsDir() bool        { return false }
 func (i tailInfo) Sys() any           { return nil }
+
+// TailOf returns the end of a parquet body from its footer on, for
+// the table commit to read the file's statistics from; nil when the body
+// does not end like a parquet file.
+func TailOf(body formats.Body) *Tail {
+	size := body.Len()
+	r := body.NewReader()
+	var end [8]byte
+	if size < 12 {
+		return nil
+	}
+	if _, err := r.ReadAt(end[:], size-8); err != nil || string(end[4:]) != "PAR1" {
+		return nil
+	}
+	n := int64(binary.LittleEndian.Uint32(end[:4])) + 8
+	if n > size-4 {
+		return nil
+	}
+	tail := make([]byte, n)
+	if _, err := r.ReadAt(tail, size-n); err != nil {
+		return nil
+	}
+	return &Tail{Size: size, Bytes: tail}
+}

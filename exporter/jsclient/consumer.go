@@ -381,3 +381,33 @@ func UnpartitionedRefusal(c *config.Connector, s config.Stream, have jetstream.S
 		"it would export the stream again, with the partition token in every key and subject; set %s.partitions = %d",
 		t.Source, t.Destination, n, StreamKey(c, s), StreamKey(c, s), n)
 }
+
+// Move makes cons, the consumer of s (a [[streams]] entry of connector), deliver from sequence from on:
+// with a reset on servers that have it (2.14+); by deleting and creating
+// it again on older ones, or when its deliver policy does not allow the
+// reset (deliver new, or a start sequence above from). It returns the new
+// consumer when it made one.
+func Move(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, connector string, s config.Stream, cons jetstream.Consumer, from uint64) (jetstream.Consumer, error) {
+	_, err := js.ResetConsumerToSequence(ctx, s.Stream, s.Consumer, from)
+	switch {
+	case err == nil:
+		return nil, nil
+	case errors.Is(err, jetstream.ErrConsumerInvalidReset), errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrJetStreamNotEnabled):
+	default:
+		return nil, fmt.Errorf("reset to sequence %d: %w", from, err)
+	}
+	cfg := Settings(connector, s)
+	if cons != nil {
+		if info := cons.CachedInfo(); info != nil {
+			cfg = info.Config
+		}
+	}
+	if err := stream.DeleteConsumer(ctx, s.Consumer); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("delete to create again from sequence %d: %w", from, err)
+	}
+	made, err := stream.CreateConsumer(ctx, ConsumerFrom(cfg, from))
+	if err != nil {
+		return nil, fmt.Errorf("create again from sequence %d: %w", from, err)
+	}
+	return made, nil
+}
