@@ -15,7 +15,7 @@ import (
 
 // The one classifier of errors: what stops a connector (permanent), what
 // set-up retries (retryable), what stops a batch's retries (see
-// committer.do), and the kind upload_errors_total counts (errorKind).
+// batchSteps.do), and the kind upload_errors_total counts (errorKind).
 
 // permanent reports whether err is one that waiting does not mend, and
 // that stops the connector: a wrong setting (jsclient.ConfigError), a

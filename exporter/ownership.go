@@ -21,7 +21,7 @@ func queuedRenewDue(progress, now time.Time, ackWait time.Duration) bool {
 	return now.Sub(progress) >= ackWait/3
 }
 
-// uploadRenewAt is when the committer renews the clock of the batch it
+// uploadRenewAt is when batchSteps renews the clock of the batch it
 // stores, started at progress: two thirds of AckWait on. Its retries wait
 // no longer than that.
 func uploadRenewAt(progress time.Time, ackWait time.Duration) time.Time {

@@ -208,7 +208,7 @@ func (r *runner) keepQueuedInProgress(now time.Time) {
 }
 
 // ownedUntil is how long the job's messages are surely not redelivered;
-// see committer.ownedUntil.
+// see batchSteps.ownedUntil.
 func (j *job) ownedUntil() time.Time {
 	return ownedUntil(time.Unix(0, j.confirmed.Load()), j.stream.cfg.AckWait)
 }

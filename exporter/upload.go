@@ -55,7 +55,7 @@ func (e *Exporter) writeMarker(ctx context.Context, j *job) *result {
 	}
 	e.log.Warn("messages lost", "stream", m.Stream, "consumer", m.Consumer, "subject", m.Subject,
 		"first_seq", m.FirstSeq, "last_seq", m.LastSeq, "count", m.Count, "reason", string(m.Reason), "error", m.Error, "marker", res.key)
-	c := &committer{e: e, stream: j.stream.cfg.Stream, key: res.key, ackWait: j.stream.cfg.AckWait, progress: time.Now()}
+	c := &batchSteps{e: e, stream: j.stream.cfg.Stream, key: res.key, ackWait: j.stream.cfg.AckWait, progress: time.Now()}
 	c.msgs = j.term
 	// Written like data: conditionally, and what is found at the key is
 	// checked, so that a marker of another connector sharing the prefix is
@@ -109,7 +109,7 @@ func (e *Exporter) writeMarker(ctx context.Context, j *job) *result {
 func (e *Exporter) storeBatch(ctx context.Context, j *job) *result {
 	b := j.batch
 	res := &result{job: j}
-	body, err := e.finish(b.Body, j.format == string(formats.Parquet))
+	body, err := e.encodeBody(b.Body, j.format == string(formats.Parquet))
 	if err != nil {
 		res.err = fmt.Errorf("encode batch %d-%d: %w", b.First, b.Last, err)
 		return res
@@ -142,7 +142,7 @@ func (e *Exporter) storeBatch(ctx context.Context, j *job) *result {
 		res.seqs = enc
 		objstore.SetSeqs(opts.Metadata, enc)
 	}
-	c := &committer{e: e, stream: st.cfg.Stream, b: b, ackWait: st.cfg.AckWait, progress: time.Unix(0, j.confirmed.Load()), key: res.key}
+	c := &batchSteps{e: e, stream: st.cfg.Stream, b: b, ackWait: st.cfg.AckWait, progress: time.Unix(0, j.confirmed.Load()), key: res.key}
 	start := time.Now()
 
 	if e.intents != nil {
@@ -208,7 +208,7 @@ func (e *Exporter) batchPut(j *job, in *state.Intent, inTable bool) objstore.Put
 
 // recordIntent writes a batch's intent under ikey before its upload,
 // retried by c; an earlier attempt's intent that got through counts.
-func (e *Exporter) recordIntent(ctx context.Context, c *committer, ikey string, in *state.Intent) error {
+func (e *Exporter) recordIntent(ctx context.Context, c *batchSteps, ikey string, in *state.Intent) error {
 	value, err := json.Marshal(in)
 	if err != nil {
 		return err
@@ -249,12 +249,12 @@ func (e *Exporter) putOnce(ctx context.Context, key string, body formats.Body, o
 	return err
 }
 
-// finish encodes a batch's object. Parquet batches are encoded one at a
+// encodeBody encodes a batch's object. Parquet batches are encoded one at a
 // time: the writer holds about as much again as the batch's column values
 // while it encodes them, outside the budget, and uploaders encoding four
 // files at once took the process 30 MiB past its memory bound; the two
 // cores are the bound of encoding anyway.
-func (e *Exporter) finish(b formats.Batch, parquet bool) (formats.Body, error) {
+func (e *Exporter) encodeBody(b formats.Batch, parquet bool) (formats.Body, error) {
 	if parquet {
 		e.encoding.Lock()
 		defer e.encoding.Unlock()
@@ -283,9 +283,9 @@ func (e *Exporter) existing(key string, md map[string]string, id string) error {
 	return &objstore.CollisionError{Key: key, Intent: md[objstore.MetaIntent], Stream: md[objstore.MetaStream], StreamCreated: md[objstore.MetaStreamCreated]}
 }
 
-// committer runs the steps of one batch's commit with retries, keeping the
+// batchSteps runs the steps of one batch's commit with retries, keeping the
 // batch's messages in progress.
-type committer struct {
+type batchSteps struct {
 	e       *Exporter
 	stream  string
 	b       *msgBatch         // messages to keep in progress, or
@@ -302,7 +302,7 @@ type committer struct {
 
 // ownedUntil is how long the batch's messages are surely not redelivered
 // (see the ownership clock).
-func (c *committer) ownedUntil() time.Time { return ownedUntil(c.progress, c.ackWait) }
+func (c *batchSteps) ownedUntil() time.Time { return ownedUntil(c.progress, c.ackWait) }
 
 // do runs step until it succeeds. Every attempt ends before the messages
 // could be redelivered, so that a step never lands (an object stored, an
@@ -312,7 +312,7 @@ func (c *committer) ownedUntil() time.Time { return ownedUntil(c.progress, c.ack
 // returns ErrAbandoned once it cannot: the AckWait is (nearly) spent. It
 // returns a *PermanentError or *CollisionError at once, and ctx's error
 // when ctx ends.
-func (c *committer) do(ctx context.Context, what string, step func(context.Context) error) error {
+func (c *batchSteps) do(ctx context.Context, what string, step func(context.Context) error) error {
 	for attempt := 0; ; attempt++ {
 		if !time.Now().Before(uploadRenewAt(c.progress, c.ackWait)) {
 			// An answer counts only for InProgress sent while the messages
@@ -361,7 +361,7 @@ const inProgressTimeout = 2 * time.Second
 // last of them, which it does once it has processed every one sent before
 // on the same connection. It returns when the first was sent and whether
 // the server answered: only then are the clocks known to have restarted.
-func (c *committer) inProgress(ctx context.Context) (time.Time, bool) {
+func (c *batchSteps) inProgress(ctx context.Context) (time.Time, bool) {
 	refs := c.msgs
 	if c.b != nil {
 		refs = make([]jsclient.AckRef, len(c.b.Items))
