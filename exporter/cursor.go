@@ -220,14 +220,14 @@ func (e *Exporter) recordStart(ctx context.Context, s *streamState) (uint64, err
 		return 0, nil
 	case err != nil:
 		return 0, err
-	case rec == nil || !rec.StreamCreated.Equal(s.created):
+	case rec == nil:
 		return 0, nil
 	}
 	si, err := s.stream.Info(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("stream info: %w", err)
 	}
-	if rec.Claims() > si.State.LastSeq {
+	if state.Judge(rec, s.created, si.State.LastSeq) != state.Believed {
 		return 0, nil
 	}
 	return rec.Floor + 1, nil

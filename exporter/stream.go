@@ -208,21 +208,20 @@ func (e *Exporter) loadLedgerStart(ctx context.Context, s *streamState) (*ledger
 		e.log.Warn("the export record can not be read; starting from the consumer's ack floor", "stream", s.cfg.Stream, "error", err)
 	case err != nil:
 		return nil, err
-	case rec == nil:
-	case rec.StreamCreated.Equal(s.created) && rec.Claims() > si.State.LastSeq:
-		// No sequence past the stream's last was ever delivered, so no
-		// process exported it: the record was not written by jetlake for
-		// this stream, and none of it is believed.
-		e.log.Error("the export record claims sequences the stream never had: it is not trusted; starting from the consumer's ack floor, and the next write replaces it",
-			"stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "record", s.recordKey,
-			"record_floor", rec.Floor, "record_claims_up_to", rec.Claims(), "stream_last_seq", si.State.LastSeq, "ack_floor", start.floor)
-		e.m.Untrusted.WithLabelValues(e.cfg.Name, "export_record").Inc()
-	case rec.StreamCreated.Equal(s.created):
-		start.floor = rec.Floor
-		start.done = append(start.done, rec.Done.Ranges()...)
 	default:
-		e.log.Warn("the stream was re-created: its export record is of the earlier one", "stream", s.cfg.Stream,
-			"record_stream_created", rec.StreamCreated, "stream_created", s.created)
+		switch state.Judge(rec, s.created, si.State.LastSeq) {
+		case state.Forged:
+			e.log.Error("the export record claims sequences the stream never had: it is not trusted; starting from the consumer's ack floor, and the next write replaces it",
+				"stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "record", s.recordKey,
+				"record_floor", rec.Floor, "record_claims_up_to", rec.Claims(), "stream_last_seq", si.State.LastSeq, "ack_floor", start.floor)
+			e.m.Untrusted.WithLabelValues(e.cfg.Name, "export_record").Inc()
+		case state.Believed:
+			start.floor = rec.Floor
+			start.done = append(start.done, rec.Done.Ranges()...)
+		case state.Earlier:
+			e.log.Warn("the stream was re-created: its export record is of the earlier one", "stream", s.cfg.Stream,
+				"record_stream_created", rec.StreamCreated, "stream_created", s.created)
+		}
 	}
 	return start, nil
 }

@@ -153,3 +153,35 @@ func MergeRecords(a, b Record) Record {
 func LedgerRecord(l *progress.Ledger, created, now time.Time) Record {
 	return Record{StreamCreated: created, Floor: l.Floor(), Done: progress.SeqsOf(l.Done()), Updated: now.UTC()}
 }
+
+// Belief is what a record read back for a stream is worth.
+type Belief int
+
+const (
+	// Absent: there is no record.
+	Absent Belief = iota
+	// Believed: the record is of this stream and claims nothing it never
+	// had.
+	Believed
+	// Forged: the record claims sequences past the stream's last. No
+	// sequence past the last was ever delivered, so no process exported
+	// it: jetlake did not write the record for this stream, and none of
+	// it is believed.
+	Forged
+	// Earlier: the record is of an earlier stream of the same name.
+	Earlier
+)
+
+// Judge says what rec, read back for the stream created at created whose
+// last sequence is lastSeq (read after the record), is worth.
+func Judge(rec *Record, created time.Time, lastSeq uint64) Belief {
+	switch {
+	case rec == nil:
+		return Absent
+	case !rec.StreamCreated.Equal(created):
+		return Earlier
+	case rec.Claims() > lastSeq:
+		return Forged
+	}
+	return Believed
+}

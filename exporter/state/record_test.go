@@ -95,3 +95,28 @@ func TestASavedRecordDoesNotTakeAFloorPastTheStream(t *testing.T) {
 		})
 	}
 }
+
+func TestARecordReadBackIsJudgedByItsStreamAndItsClaims(t *testing.T) {
+	created := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	rec := func(floor uint64, done ...uint64) *state.Record {
+		return &state.Record{StreamCreated: created, Floor: floor, Done: progress.NewSeqs(done)}
+	}
+	for _, tt := range []struct {
+		name    string
+		rec     *state.Record
+		created time.Time
+		lastSeq uint64
+		want    state.Belief
+	}{
+		{"no record", nil, created, 10, state.Absent},
+		{"a record of this stream", rec(5, 8), created, 10, state.Believed},
+		{"a floor at the last sequence", rec(10), created, 10, state.Believed},
+		{"a floor past the last sequence", rec(11), created, 10, state.Forged},
+		{"a done range past the last sequence", rec(5, 12), created, 10, state.Forged},
+		{"a record of an earlier stream", rec(500), created.Add(time.Hour), 10, state.Earlier},
+	} {
+		if got := state.Judge(tt.rec, tt.created, tt.lastSeq); got != tt.want {
+			t.Errorf("%s: %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
