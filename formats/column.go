@@ -183,7 +183,6 @@ func (c *typedColumn) convert(v []byte, scratch []byte) (cell, []byte, string) {
 		return x, scratch, kind + " is not " + c.Type.article() + "; use type json for it"
 	}
 	isString := v[0] == '"'
-	isNumber := v[0] == '-' || '0' <= v[0] && v[0] <= '9'
 	isBool := v[0] == 't' || v[0] == 'f'
 	var str []byte // the contents of a string value
 	if isString {
@@ -214,77 +213,112 @@ func (c *typedColumn) convert(v []byte, scratch []byte) (cell, []byte, string) {
 			return x, scratch, kindOf(v) + " is not a boolean" + withoutCoerce(isString)
 		}
 	case TypeInt64, TypeInt32, TypeDouble:
-		num := v
-		switch {
-		case isNumber:
-		case isString && c.Coerce:
-			if !isJSONNumber(str) {
-				return x, scratch, "a string that is not a JSON number is not " + c.Type.article()
-			}
-			num = str
-		default:
-			return x, scratch, kindOf(v) + " is not " + c.Type.article() + withoutCoerce(isString)
-		}
-		if c.Type == TypeDouble {
-			f, err := strconv.ParseFloat(string(num), 64)
-			if err != nil {
-				return x, scratch, "overflows a double"
-			}
-			x.f = f
-			break
-		}
-		n, exact, ok := decimalToInt(num, 0)
-		switch {
-		case !ok:
-			return x, scratch, "overflows an int64"
-		case !exact:
-			return x, scratch, "is not an integer"
-		case c.Type == TypeInt32 && (n < math.MinInt32 || n > math.MaxInt32):
-			return x, scratch, "overflows an int32"
-		}
-		x.i = n
+		var reason string
+		x, reason = c.convertNumber(v, str)
+		return x, scratch, reason
 	case TypeTimestamp:
-		var epoch []byte
-		switch {
-		case isString:
-			if t, err := time.Parse(time.RFC3339, string(str)); err == nil {
-				x.i = t.UnixMicro()
-				return x, scratch, ""
-			}
-			if !c.Coerce || !isJSONNumber(str) {
-				return x, scratch, "a string that is not an RFC 3339 timestamp is not a timestamp"
-			}
-			epoch = str
-		case isNumber:
-			epoch = v
-		default:
-			return x, scratch, kindOf(v) + " is not a timestamp"
-		}
-		if c.Unit == "" {
-			return x, scratch, "an epoch number is not a timestamp without a unit (set unit to s, ms, us or ns)"
-		}
-		n, _, ok := decimalToInt(epoch, c.scale)
-		if !ok {
-			return x, scratch, "overflows a timestamp"
-		}
-		x.i = n
+		var reason string
+		x.i, reason = c.convertTimestamp(v, str)
+		return x, scratch, reason
 	case TypeDate:
-		if !isString {
-			return x, scratch, kindOf(v) + " is not a date"
-		}
-		var t time.Time
-		var err error
-		if len(str) == len(time.DateOnly) {
-			t, err = time.Parse(time.DateOnly, string(str))
-		} else {
-			t, err = time.Parse(time.RFC3339, string(str))
-		}
-		if err != nil {
-			return x, scratch, "a string that is neither YYYY-MM-DD nor an RFC 3339 timestamp is not a date"
-		}
-		x.i = floorDiv(t.Unix(), 86400)
+		var reason string
+		x.i, reason = convertDate(v, str)
+		return x, scratch, reason
 	}
 	return x, scratch, ""
+}
+
+// convertNumber converts v for an int64, int32 or double column: a number,
+// or with Coerce a string whose contents str are one. A non-empty reason
+// means v has the wrong type or is out of range.
+func (c *typedColumn) convertNumber(v, str []byte) (x cell, reason string) {
+	isString := v[0] == '"'
+	num := v
+	switch {
+	case isNumberStart(v[0]):
+	case isString && c.Coerce:
+		if !isJSONNumber(str) {
+			return x, "a string that is not a JSON number is not " + c.Type.article()
+		}
+		num = str
+	default:
+		return x, kindOf(v) + " is not " + c.Type.article() + withoutCoerce(isString)
+	}
+	if c.Type == TypeDouble {
+		f, err := strconv.ParseFloat(string(num), 64)
+		if err != nil {
+			return x, "overflows a double"
+		}
+		x.f = f
+		return x, ""
+	}
+	n, exact, ok := decimalToInt(num, 0)
+	switch {
+	case !ok:
+		return x, "overflows an int64"
+	case !exact:
+		return x, "is not an integer"
+	case c.Type == TypeInt32 && (n < math.MinInt32 || n > math.MaxInt32):
+		return x, "overflows an int32"
+	}
+	x.i = n
+	return x, ""
+}
+
+// convertTimestamp converts v for a timestamp column to microseconds since
+// the epoch: an RFC 3339 string, or with Unit an epoch number (with Coerce
+// also a string whose contents str are one). A non-empty reason means v has
+// the wrong type or is out of range.
+func (c *typedColumn) convertTimestamp(v, str []byte) (int64, string) {
+	var epoch []byte
+	switch {
+	case v[0] == '"':
+		if t, err := time.Parse(time.RFC3339, string(str)); err == nil {
+			return t.UnixMicro(), ""
+		}
+		if !c.Coerce || !isJSONNumber(str) {
+			return 0, "a string that is not an RFC 3339 timestamp is not a timestamp"
+		}
+		epoch = str
+	case isNumberStart(v[0]):
+		epoch = v
+	default:
+		return 0, kindOf(v) + " is not a timestamp"
+	}
+	if c.Unit == "" {
+		return 0, "an epoch number is not a timestamp without a unit (set unit to s, ms, us or ns)"
+	}
+	n, _, ok := decimalToInt(epoch, c.scale)
+	if !ok {
+		return 0, "overflows a timestamp"
+	}
+	return n, ""
+}
+
+// convertDate converts v for a date column to days since the epoch: a
+// string whose contents str are YYYY-MM-DD or an RFC 3339 timestamp, taken
+// as the date in UTC. A non-empty reason means v has the wrong type.
+func convertDate(v, str []byte) (int64, string) {
+	if v[0] != '"' {
+		return 0, kindOf(v) + " is not a date"
+	}
+	var t time.Time
+	var err error
+	if len(str) == len(time.DateOnly) {
+		t, err = time.Parse(time.DateOnly, string(str))
+	} else {
+		t, err = time.Parse(time.RFC3339, string(str))
+	}
+	if err != nil {
+		return 0, "a string that is neither YYYY-MM-DD nor an RFC 3339 timestamp is not a date"
+	}
+	return floorDiv(t.Unix(), 86400), ""
+}
+
+// isNumberStart reports whether a JSON value that starts with c is a
+// number.
+func isNumberStart(c byte) bool {
+	return c == '-' || '0' <= c && c <= '9'
 }
 
 func boolInt(b bool) int64 {
@@ -339,42 +373,9 @@ func isJSONNumber(s []byte) bool {
 // an integer, whether no digit was dropped, and false when the result does
 // not fit an int64. It is exact: no floating point is involved.
 func decimalToInt(num []byte, shift int) (n int64, exact, ok bool) {
-	neg := num[0] == '-'
-	if neg {
-		num = num[1:]
-	}
+	neg, mant, frac, exp := splitDecimal(num)
 	// The digits without the point, and the power of ten they are scaled
 	// by.
-	var mant []byte
-	var exp int
-	i := 0
-	for i < len(num) && '0' <= num[i] && num[i] <= '9' {
-		i++
-	}
-	mant = num[:i]
-	var frac []byte
-	if i < len(num) && num[i] == '.' {
-		j := i + 1
-		for j < len(num) && '0' <= num[j] && num[j] <= '9' {
-			j++
-		}
-		frac = num[i+1 : j]
-		i = j
-	}
-	if i < len(num) {
-		// An exponent. Beyond ±1e6 the value is 0 or overflows, whatever
-		// the digits, so clamp to keep the arithmetic in range.
-		e, err := strconv.Atoi(string(num[i+1:]))
-		if err != nil || e > 1e6 {
-			e = 1e6
-			if num[i+1] == '-' {
-				e = -1e6
-			}
-		} else if e < -1e6 {
-			e = -1e6
-		}
-		exp = e
-	}
 	exp += shift - len(frac)
 
 	// Walk the significant digits: mant then frac.
@@ -427,4 +428,41 @@ func decimalToInt(num []byte, shift int) (n int64, exact, ok bool) {
 		return int64(u), exact, true
 	}
 	return 0, false, false
+}
+
+// splitDecimal splits the JSON number num into its sign, the digits before
+// the point (mant), the digits after it (frac) and its exponent, clamped to
+// ±1e6: beyond that the value is 0 or overflows, whatever the digits, and
+// the clamp keeps the arithmetic in range.
+func splitDecimal(num []byte) (neg bool, mant, frac []byte, exp int) {
+	neg = num[0] == '-'
+	if neg {
+		num = num[1:]
+	}
+	i := 0
+	for i < len(num) && '0' <= num[i] && num[i] <= '9' {
+		i++
+	}
+	mant = num[:i]
+	if i < len(num) && num[i] == '.' {
+		j := i + 1
+		for j < len(num) && '0' <= num[j] && num[j] <= '9' {
+			j++
+		}
+		frac = num[i+1 : j]
+		i = j
+	}
+	if i < len(num) {
+		e, err := strconv.Atoi(string(num[i+1:]))
+		if err != nil || e > 1e6 {
+			e = 1e6
+			if num[i+1] == '-' {
+				e = -1e6
+			}
+		} else if e < -1e6 {
+			e = -1e6
+		}
+		exp = e
+	}
+	return neg, mant, frac, exp
 }

@@ -43,40 +43,86 @@ type pcol struct {
 	blob     bool // no min and max: they mean nothing and may be large
 }
 
+// newParquetEncoder checks opts and prepares what every batch of the
+// encoder shares: the schema, the writer options and the size of an empty
+// file.
 func newParquetEncoder(opts Options) (Encoder, error) {
-	var codec compress.Codec
-	switch opts.Compression {
-	case Snappy:
-		codec = &parquet.Snappy
-	case Zstd:
-		codec = &parquet.Zstd
-	case Gzip:
-		codec = &parquet.Gzip
-	case None:
-		codec = &parquet.Uncompressed
-	}
-	if err := checkPolicy(opts.OnTypeError); err != nil {
+	codec := parquetCodec(opts.Compression)
+	opts, typed, err := resolveParquetOptions(opts)
+	if err != nil {
 		return nil, err
+	}
+	cols := parquetColumns(opts)
+	schema, err := parquetSchema(cols, opts.FieldIDs)
+	if err != nil {
+		return nil, err
+	}
+	options, err := parquetWriterOptions(schema, codec, cols)
+	if err != nil {
+		return nil, err
+	}
+	e := &parquetEncoder{
+		opts:    opts,
+		typed:   typed,
+		cols:    cols,
+		options: options,
+		codec:   codec,
+	}
+	for _, c := range typed {
+		e.firstNames = append(e.firstNames, c.path[0].name)
+	}
+	e.learn.actual = make([]float64, len(cols))
+	e.learn.factor = make([]float64, len(cols))
+	if e.emptySize, err = e.emptyFileSize(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// parquetCodec returns the page codec of compression c.
+func parquetCodec(c Compression) compress.Codec {
+	switch c {
+	case Snappy:
+		return &parquet.Snappy
+	case Zstd:
+		return &parquet.Zstd
+	case Gzip:
+		return &parquet.Gzip
+	case None:
+		return &parquet.Uncompressed
+	}
+	return nil
+}
+
+// resolveParquetOptions checks the parquet settings of opts and fills in
+// their defaults. It returns opts as the encoder keeps them, with a copy of
+// Columns and no RawDelimiter, and the typed columns ready to extract.
+func resolveParquetOptions(opts Options) (Options, []typedColumn, error) {
+	if err := checkPolicy(opts.OnTypeError); err != nil {
+		return opts, nil, err
 	}
 	if opts.OnTypeError == "" {
 		opts.OnTypeError = RejectTypeErrors
 	}
 	switch {
 	case opts.RowGroupSize < 0:
-		return nil, fmt.Errorf("formats: row group size %d is negative", opts.RowGroupSize)
+		return opts, nil, fmt.Errorf("formats: row group size %d is negative", opts.RowGroupSize)
 	case opts.RowGroupSize == 0:
 		opts.RowGroupSize = DefaultRowGroupSize
 	}
 	typed, err := compileColumns(opts.Columns)
 	if err != nil {
-		return nil, err
+		return opts, nil, err
 	}
 	opts.Columns = append([]Column(nil), opts.Columns...)
 	opts.RawDelimiter = nil
+	return opts, typed, nil
+}
 
-	// Every column but stream and subject is PLAIN, the encoding every
-	// reader takes; parquet-go would write optional strings as
-	// DELTA_LENGTH_BYTE_ARRAY.
+// parquetColumns returns the columns of the file opts describe, in order,
+// each with its buffer kind and parquet type; the dictionary-encoded ones
+// (stream and subject) are already marked so.
+func parquetColumns(opts Options) []pcol {
 	var cols []pcol
 	for _, f := range Fields(opts) {
 		pc := pcol{name: f.Name, optional: f.Optional, dict: f.dict, blob: f.blob}
@@ -86,7 +132,15 @@ func newParquetEncoder(opts Options) (Encoder, error) {
 		}
 		cols = append(cols, pc)
 	}
+	return cols
+}
 
+// parquetSchema returns the schema of cols, in their order, with the field
+// ids of fieldIDs when it is not nil; then every column must have one.
+// Every column but the dictionary-encoded ones is PLAIN, the encoding every
+// reader takes; parquet-go would write optional strings as
+// DELTA_LENGTH_BYTE_ARRAY.
+func parquetSchema(cols []pcol, fieldIDs map[string]int) (*parquet.Schema, error) {
 	group := parquet.Group{}
 	names := make([]string, len(cols))
 	for i, c := range cols {
@@ -98,8 +152,8 @@ func newParquetEncoder(opts Options) (Encoder, error) {
 		} else {
 			c.node = parquet.Required(c.node)
 		}
-		if opts.FieldIDs != nil {
-			id, ok := opts.FieldIDs[c.name]
+		if fieldIDs != nil {
+			id, ok := fieldIDs[c.name]
 			if !ok {
 				return nil, fmt.Errorf("formats: column %s has no field id", c.name)
 			}
@@ -108,8 +162,16 @@ func newParquetEncoder(opts Options) (Encoder, error) {
 		group[c.name] = c.node
 		names[i] = c.name
 	}
-	schema := parquet.NewSchema("jetlake", newOrderedGroup(group, names))
+	return parquet.NewSchema("jetlake", newOrderedGroup(group, names)), nil
+}
 
+// parquetWriterOptions returns the options every writer of the encoder
+// takes: deterministic settings, and no page bounds for blob columns.
+//
+// The options, not a WriterConfig made of them, go to each writer: a
+// WriterConfig passed as an option ORs its booleans with the defaults,
+// which would turn page statistics back on.
+func parquetWriterOptions(schema *parquet.Schema, codec compress.Codec, cols []pcol) ([]parquet.WriterOption, error) {
 	options := []parquet.WriterOption{
 		schema,
 		parquet.Compression(codec),
@@ -124,31 +186,22 @@ func newParquetEncoder(opts Options) (Encoder, error) {
 			options = append(options, parquet.SkipPageBounds(c.name))
 		}
 	}
-	// The options, not a WriterConfig made of them, go to each writer: a
-	// WriterConfig passed as an option ORs its booleans with the defaults,
-	// which would turn page statistics back on.
 	if _, err := parquet.NewWriterConfig(options...); err != nil {
 		return nil, fmt.Errorf("formats: parquet writer: %w", err)
 	}
-	e := &parquetEncoder{
-		opts:    opts,
-		typed:   typed,
-		cols:    cols,
-		options: options,
-		codec:   codec,
-	}
-	for _, c := range typed {
-		e.firstNames = append(e.firstNames, c.path[0].name)
-	}
-	e.learn.actual = make([]float64, len(cols))
-	e.learn.factor = make([]float64, len(cols))
+	return options, nil
+}
+
+// emptyFileSize writes a file without rows and returns its size: the part
+// of every file that does not grow with its rows.
+func (e *parquetEncoder) emptyFileSize() (int, error) {
 	var empty chunks
-	if _, err := e.write(&empty, &parquetBatch{cols: make([]colData, len(cols))}); err != nil {
-		return nil, fmt.Errorf("formats: parquet writer: %w", err)
+	if _, err := e.write(&empty, &parquetBatch{cols: make([]colData, len(e.cols))}); err != nil {
+		return 0, fmt.Errorf("formats: parquet writer: %w", err)
 	}
-	e.emptySize = int(empty.len())
+	size := int(empty.len())
 	empty.release()
-	return e, nil
+	return size, nil
 }
 
 func (e *parquetEncoder) Ext() string {

@@ -36,6 +36,7 @@ type parquetBatch struct {
 	keys              []string
 }
 
+// Append adds r as one row, as Batch.Append says.
 func (b *parquetBatch) Append(r *Record) error {
 	if b.finished {
 		return ErrFinished
@@ -44,7 +45,6 @@ func (b *parquetBatch) Append(r *Record) error {
 	if r.Sequence > math.MaxInt64 {
 		return fmt.Errorf("formats: sequence %d does not fit a parquet INT64", r.Sequence)
 	}
-	e := b.e
 	isJSON := false
 	if len(r.Data) > 0 {
 		b.compact, isJSON = appendCompactJSON(b.compact[:0], r.Data)
@@ -52,6 +52,24 @@ func (b *parquetBatch) Append(r *Record) error {
 
 	// Extract every typed value before the batch changes, so that a
 	// rejected record leaves it as it was.
+	if err := b.extractCells(isJSON); err != nil {
+		return err
+	}
+
+	b.prevSize, b.prevMem = b.size, b.mem
+	b.addRow(r, isJSON)
+	b.n++
+	b.canDrop = true
+	b.measure()
+	return nil
+}
+
+// extractCells fills b.cells with the typed columns' values from the
+// compacted payload in b.compact (isJSON says whether it holds one). Bytes
+// that would be overwritten by the next column go to b.arena. It returns a
+// *TypeError for a value the column rejects when the policy says so.
+func (b *parquetBatch) extractCells(isJSON bool) error {
+	e := b.e
 	b.arena = b.arena[:0]
 	if isJSON && len(e.typed) > 0 && b.compact[0] == '{' {
 		// One scan of the payload finds the first step of every path.
@@ -90,8 +108,16 @@ func (b *parquetBatch) Append(r *Record) error {
 		}
 		b.cells[i] = x
 	}
+	return nil
+}
 
-	b.prevSize, b.prevMem = b.size, b.mem
+// addRow appends r as one row to the columns: the envelope (stream,
+// subject, sequence, time and, when the options ask for them, headers),
+// the typed values extracted into b.cells, and the payload, compacted when
+// it is JSON (isJSON), as it is when it is other UTF-8 text, base64-encoded
+// otherwise. It cannot fail, so it runs only once the record was accepted.
+func (b *parquetBatch) addRow(r *Record, isJSON bool) {
+	e := b.e
 	cols := b.cols
 	addText(&cols[colStream], r.Stream)
 	addText(&cols[colSubject], r.Subject)
@@ -141,10 +167,6 @@ func (b *parquetBatch) Append(r *Record) error {
 			b64.addBytes(b.str)
 		}
 	}
-	b.n++
-	b.canDrop = true
-	b.measure()
-	return nil
 }
 
 // addText appends s to a string column, replacing each byte that is not

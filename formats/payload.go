@@ -35,25 +35,14 @@ value:
 			if len(open) == maxDepth {
 				return dst[:start], false
 			}
-			closing := byte(']')
-			if c == '{' {
-				closing = '}'
+			var empty bool
+			if dst, i, empty, ok = openContainer(dst, src, i); !ok {
+				return dst[:start], false
 			}
-			dst = append(dst, c)
-			i = skipSpace(src, i+1)
-			if i < len(src) && src[i] == closing {
-				// An empty container is a complete value.
-				dst = append(dst, closing)
-				i++
-				break
+			if !empty {
+				open = append(open, c)
+				continue value // the first element or member value
 			}
-			open = append(open, c)
-			if c == '{' {
-				if dst, i, ok = compactKey(dst, src, i); !ok {
-					return dst[:start], false
-				}
-			}
-			continue value // the first element or member value
 		case '"':
 			if dst, i, ok = compactString(dst, src, i); !ok {
 				return dst[:start], false
@@ -100,6 +89,32 @@ value:
 			}
 		}
 	}
+}
+
+// openContainer appends the '{' or '[' at src[i] and what completes it or
+// leads to its first value. An empty container is a complete value:
+// openContainer appends its closing bracket too and reports empty. Otherwise
+// it appends an object's first member name and its colon, so that the first
+// element or member value comes next. It returns the index after what it
+// appended; ok is false when src is not JSON there.
+//
+// The stack of open containers stays with the caller, on its stack.
+func openContainer(dst, src []byte, i int) (_ []byte, _ int, empty, ok bool) {
+	c := src[i]
+	closing := byte(']')
+	if c == '{' {
+		closing = '}'
+	}
+	dst = append(dst, c)
+	i = skipSpace(src, i+1)
+	if i < len(src) && src[i] == closing {
+		return append(dst, closing), i + 1, true, true
+	}
+	if c == '{' {
+		dst, i, ok = compactKey(dst, src, i)
+		return dst, i, false, ok
+	}
+	return dst, i, false, true
 }
 
 // skipSpace returns the index of the first byte at or after i that is not
