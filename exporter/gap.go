@@ -2,7 +2,6 @@ package exporter
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"time"
 
@@ -34,10 +33,6 @@ const (
 	saveRangesPerSecond = 1024
 	saveIntervalMax     = 15 * time.Second
 )
-
-// maxMarkerRanges bounds the ranges one loss marker names; more take
-// several markers.
-const maxMarkerRanges = 10_000
 
 // saveResult is the outcome of writing a stream's export record.
 type saveResult struct {
@@ -129,37 +124,13 @@ func (r *runner) walked(res *walkResult) {
 	if res.firstSeq > 0 {
 		l.Reach(res.firstSeq-1, true)
 	}
-	for _, m := range gapMarkers(s, lost, "the stream removed these sequences before they were exported (limits, a purge or a delete)") {
+	for _, m := range lossmarker.Gaps(s.cfg.Stream, s.cfg.Consumer, lost, "the stream removed these sequences before they were exported (limits, a purge or a delete)") {
 		r.enqueue(&job{stream: s, marker: m})
 	}
-	for _, m := range gapMarkers(s, headLost, "the stream's first sequence moved past these sequences before they were exported (limits or a purge); "+
+	for _, m := range lossmarker.Gaps(s.cfg.Stream, s.cfg.Consumer, headLost, "the stream's first sequence moved past these sequences before they were exported (limits or a purge); "+
 		"the consumer is filtered, so they may also hold messages of other subjects") {
 		r.enqueue(&job{stream: s, marker: m})
 	}
-}
-
-// gapMarkers returns the loss markers of lost ranges, sorted: one per
-// maxMarkerRanges ranges.
-func gapMarkers(s *streamState, lost []progress.Range, why string) []*lossmarker.Marker {
-	var out []*lossmarker.Marker
-	for len(lost) > 0 {
-		part := lost[:min(len(lost), maxMarkerRanges)]
-		lost = lost[len(part):]
-		m := &lossmarker.Marker{
-			Stream: s.cfg.Stream, Consumer: s.cfg.Consumer,
-			FirstSeq: part[0].First, LastSeq: part[len(part)-1].Last,
-			Reason: lossmarker.Gap,
-		}
-		for _, r := range part {
-			m.Count += r.Last - r.First + 1
-			if len(part) > 1 {
-				m.Ranges = append(m.Ranges, r)
-			}
-		}
-		m.Error = fmt.Sprintf("%s: %d sequences from %d to %d", why, m.Count, m.FirstSeq, m.LastSeq)
-		out = append(out, m)
-	}
-	return out
 }
 
 // saved applies a written export record: the intents of batches the

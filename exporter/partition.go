@@ -66,7 +66,7 @@ func (e *Exporter) setUpPartitions(ctx context.Context, js jetstream.JetStream, 
 		return nil, fmt.Errorf("stream %s: %w", sc.Stream, err)
 	}
 	si := stream.CachedInfo()
-	if err := ensurePartitionTransform(ctx, js, e.cfg, sc, si.Config); err != nil {
+	if err := jsclient.EnsurePartitionTransform(ctx, js, e.cfg, sc, si.Config); err != nil {
 		return nil, err
 	}
 	if _, err := stream.Consumer(ctx, sc.Consumer); err == nil {
@@ -101,30 +101,6 @@ func (e *Exporter) setUpPartitions(ctx context.Context, js jetstream.JetStream, 
 	e.log.Info("partitions ready", "stream", sc.Stream, "consumer", sc.Consumer, "partitions", sc.Partitions,
 		"lease_ttl", sc.LeaseTTL, "ack_wait", sc.AckWait, "max_ack_pending", sc.MaxAckPending)
 	return g, nil
-}
-
-// ensurePartitionTransform gives the stream the partition transform of
-// entry sc, or checks the one it has. A stream whose subjects a partition
-// token could be mistaken for, or with another transform, is refused.
-func ensurePartitionTransform(ctx context.Context, js jetstream.JetStream, c *config.Connector, sc config.Stream, have jetstream.StreamConfig) error {
-	src, dst := config.PartitionTransform(sc.Partitions)
-	if t := have.SubjectTransform; t != nil {
-		if t.Source == src && t.Destination == dst {
-			return nil
-		}
-		return &jsclient.ConfigError{Stream: sc.Stream, Msg: fmt.Sprintf("has the subject transform %q → %q; partitions = %d needs %q → %q: "+
-			"the partition count of a stream can not change (its messages are stored under their partition), so match %s.partitions to the stream's, or export another stream",
-			t.Source, t.Destination, sc.Partitions, src, dst, jsclient.StreamKey(c, sc))}
-	}
-	if why := config.CheckPartitionSubjects(have.Subjects); why != "" {
-		return &jsclient.ConfigError{Stream: sc.Stream, Msg: "can not be partitioned: " + why}
-	}
-	upd := have
-	upd.SubjectTransform = &jetstream.SubjectTransformConfig{Source: src, Destination: dst}
-	if _, err := js.UpdateStream(ctx, upd); err != nil {
-		return fmt.Errorf("stream %s: set the partition transform: %w", sc.Stream, err)
-	}
-	return nil
 }
 
 // Idle says why a connector that is ready does no work: it has partitioned

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/jetlake/jetlake/buffer"
+	"github.com/jetlake/jetlake/exporter/fault"
 	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/objstore"
@@ -110,7 +111,7 @@ func (res *result) acked(log *slog.Logger, err error) {
 		return
 	}
 	res.confirmed = true
-	crashPoint("after-confirm") // the point counts batches
+	fault.Point("after-confirm") // the point counts batches
 }
 
 // nextJob returns the index in the queue of the job to upload next: the

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/fault"
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/state"
 )
@@ -51,7 +52,7 @@ func (e *Exporter) findIntents(ctx context.Context, s *streamState, known map[st
 		return nil, fmt.Errorf("list intents: %w", err)
 	}
 	if len(entries) > 0 {
-		crashPoint("during-recovery")
+		fault.Point("during-recovery")
 	}
 	rec := &recovery{committed: map[string]*state.Intent{}, unresolved: map[string]*state.Intent{}}
 	var lastSeq uint64 // read once there is an intent to check

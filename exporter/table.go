@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jetlake/jetlake/exporter/fault"
 	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/state"
@@ -129,9 +130,9 @@ func (e *Exporter) newLakeTable(t *iceberg.Table, part *iceberg.Partitioner, dat
 	if nc := e.nc.Load(); nc != nil {
 		lt.committer.MaxPlanBytes = min(iceberg.DefaultMaxPlanBytes, int(nc.MaxPayload())/2)
 	}
-	lt.committer.AfterPlan = func() { crashPoint("before-table-commit") }
-	lt.committer.AfterCommit = func() { crashPoint("after-table-commit") }
-	lt.committer.BeforeRecommit = func() { crashPoint("during-table-recovery") }
+	lt.committer.AfterPlan = func() { fault.Point("before-table-commit") }
+	lt.committer.AfterCommit = func() { fault.Point("after-table-commit") }
+	lt.committer.BeforeRecommit = func() { fault.Point("during-table-recovery") }
 	lt.committer.CheckFile = e.planFileCheck(lt)
 	return lt
 }

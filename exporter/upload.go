@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetlake/jetlake/exporter/fault"
 	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/objstore"
@@ -151,9 +152,9 @@ func (e *Exporter) storeBatch(ctx context.Context, j *job) *result {
 			return res
 		}
 	}
-	crashPoint("before-upload")
+	fault.Point("before-upload")
 	if res.err = c.do(ctx, "upload", func(ctx context.Context) error {
-		crashSoon("during-upload", time.Millisecond)
+		fault.Soon("during-upload", time.Millisecond)
 		// In the attempt, after the intent: an instance pinned after the
 		// check finds the intent, and waits for the attempt to end.
 		if err := e.checkPin(ctx, st, j.pin); err != nil {
@@ -167,7 +168,7 @@ func (e *Exporter) storeBatch(ctx context.Context, j *job) *result {
 		return res
 	}
 	res.stored = true
-	crashPoint("after-upload")
+	fault.Point("after-upload")
 	res.duration = time.Since(start)
 	// Acking after AckWait would ack copies that may already be on their
 	// way to another exporter.
@@ -411,12 +412,12 @@ func (e *Exporter) ackBatches(ctx context.Context, batches []*msgBatch) error {
 			}
 		}
 	}
-	if faultAt("after-acks") {
+	if fault.At("after-acks") {
 		// Make sure the acks left before the crash; the point counts
 		// batches.
 		if err := last.Handle.Ack(nc); err == nil {
 			for range batches {
-				crashPoint("after-acks")
+				fault.Point("after-acks")
 			}
 		}
 	}

@@ -158,3 +158,31 @@ func Parse(data []byte) (*Marker, error) {
 	}
 	return &m, nil
 }
+
+// MaxRanges bounds the ranges one marker names; more take several markers.
+const MaxRanges = 10_000
+
+// Gaps returns the markers of lost, sorted disjoint ranges of stream that
+// consumer never exported because the stream removed them, one per
+// MaxRanges ranges; why says what removed them.
+func Gaps(stream, consumer string, lost []progress.Range, why string) []*Marker {
+	var out []*Marker
+	for len(lost) > 0 {
+		part := lost[:min(len(lost), MaxRanges)]
+		lost = lost[len(part):]
+		m := &Marker{
+			Stream: stream, Consumer: consumer,
+			FirstSeq: part[0].First, LastSeq: part[len(part)-1].Last,
+			Reason: Gap,
+		}
+		for _, r := range part {
+			m.Count += r.Last - r.First + 1
+			if len(part) > 1 {
+				m.Ranges = append(m.Ranges, r)
+			}
+		}
+		m.Error = fmt.Sprintf("%s: %d sequences from %d to %d", why, m.Count, m.FirstSeq, m.LastSeq)
+		out = append(out, m)
+	}
+	return out
+}

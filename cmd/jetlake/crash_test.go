@@ -21,8 +21,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/exportertest"
+	"github.com/jetlake/jetlake/exporter/fault"
 	"github.com/jetlake/jetlake/lossmarker"
 )
 
@@ -297,7 +297,7 @@ func TestCrashAtEveryCommitStepExportsExactlyOnce(t *testing.T) {
 			c.publish(n, 4)
 			if point == "during-recovery" {
 				// Leave intents behind, then crash while recovering them.
-				cmd, stderr := c.start(exporter.FaultEnv + "=after-upload:3")
+				cmd, stderr := c.start(fault.Env + "=after-upload:3")
 				waitKilled(t, cmd, stderr)
 				if c.intents() == 0 {
 					t.Fatal("no intent was left to recover")
@@ -307,7 +307,7 @@ func TestCrashAtEveryCommitStepExportsExactlyOnce(t *testing.T) {
 			if point == "during-recovery" {
 				hit = ":1"
 			}
-			cmd, stderr := c.start(exporter.FaultEnv + "=" + point + hit)
+			cmd, stderr := c.start(fault.Env + "=" + point + hit)
 			waitKilled(t, cmd, stderr)
 			c.runUntilIdle()
 			out := c.verify()

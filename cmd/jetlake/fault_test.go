@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/fault"
 )
 
 // faultTag is the build tag that compiles fault injection into jetlake
@@ -30,8 +30,8 @@ func TestReleaseBuildHasNoFaultInjection(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := bytes.Contains(b, []byte(exporter.FaultEnv)); got != tt.want {
-			t.Errorf("%s holds %q: %v, want %v", tt.path, exporter.FaultEnv, got, tt.want)
+		if got := bytes.Contains(b, []byte(fault.Env)); got != tt.want {
+			t.Errorf("%s holds %q: %v, want %v", tt.path, fault.Env, got, tt.want)
 		}
 	}
 }

@@ -18,8 +18,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/exportertest"
+	"github.com/jetlake/jetlake/exporter/fault"
 	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/iceberg/icebergtest"
 	"github.com/jetlake/jetlake/formats"
@@ -117,14 +117,14 @@ func icebergCrashes(t *testing.T, postgres bool) {
 			hit := ":2"
 			if point == "during-table-recovery" {
 				// Leave a plan behind, then crash while recovery commits it.
-				cmd, stderr := c.start(exporter.FaultEnv + "=before-table-commit:1")
+				cmd, stderr := c.start(fault.Env + "=before-table-commit:1")
 				waitKilled(t, cmd, stderr)
 				if c.stateKeys("iceberg.>") == 0 {
 					t.Fatal("no commit plan was left to recover")
 				}
 				hit = ":1"
 			}
-			cmd, stderr := c.start(exporter.FaultEnv + "=" + point + hit)
+			cmd, stderr := c.start(fault.Env + "=" + point + hit)
 			waitKilled(t, cmd, stderr)
 			c.runUntilIdle()
 			c.cleanTable(catalog, n)
@@ -304,7 +304,7 @@ func TestIcebergExpiryBetweenACrashAndTheRestartKeepsExactlyOnce(t *testing.T) {
 	c := newCrashEnv(t, "iceexpire", shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
 	catalog := c.iceberg(false)
 	const n = 6000
-	cmd, stderr := c.start(exporter.FaultEnv + "=after-table-commit:3")
+	cmd, stderr := c.start(fault.Env + "=after-table-commit:3")
 	// Bursts further apart than the commit interval: a commit each.
 	for range 5 {
 		c.publish(n/5, 4)

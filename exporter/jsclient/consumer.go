@@ -411,3 +411,27 @@ func Move(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, 
 	}
 	return made, nil
 }
+
+// EnsurePartitionTransform gives the stream the partition transform of
+// entry sc, or checks the one it has. A stream whose subjects a partition
+// token could be mistaken for, or with another transform, is refused.
+func EnsurePartitionTransform(ctx context.Context, js jetstream.JetStream, c *config.Connector, sc config.Stream, have jetstream.StreamConfig) error {
+	src, dst := config.PartitionTransform(sc.Partitions)
+	if t := have.SubjectTransform; t != nil {
+		if t.Source == src && t.Destination == dst {
+			return nil
+		}
+		return &ConfigError{Stream: sc.Stream, Msg: fmt.Sprintf("has the subject transform %q → %q; partitions = %d needs %q → %q: "+
+			"the partition count of a stream can not change (its messages are stored under their partition), so match %s.partitions to the stream's, or export another stream",
+			t.Source, t.Destination, sc.Partitions, src, dst, StreamKey(c, sc))}
+	}
+	if why := config.CheckPartitionSubjects(have.Subjects); why != "" {
+		return &ConfigError{Stream: sc.Stream, Msg: "can not be partitioned: " + why}
+	}
+	upd := have
+	upd.SubjectTransform = &jetstream.SubjectTransformConfig{Source: src, Destination: dst}
+	if _, err := js.UpdateStream(ctx, upd); err != nil {
+		return fmt.Errorf("stream %s: set the partition transform: %w", sc.Stream, err)
+	}
+	return nil
+}

@@ -1,6 +1,6 @@
 //go:build jetlakefault
 
-package exporter
+package fault
 
 import (
 	"os"
@@ -25,49 +25,49 @@ import (
 // Only binaries built with -tags jetlakefault have it (the crash tests build
 // jetlake so); other builds compile the points to nothing (nofault.go).
 // Unset, it costs one comparison per point.
-const FaultEnv = "JETLAKE_FAULT"
+const Env = "JETLAKE_FAULT"
 
-var fault struct {
+var state struct {
 	point string
 	n     int64
 	hits  atomic.Int64
 }
 
 func init() {
-	v := os.Getenv(FaultEnv)
+	v := os.Getenv(Env)
 	if v == "" {
 		return
 	}
 	point, count, _ := strings.Cut(v, ":")
-	fault.point, fault.n = point, 1
+	state.point, state.n = point, 1
 	if n, err := strconv.ParseInt(count, 10, 64); err == nil && n > 0 {
-		fault.n = n
+		state.n = n
 	}
 }
 
-// faultAt reports whether fault injection names point, for a point that
+// At reports whether fault injection names point, for a point that
 // prepares its crash.
-func faultAt(point string) bool { return fault.point == point }
+func At(point string) bool { return state.point == point }
 
-// crashPoint kills the process when fault injection names point.
-func crashPoint(point string) {
-	if fault.point != point || fault.hits.Add(1) != fault.n {
+// Point kills the process when fault injection names point.
+func Point(point string) {
+	if state.point != point || state.hits.Add(1) != state.n {
 		return
 	}
 	crash()
 }
 
-// crashSoon kills the process after d when fault injection names point; for
+// Soon kills the process after d when fault injection names point; for
 // points inside a call that can not be interrupted.
-func crashSoon(point string, d time.Duration) {
-	if fault.point != point || fault.hits.Add(1) != fault.n {
+func Soon(point string, d time.Duration) {
+	if state.point != point || state.hits.Add(1) != state.n {
 		return
 	}
 	time.AfterFunc(d, crash)
 }
 
 func crash() {
-	os.Stderr.WriteString("jetlake: fault injection: crashing at " + fault.point + "\n")
+	os.Stderr.WriteString("jetlake: fault injection: crashing at " + state.point + "\n")
 	syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	select {}
 }
