@@ -289,34 +289,7 @@ func (r *runner) takeSealed() {
 
 // batchSeqs returns the sequences of a batch's messages.
 func batchSeqs(b *msgBatch) progress.Seqs {
-	// Items are in the order they arrived, which is the order of the
-	// stream but for redeliveries: count the runs and build them in two
-	// passes, and sort only when that order is broken.
-	n := 0
-	for i, it := range b.Items {
-		switch {
-		case i == 0 || it.Seq > b.Items[i-1].Seq+1:
-			n++
-		case it.Seq != b.Items[i-1].Seq+1:
-			seqs := make([]uint64, len(b.Items))
-			for i, it := range b.Items {
-				seqs[i] = it.Seq
-			}
-			return progress.NewSeqs(seqs)
-		}
-	}
-	if n == 0 {
-		return progress.Seqs{}
-	}
-	runs := make([]progress.Range, 0, n)
-	for i, it := range b.Items {
-		if i > 0 && it.Seq == b.Items[i-1].Seq+1 {
-			runs[len(runs)-1].Last = it.Seq
-		} else {
-			runs = append(runs, progress.Range{First: it.Seq, Last: it.Seq})
-		}
-	}
-	return progress.SeqsOf(runs)
+	return progress.SeqsInOrder(len(b.Items), func(i int) uint64 { return b.Items[i].Seq })
 }
 
 // streamOf returns the stream a batch belongs to, from the index its group

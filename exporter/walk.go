@@ -135,30 +135,8 @@ func (e *Exporter) readHoles(ctx context.Context, s *streamState, holes []progre
 		read = seqs[len(seqs)-1]
 	}
 	full := len(seqs) >= walkMaxRead // the rest is for the next walk
-	// Holes up to read are scanned; what was read inside them exists.
-	var rest []progress.Range
-	i := 0
-	for _, h := range holes {
-		switch {
-		case h.Last <= read:
-			res.scanned = append(res.scanned, h)
-		case h.First <= read:
-			res.scanned = append(res.scanned, progress.Range{First: h.First, Last: read})
-			if !full {
-				rest = append(rest, progress.Range{First: read + 1, Last: h.Last})
-			}
-		default:
-			if !full {
-				rest = append(rest, h)
-			}
-			continue
-		}
-		for i < len(seqs) && seqs[i] < h.First {
-			i++
-		}
-		for ; i < len(seqs) && seqs[i] <= min(h.Last, read); i++ {
-			res.existing = append(res.existing, seqs[i])
-		}
-	}
+	scanned, existing, rest := progress.Scan(holes, seqs, read, full)
+	res.scanned = append(res.scanned, scanned...)
+	res.existing = append(res.existing, existing...)
 	return rest, nil
 }

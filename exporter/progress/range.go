@@ -98,3 +98,36 @@ func Within(seqs []uint64, r Range) []uint64 {
 	}
 	return seqs[lo:end]
 }
+
+// Scan splits holes, sorted disjoint ranges, by a read of the stream that
+// delivered every matching message up to read, seqs among them in order:
+// scanned are the holes, or their parts, up to read, and existing the
+// sequences of seqs inside them; rest are the parts past read, left for
+// the next read, unless the read was full (it stopped at its bound: the
+// rest is for a later walk).
+func Scan(holes []Range, seqs []uint64, read uint64, full bool) (scanned []Range, existing []uint64, rest []Range) {
+	i := 0
+	for _, h := range holes {
+		switch {
+		case h.Last <= read:
+			scanned = append(scanned, h)
+		case h.First <= read:
+			scanned = append(scanned, Range{First: h.First, Last: read})
+			if !full {
+				rest = append(rest, Range{First: read + 1, Last: h.Last})
+			}
+		default:
+			if !full {
+				rest = append(rest, h)
+			}
+			continue
+		}
+		for i < len(seqs) && seqs[i] < h.First {
+			i++
+		}
+		for ; i < len(seqs) && seqs[i] <= min(h.Last, read); i++ {
+			existing = append(existing, seqs[i])
+		}
+	}
+	return scanned, existing, rest
+}

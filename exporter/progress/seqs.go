@@ -138,3 +138,35 @@ func (s *Seqs) UnmarshalJSON(data []byte) error {
 	}
 	return nil
 }
+
+// SeqsInOrder returns the set of the n sequences seq(0) to seq(n-1), which
+// come mostly in ascending order: a batch's messages, in the order they
+// arrived, which is the stream's but for redeliveries. It counts the runs
+// and builds them in two passes, and sorts only when that order is broken.
+func SeqsInOrder(n int, seq func(i int) uint64) Seqs {
+	runs := 0
+	for i := range n {
+		switch q := seq(i); {
+		case i == 0 || q > seq(i-1)+1:
+			runs++
+		case q != seq(i-1)+1:
+			seqs := make([]uint64, n)
+			for i := range n {
+				seqs[i] = seq(i)
+			}
+			return NewSeqs(seqs)
+		}
+	}
+	if runs == 0 {
+		return Seqs{}
+	}
+	rs := make([]Range, 0, runs)
+	for i := range n {
+		if q := seq(i); i > 0 && q == seq(i-1)+1 {
+			rs[len(rs)-1].Last = q
+		} else {
+			rs = append(rs, Range{q, q})
+		}
+	}
+	return Seqs{rs: rs}
+}

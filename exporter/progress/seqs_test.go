@@ -32,3 +32,24 @@ func FuzzSeqsUnmarshal(f *testing.F) {
 		}
 	})
 }
+
+// Sequences in arrival order make the same set as sorted ones, whether
+// they come in order, with gaps, with redeliveries out of order, or
+// repeated.
+func TestSeqsInOrderIsTheSetOfItsSequences(t *testing.T) {
+	for _, seqs := range [][]uint64{
+		nil,
+		{7},
+		{1, 2, 3, 4},
+		{1, 2, 5, 6, 9},
+		{5, 6, 1, 2, 3},
+		{3, 3, 4},
+		{10, 9, 8},
+	} {
+		got := SeqsInOrder(len(seqs), func(i int) uint64 { return seqs[i] })
+		want := NewSeqs(seqs)
+		if !slices.Equal(got.Ranges(), want.Ranges()) {
+			t.Errorf("%v: %v, want %v", seqs, got.Ranges(), want.Ranges())
+		}
+	}
+}
