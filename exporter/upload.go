@@ -16,7 +16,6 @@ import (
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/state"
 	"github.com/jetlake/jetlake/formats"
-	"github.com/jetlake/jetlake/lossmarker"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 
@@ -67,24 +66,7 @@ func (e *Exporter) writeMarker(ctx context.Context, j *job) *result {
 		IfNoneMatch: e.conditional,
 	}
 	if res.err = c.do(ctx, "write loss marker", func(ctx context.Context) error {
-		if !e.conditional {
-			md, err := e.store.Head(ctx, res.key)
-			switch {
-			case err == nil:
-				return existingMarker(res.key, md, m)
-			case !errors.Is(err, objstore.ErrNotFound):
-				return err
-			}
-		}
-		err := e.store.Put(ctx, res.key, formats.NewBody(body), opts)
-		if errors.Is(err, objstore.ErrExists) {
-			md, herr := e.store.Head(ctx, res.key)
-			if herr != nil {
-				return herr
-			}
-			return existingMarker(res.key, md, m)
-		}
-		return err
+		return objstore.PutOnce(ctx, e.store, res.key, formats.NewBody(body), opts, objstore.MarkerOf(m.Stream, m.Consumer))
 	}); res.err != nil {
 		return res
 	}
@@ -160,7 +142,7 @@ func (e *Exporter) storeBatch(ctx context.Context, j *job) *result {
 		if err := e.checkPin(ctx, st, j.pin); err != nil {
 			return err
 		}
-		return e.putOnce(ctx, res.key, body, opts, in.ID)
+		return objstore.PutOnce(ctx, e.store, res.key, body, opts, objstore.WrittenBy(in.ID))
 	}); res.err != nil {
 		if errors.Is(res.err, errFenced) && res.intentKey != "" {
 			e.forgetFenced(ctx, res, in.ID)
@@ -223,33 +205,6 @@ func (e *Exporter) recordIntent(ctx context.Context, c *batchSteps, ikey string,
 	})
 }
 
-// putOnce is one attempt to store a batch's object at key: a conditional
-// PUT, or, without conditional writes, a look before the write. An object
-// already at key is this batch's (an earlier attempt landed) or a
-// collision, as existing decides.
-func (e *Exporter) putOnce(ctx context.Context, key string, body formats.Body, opts objstore.PutOptions, intentID string) error {
-	if !e.conditional {
-		// Without conditional writes, look before writing: the check and
-		// the write are not atomic, so two writers can still race.
-		md, err := e.store.Head(ctx, key)
-		switch {
-		case err == nil:
-			return e.existing(key, md, intentID)
-		case !errors.Is(err, objstore.ErrNotFound):
-			return err
-		}
-	}
-	err := e.store.Put(ctx, key, body, opts)
-	if errors.Is(err, objstore.ErrExists) {
-		md, herr := e.store.Head(ctx, key)
-		if herr != nil {
-			return herr
-		}
-		return e.existing(key, md, intentID)
-	}
-	return err
-}
-
 // encodeBody encodes a batch's object. Parquet batches are encoded one at a
 // time: the writer holds about as much again as the batch's column values
 // while it encodes them, outside the budget, and uploaders encoding four
@@ -261,27 +216,6 @@ func (e *Exporter) encodeBody(b formats.Batch, parquet bool) (formats.Body, erro
 		defer e.encoding.Unlock()
 	}
 	return b.Finish()
-}
-
-// existingMarker decides about an object found at the key of a loss marker:
-// the same consumer's marker of the same range (an earlier attempt, or the
-// same loss found again after a restart) is fine; anything else is a
-// collision.
-func existingMarker(key string, md map[string]string, m *lossmarker.Marker) error {
-	if md[objstore.MetaStream] == m.Stream && md[objstore.MetaConsumer] == m.Consumer {
-		return nil
-	}
-	return &objstore.CollisionError{Key: key, Marker: true, Stream: md[objstore.MetaStream], Consumer: md[objstore.MetaConsumer]}
-}
-
-// existing decides about an object found at the key of a batch: written by
-// this very batch in an earlier attempt (fine), or by something else (a
-// collision: stop, ack nothing).
-func (e *Exporter) existing(key string, md map[string]string, id string) error {
-	if md[objstore.MetaIntent] == id {
-		return nil
-	}
-	return &objstore.CollisionError{Key: key, Intent: md[objstore.MetaIntent], Stream: md[objstore.MetaStream], StreamCreated: md[objstore.MetaStreamCreated]}
 }
 
 // batchSteps runs the steps of one batch's commit with retries, keeping the

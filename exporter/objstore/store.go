@@ -387,3 +387,63 @@ func (e *CollisionError) Error() string {
 		"the stream was re-created or its consumer reset, or two connectors write to the same prefix; "+
 		"give this connector its own s3.prefix", e.Key, e.Intent, e.Stream, e.StreamCreated)
 }
+
+// PutOnce is one attempt to store body at key, written once: with
+// o.IfNoneMatch a conditional PUT; without it (a store that lacks
+// conditional writes), a look before the write, which is not atomic, so
+// two writers can still race. An object already at key is judged by
+// mine, with its metadata: nil when it is this write's own (an earlier
+// attempt landed), else the error mine returns (a collision).
+func PutOnce(ctx context.Context, s ObjectStore, key string, body formats.Body, o PutOptions, mine func(md map[string]string) error) error {
+	judge := func(md map[string]string) error {
+		err := mine(md)
+		var ce *CollisionError
+		if errors.As(err, &ce) && ce.Key == "" {
+			ce.Key = key
+		}
+		return err
+	}
+	if !o.IfNoneMatch {
+		md, err := s.Head(ctx, key)
+		switch {
+		case err == nil:
+			return judge(md)
+		case !errors.Is(err, ErrNotFound):
+			return err
+		}
+	}
+	err := s.Put(ctx, key, body, o)
+	if errors.Is(err, ErrExists) {
+		md, herr := s.Head(ctx, key)
+		if herr != nil {
+			return herr
+		}
+		return judge(md)
+	}
+	return err
+}
+
+// WrittenBy judges an object found at the key of a batch written under the
+// intent id: the batch's own from an earlier attempt (nil), or another's
+// (a *CollisionError: stop, ack nothing).
+func WrittenBy(id string) func(md map[string]string) error {
+	return func(md map[string]string) error {
+		if md[MetaIntent] == id {
+			return nil
+		}
+		return &CollisionError{Intent: md[MetaIntent], Stream: md[MetaStream], StreamCreated: md[MetaStreamCreated]}
+	}
+}
+
+// MarkerOf judges an object found at the key of a loss marker of stream
+// and consumer: the same consumer's marker of the same range (an earlier
+// attempt, or the same loss found again after a restart) is fine; anything
+// else is a *CollisionError.
+func MarkerOf(stream, consumer string) func(md map[string]string) error {
+	return func(md map[string]string) error {
+		if md[MetaStream] == stream && md[MetaConsumer] == consumer {
+			return nil
+		}
+		return &CollisionError{Marker: true, Stream: md[MetaStream], Consumer: md[MetaConsumer]}
+	}
+}
