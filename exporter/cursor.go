@@ -180,29 +180,13 @@ func (s *streamState) logAttrs(more ...any) []any {
 // what the record names above it is acked without being written again when
 // it comes back. Without a record of this stream it starts where the
 // connector's deliver_policy says.
-func (e *Exporter) findConsumer(ctx context.Context, s *streamState, from uint64) (cons jetstream.Consumer, made bool, err error) {
-	cons, err = s.stream.Consumer(ctx, s.cfg.Consumer)
-	if err == nil {
-		return cons, false, nil
-	}
-	if !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return nil, false, fmt.Errorf("consumer info: %w", err)
-	}
-	if from == 0 {
-		if from, err = e.recordStart(ctx, s); err != nil {
-			return nil, false, fmt.Errorf("the consumer is missing, and its export record can not be read: %w", err)
+func (e *Exporter) findConsumer(ctx context.Context, s *streamState, from uint64) (jetstream.Consumer, bool, error) {
+	return jsclient.Find(ctx, s.stream, e.cfg.Name, s.cfg, func(ctx context.Context) (uint64, error) {
+		if from != 0 {
+			return from, nil
 		}
-	}
-	cons, err = s.stream.CreateConsumer(ctx, jsclient.ConsumerFrom(jsclient.Settings(e.cfg.Name, s.cfg), from))
-	if errors.Is(err, jetstream.ErrConsumerExists) {
-		// Another instance re-created it first.
-		cons, err = s.stream.Consumer(ctx, s.cfg.Consumer)
-		return cons, false, err
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("the consumer is missing and could not be re-created: %w", err)
-	}
-	return cons, true, nil
+		return e.recordStart(ctx, s)
+	})
 }
 
 // recordStart returns the first sequence s's export record does not hold:

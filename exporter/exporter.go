@@ -272,13 +272,11 @@ func (e *Exporter) setUp(ctx context.Context) (*nats.Conn, []*streamState, error
 	}
 	if e.table != nil {
 		// Plans whose intents are all gone: their files are in the table.
-		for p, n := range e.table.left {
-			if n == 0 {
-				if err := e.table.committer.Forget(ctx, p); err != nil {
-					return nc, nil, err
-				}
-				delete(e.table.left, p)
+		for _, p := range e.table.files.Unclaimed() {
+			if err := e.table.committer.Forget(ctx, p); err != nil {
+				return nc, nil, err
 			}
+			e.table.files.DropPlan(p)
 		}
 	}
 	// Probed once the streams are known to fit, so that a run refused for

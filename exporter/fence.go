@@ -32,15 +32,9 @@ func (e *Exporter) checkPin(ctx context.Context, s *streamState, pin string) err
 	if s.cfg.Failover != config.FailoverPinned || e.js == nil {
 		return nil
 	}
-	cons, err := e.js.Consumer(ctx, s.cfg.Stream, s.cfg.Consumer)
+	pinned, err := jsclient.Pinned(ctx, e.js, s.cfg.Stream, s.cfg.Consumer)
 	if err != nil {
 		return fmt.Errorf("which instance is pinned: %w", err)
-	}
-	pinned := ""
-	for _, g := range cons.CachedInfo().PriorityGroups {
-		if g.Group == jsclient.PriorityGroup {
-			pinned = g.PinnedClientID
-		}
 	}
 	if pin == "" || pinned != pin {
 		return fmt.Errorf("%w (pinned when sealed %q, now %q)", errFenced, pin, pinned)

@@ -356,7 +356,7 @@ func (r *runner) finish(res *result) error {
 		r.mem.heldMem -= it.Handle.Mem()
 	}
 	if res.stored && j.set == r.set && r.e.table != nil && res.intentKey != "" {
-		r.e.table.storedWith(res.intentKey, res.key, b.First, b.Last, res.tail)
+		r.e.table.files.Stored(res.intentKey, res.key, b.First, b.Last, res.tail)
 	}
 	seqs := res.set
 	if !res.stored || len(seqs.Ranges()) == 0 {

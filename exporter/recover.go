@@ -344,7 +344,7 @@ func (r *runner) forgotten(keys []string, failed map[string]bool) {
 			deleted = append(deleted, k)
 		}
 	}
-	plans := lt.forgotten(deleted)
+	plans := lt.files.Forgotten(deleted)
 	if len(plans) == 0 {
 		return
 	}
@@ -371,7 +371,7 @@ func (r *runner) forgetNow(ctx context.Context) {
 				deleted = append(deleted, k)
 			}
 		}
-		for _, p := range lt.forgotten(deleted) {
+		for _, p := range lt.files.Forgotten(deleted) {
 			if err := lt.committer.Forget(ctx, p); err != nil {
 				r.log.Warn("could not delete a committed plan; the next start will", "plan", p.ID, "error", err)
 			}

@@ -34,17 +34,12 @@ type lakeTable struct {
 	bucket     string
 	uuid       string // the table's, in its data files' metadata
 
-	pending     []iceberg.File           // stored, in no plan yet
-	committing  []iceberg.File           // in the commit under way
-	failed      *iceberg.Plan            // recorded, its commit failed: tried again first
-	failedWith  []iceberg.File           // the files handed to it
-	planOf      map[string]*iceberg.Plan // intent key → the committed plan holding its file
-	left        map[*iceberg.Plan]int    // intents of a plan not yet deleted
-	claimed     map[string]bool          // intents whose file is in a plan
-	deferred    map[string]bool          // intents the floor passed before their file's plan was committed
+	files       *iceberg.FileBook // the data files on their way into the table
+	committing  []iceberg.File    // in the commit under way
+	failed      *iceberg.Plan     // recorded, its commit failed: tried again first
+	failedWith  []iceberg.File    // the files handed to it
 	lastCommit  time.Time
 	backlog     bool      // more files wait than the last plan held
-	tails       int       // bytes of the tails of pending files
 	lastCompact time.Time // when the last compaction pass started
 	compacting  bool      // a compaction pass is under way, beside the loop
 	foreignSeen bool      // foreign files in the data folder were reported
@@ -123,8 +118,7 @@ func (e *Exporter) newLakeTable(t *iceberg.Table, part *iceberg.Partitioner, dat
 	lt := &lakeTable{
 		t: t, part: part, dataPrefix: dataPrefix, bucket: e.cfg.S3.Bucket, uuid: t.UUID(),
 		committer: iceberg.NewCommitter(t, state.Plans(e.intents), statekey.Commits(e.cfg.Name, ic.Namespace, ic.Table)),
-		planOf:    map[string]*iceberg.Plan{}, left: map[*iceberg.Plan]int{},
-		claimed: map[string]bool{}, deferred: map[string]bool{}, lastCommit: time.Now(),
+		files:     iceberg.NewFileBook(e.cfg.S3.Bucket, dataPrefix), lastCommit: time.Now(),
 	}
 	lt.committer.Summary = map[string]string{"jetlake.connector": e.cfg.Name}
 	if nc := e.nc.Load(); nc != nil {
@@ -155,16 +149,7 @@ func (e *Exporter) recoverPlans(ctx context.Context, lt *lakeTable) ([]*iceberg.
 	if err != nil {
 		return nil, fmt.Errorf("iceberg table %s: recover commits: %w", t.Name(), err)
 	}
-	for _, p := range plans {
-		for _, f := range p.Files {
-			lt.claimed[f.Intent] = true
-			lt.planOf[f.Intent] = p
-		}
-		// Intents that still exist are counted as recovery finds them
-		// (found); a plan none of whose intents is left is forgotten
-		// once the streams are set up.
-		lt.left[p] = 0
-	}
+	lt.files.Recovered(plans)
 	return plans, nil
 }
 
@@ -193,7 +178,7 @@ func (e *Exporter) planFileCheck(lt *lakeTable) func(context.Context, iceberg.Fi
 		if err := json.Unmarshal(value, &in); err != nil {
 			return fmt.Errorf("%w: intent %s: %w", iceberg.ErrRefused, f.Intent, err)
 		}
-		if loc := lt.location(in.Key); loc != f.Location {
+		if loc := lt.files.Location(in.Key); loc != f.Location {
 			return fmt.Errorf("%w: its intent %s names %s", iceberg.ErrRefused, f.Intent, loc)
 		}
 		return nil
@@ -207,124 +192,22 @@ func maxDataKeyLen(dataPrefix string, part *iceberg.Partitioner, ext string) int
 	return len(k)
 }
 
-// location is the s3:// location of an object key.
-func (lt *lakeTable) location(key string) string { return "s3://" + lt.bucket + "/" + key }
-
-// found records an intent recovery found whose object exists: in a plan
-// already, or waiting for one. Intents of other objects (rejected
-// messages, under _jetlake/) are none of the table's business.
+// found records an intent recovery found whose object exists (see
+// iceberg.FileBook.Found).
 func (lt *lakeTable) found(ikey string, in *state.Intent) {
-	if !strings.HasPrefix(in.Key, lt.dataPrefix+"/") {
-		return
-	}
-	if p, ok := lt.planOf[ikey]; ok {
-		lt.left[p]++
-		return
-	}
-	if lt.claimed[ikey] {
-		return
-	}
-	lt.stored(ikey, in.Key, in.Seqs.First(), in.Seqs.Last())
-}
-
-// stored records a data file stored under its intent: it goes into the
-// next commit.
-func (lt *lakeTable) stored(ikey, key string, first, last uint64) {
-	lt.storedWith(ikey, key, first, last, nil)
-}
-
-// storedWith is stored with the file's tail, kept for its commit while the
-// tails kept stay within maxTails bytes.
-func (lt *lakeTable) storedWith(ikey, key string, first, last uint64, tail *iceberg.Tail) {
-	lt.claimed[ikey] = true
-	if tail != nil && lt.tails+len(tail.Bytes) <= maxTails {
-		lt.tails += len(tail.Bytes)
-	} else {
-		tail = nil
-	}
-	lt.pending = append(lt.pending, iceberg.File{Location: lt.location(key), Intent: ikey, First: first, Last: last, Tail: tail})
-}
-
-// maxTails bounds the bytes of data file tails kept for the next commits:
-// with them a commit reads no file back from the store.
-const maxTails = 16 << 20
-
-// dropTails lets go of the tails of files committed.
-func (lt *lakeTable) dropTails(files []iceberg.File) {
-	for i := range files {
-		if t := files[i].Tail; t != nil {
-			lt.tails -= len(t.Bytes)
-			files[i].Tail = nil
-		}
-	}
-}
-
-// forgettable splits intents the export record's floor has passed into
-// those whose file is in the table, to delete now, and the others, deleted
-// once their plan is committed.
-func (lt *lakeTable) forgettable(keys []string) []string {
-	out := keys[:0]
-	for _, k := range keys {
-		if _, ok := lt.planOf[k]; ok || !lt.claimed[k] {
-			out = append(out, k)
-			continue
-		}
-		lt.deferred[k] = true
-	}
-	return out
-}
-
-// forgotten records deleted intents, and returns the plans none of whose
-// intents is left: they can go.
-func (lt *lakeTable) forgotten(keys []string) []*iceberg.Plan {
-	var done []*iceberg.Plan
-	for _, k := range keys {
-		p, ok := lt.planOf[k]
-		if !ok {
-			continue
-		}
-		delete(lt.planOf, k)
-		delete(lt.claimed, k)
-		if lt.left[p]--; lt.left[p] <= 0 {
-			delete(lt.left, p)
-			done = append(done, p)
-		}
-	}
-	return done
-}
-
-// committed records a commit that landed: its plan's intents may go once
-// the floor passes them (now, for those it passed already). Files another
-// plan claimed are that plan's business.
-func (lt *lakeTable) committed(p *iceberg.Plan, files []iceberg.File) (forget []string) {
-	in := map[string]bool{}
-	for _, f := range p.Files {
-		in[f.Intent] = true
-		lt.planOf[f.Intent] = p
-		lt.left[p]++
-	}
-	for _, f := range files {
-		if !in[f.Intent] {
-			delete(lt.claimed, f.Intent)
-		}
-		if lt.deferred[f.Intent] {
-			delete(lt.deferred, f.Intent)
-			forget = append(forget, f.Intent)
-		}
-	}
-	return forget
+	lt.files.Found(ikey, in.Key, in.Seqs.First(), in.Seqs.Last())
 }
 
 // idle reports whether no data file waits for a commit.
 func (lt *lakeTable) idle() bool {
-	return len(lt.pending) == 0 && lt.committing == nil && lt.failed == nil
+	return lt.files.Pending() == 0 && lt.committing == nil && lt.failed == nil
 }
 
 // commitTable starts a commit of the stored files beside the loop when
 // commit_interval has passed since the last one, or at once with force.
 func (r *runner) commitTable(ctx context.Context, now time.Time, force bool) {
 	lt := r.e.table
-	if lt == nil || lt.committing != nil || lt.compacting || len(lt.pending) == 0 && lt.failed == nil {
+	if lt == nil || lt.committing != nil || lt.compacting || lt.files.Pending() == 0 && lt.failed == nil {
 		return
 	}
 	if !force && !lt.backlog && now.Sub(lt.lastCommit) < r.e.cfg.Iceberg.CommitInterval {
@@ -379,7 +262,7 @@ func (r *runner) tableCommitted(plan *iceberg.Plan, files []iceberg.File, took t
 			// again, under its own id, before anything else.
 			lt.failed, lt.failedWith = plan, files
 		} else {
-			lt.pending = append(files, lt.pending...)
+			lt.files.Return(files)
 		}
 		r.log.Warn("iceberg commit failed; trying again", "table", lt.t.Name(), "files", len(files), "error", err)
 		var pe *objstore.PermanentError
@@ -388,11 +271,11 @@ func (r *runner) tableCommitted(plan *iceberg.Plan, files []iceberg.File, took t
 		}
 		return
 	}
-	lt.dropTails(files)
+	lt.files.DropTails(files)
 	for i := range plan.Files {
 		plan.Files[i].Tail = nil
 	}
-	defer r.forget(lt.committed(plan, files))
+	defer r.forget(lt.files.Committed(plan, files))
 	if len(plan.Files) == 0 {
 		return // every file was in another plan
 	}
@@ -417,7 +300,7 @@ func (r *runner) commitNow(ctx context.Context) {
 		start := time.Now()
 		r.tableCommitted(plan, files, time.Since(start), lt.committer.Recommit(ctx, plan))
 	}
-	for len(lt.pending) > 0 && lt.failed == nil && ctx.Err() == nil {
+	for lt.files.Pending() > 0 && lt.failed == nil && ctx.Err() == nil {
 		files := lt.takePending()
 		start := time.Now()
 		plan, err := lt.committer.Commit(ctx, files)
@@ -430,14 +313,9 @@ func (r *runner) commitNow(ctx context.Context) {
 }
 
 // takePending takes the pending files one plan holds, and notes whether
-// more wait: those are committed next without waiting for commit_interval.
+// more wait.
 func (lt *lakeTable) takePending() []iceberg.File {
-	n := lt.committer.Fit(lt.pending)
-	files := lt.pending[:n:n]
-	lt.pending = lt.pending[n:]
-	if len(lt.pending) == 0 {
-		lt.pending = nil
-	}
-	lt.backlog = len(lt.pending) > 0
+	files := lt.files.Take(lt.committer.Fit)
+	lt.backlog = lt.files.Pending() > 0
 	return files
 }

@@ -435,3 +435,47 @@ func EnsurePartitionTransform(ctx context.Context, js jetstream.JetStream, c *co
 	}
 	return nil
 }
+
+// Pinned returns the id of the client pinned to the consumer's priority
+// group, as its leader says; "" when none is.
+func Pinned(ctx context.Context, js jetstream.JetStream, stream, consumer string) (string, error) {
+	cons, err := js.Consumer(ctx, stream, consumer)
+	if err != nil {
+		return "", err
+	}
+	for _, g := range cons.CachedInfo().PriorityGroups {
+		if g.Group == PriorityGroup {
+			return g.PinnedClientID, nil
+		}
+	}
+	return "", nil
+}
+
+// Find returns the consumer of s (a [[streams]] entry of connector) on
+// stream, or creates it when it is missing, delivering from the sequence
+// from returns (0: as the entry's deliver_policy says). made reports that
+// it was created here; a consumer another instance re-created first is
+// found, not made.
+func Find(ctx context.Context, stream jetstream.Stream, connector string, s config.Stream, from func(context.Context) (uint64, error)) (cons jetstream.Consumer, made bool, err error) {
+	cons, err = stream.Consumer(ctx, s.Consumer)
+	if err == nil {
+		return cons, false, nil
+	}
+	if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, false, fmt.Errorf("consumer info: %w", err)
+	}
+	start, err := from(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("the consumer is missing, and its export record can not be read: %w", err)
+	}
+	cons, err = stream.CreateConsumer(ctx, ConsumerFrom(Settings(connector, s), start))
+	if errors.Is(err, jetstream.ErrConsumerExists) {
+		// Another instance re-created it first.
+		cons, err = stream.Consumer(ctx, s.Consumer)
+		return cons, false, err
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("the consumer is missing and could not be re-created: %w", err)
+	}
+	return cons, true, nil
+}
