@@ -55,7 +55,7 @@ func TestQueuedBatchesAreKeptInProgressWhileTheyWait(t *testing.T) {
 
 	// Its upload starts from that InProgress: the batch is stored and
 	// acked with no InProgress of the uploader's own.
-	res := e.upload(context.Background(), queued)
+	res := upload(context.Background(), e, queued)
 	if res.err != nil || !res.confirmed {
 		t.Fatalf("upload of the batch kept in progress: %v (confirmed %v)", res.err, res.confirmed)
 	}
@@ -94,7 +94,7 @@ func TestABatchWhoseInProgressWentUnansweredIsNotStoredLate(t *testing.T) {
 	if _, _, inProgress := msgs[0].snapshot(); inProgress != 1 {
 		t.Fatalf("%d InProgress sent, want still 1", inProgress)
 	}
-	res := e.upload(context.Background(), queued)
+	res := upload(context.Background(), e, queued)
 	if !errors.Is(res.err, ErrAbandoned) || res.stored || len(store.keys) != 0 {
 		t.Fatalf("upload: %v, stored %v %q; want abandoned and nothing stored", res.err, res.stored, store.keys)
 	}
@@ -115,7 +115,7 @@ func TestAnUploadStopsWhenInProgressGoesUnanswered(t *testing.T) {
 	j, _ := sealedJob(t, e, 2, time.Now(), ackWait)
 	e.acks.(*fakeAcker).silent = true
 	start := time.Now()
-	res := e.upload(context.Background(), j)
+	res := upload(context.Background(), e, j)
 	if !errors.Is(res.err, ErrAbandoned) || res.stored {
 		t.Fatalf("upload: %v, stored %v; want abandoned", res.err, res.stored)
 	}

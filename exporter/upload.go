@@ -33,13 +33,6 @@ func (e *Exporter) process(ctx context.Context, j *job) *result {
 	return e.storeBatch(ctx, j)
 }
 
-// upload commits one batch, its acks included.
-func (e *Exporter) upload(ctx context.Context, j *job) *result {
-	res := e.storeBatch(ctx, j)
-	res.ack(ctx)
-	return res
-}
-
 // writeMarker stores a loss marker, then terminates the poison message it
 // records, if any. A marker's key is a function of its content, so writing
 // it twice is harmless.

@@ -189,7 +189,7 @@ func TestUploadAcksEveryMessageOnceAfterTheStoreSucceeds(t *testing.T) {
 	store := &MemStore{n: 2, err: errors.New("connection refused")}
 	e := testExporter(t, store)
 	j, msgs := sealedJob(t, e, 3, time.Now(), time.Minute)
-	res := e.upload(context.Background(), j)
+	res := upload(context.Background(), e, j)
 	if res.err != nil {
 		t.Fatal(res.err)
 	}
@@ -209,7 +209,7 @@ func TestUploadNeverAcksOnAPermanentError(t *testing.T) {
 	store := &MemStore{n: 1 << 30, err: &objstore.PermanentError{Code: "AccessDenied", Err: errors.New("access denied")}}
 	e := testExporter(t, store)
 	j, msgs := sealedJob(t, e, 3, time.Now(), time.Minute)
-	res := e.upload(context.Background(), j)
+	res := upload(context.Background(), e, j)
 	if !objstore.IsPermanent(res.err) || store.puts != 1 {
 		t.Fatalf("err = %v after %d puts; want a permanent error after 1", res.err, store.puts)
 	}
@@ -234,7 +234,7 @@ func TestUploadKeepsMessagesInProgressThenAbandonsAfterAckWait(t *testing.T) {
 	for _, m := range msgs {
 		m.refuseInProgress = true
 	}
-	res := e.upload(context.Background(), j)
+	res := upload(context.Background(), e, j)
 	if !errors.Is(res.err, ErrAbandoned) {
 		t.Fatalf("err = %v, want ErrAbandoned", res.err)
 	}
@@ -258,7 +258,7 @@ func TestUploadGivesUpWhenItsContextEnds(t *testing.T) {
 	j, msgs := sealedJob(t, e, 1, time.Now(), time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	res := e.upload(ctx, j)
+	res := upload(ctx, e, j)
 	if res.err == nil {
 		t.Fatal("upload succeeded with a store that always fails")
 	}
@@ -274,7 +274,7 @@ func TestUploadInProgressPostponesTheAckWait(t *testing.T) {
 	e := testExporter(t, store)
 	const ackWait = 2 * time.Second
 	j, msgs := sealedJob(t, e, 2, time.Now(), ackWait)
-	res := e.upload(context.Background(), j)
+	res := upload(context.Background(), e, j)
 	if res.err != nil {
 		t.Fatalf("err = %v after %d puts", res.err, store.puts)
 	}
@@ -312,4 +312,12 @@ func TestParquetTailIsTheFooter(t *testing.T) {
 	if iceberg.TailOf(formats.NewBody([]byte("{\"a\":1}\n"))) != nil {
 		t.Fatal("a JSON body has a parquet tail")
 	}
+}
+
+// upload commits one batch, its acks included, as an uploader and the
+// loop do between them.
+func upload(ctx context.Context, e *Exporter, j *job) *result {
+	res := e.storeBatch(ctx, j)
+	res.ack(ctx)
+	return res
 }
