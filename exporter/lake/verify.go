@@ -5,12 +5,8 @@
 package lake
 
 import (
-	"bufio"
-	"bytes"
 	"cmp"
-	"compress/gzip"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,14 +16,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/parquet-go/parquet-go"
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/progress"
+	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/lossmarker"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
@@ -185,15 +180,15 @@ func (v *verifier) readData(ctx context.Context, key string, name pathtemplate.N
 		if err != nil {
 			return o, err
 		}
-		seqs, err := recordSequences(key, body)
+		seqs, err := formats.Sequences(key, body)
 		slices.Sort(seqs)
 		o.runs = progress.FromSorted(seqs)
 		switch {
-		case errors.Is(err, errNoRecords) && meta != "":
+		case errors.Is(err, formats.ErrNoRecords) && meta != "":
 			fromRecords, o.fromMeta = false, v.opts.Deep
-		case errors.Is(err, errNoRecords):
+		case errors.Is(err, formats.ErrNoRecords):
 			o.problem = fmt.Sprintf("%s: %v, and its %s sequences from %d to %d are too sparse for its metadata: verify can not check it",
-				key, errNoRecords, md[objstore.MetaCount], first, last)
+				key, formats.ErrNoRecords, md[objstore.MetaCount], first, last)
 		case err != nil:
 			o.problem = err.Error()
 		}
@@ -316,7 +311,7 @@ func (v *verifier) readRejected(ctx context.Context, stream string) ([]listedObj
 		if err != nil {
 			return err
 		}
-		seqs, err := recordSequences(key, body)
+		seqs, err := formats.Sequences(key, body)
 		if err != nil {
 			rejected = append(rejected, listedObject{objectRuns: objectRuns{key: key}, problem: err.Error()})
 			return nil
@@ -372,88 +367,6 @@ func (v *verifier) scope(ctx context.Context, sc config.Stream, stream jetstream
 	}
 	return progress.Range{First: from, Last: to}
 }
-
-// recordSequences reads the sequence of every record of an object: JSON
-// written with metadata (compressed or not), or parquet.
-func recordSequences(key string, body []byte) ([]uint64, error) {
-	kind := key // the key without its compression suffix, which names the format
-	switch {
-	case strings.HasSuffix(kind, ".gz"):
-		zr, err := gzip.NewReader(bytes.NewReader(body))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
-		}
-		if body, err = io.ReadAll(zr); err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
-		}
-		kind = strings.TrimSuffix(kind, ".gz")
-	case strings.HasSuffix(kind, ".zst"):
-		zr, err := zstd.NewReader(nil)
-		if err != nil {
-			return nil, err
-		}
-		defer zr.Close()
-		if body, err = zr.DecodeAll(body, nil); err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
-		}
-		kind = strings.TrimSuffix(kind, ".zst")
-	case strings.HasSuffix(kind, ".parquet"):
-		type row struct {
-			Sequence int64 `parquet:"sequence"`
-		}
-		rows, err := parquet.Read[row](bytes.NewReader(body), int64(len(body)))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
-		}
-		out := make([]uint64, len(rows))
-		for i, r := range rows {
-			out[i] = uint64(r.Sequence)
-		}
-		return out, nil
-	}
-	var out []uint64
-	type rec struct {
-		Sequence *uint64 `json:"sequence"`
-	}
-	add := func(r rec, where string) error {
-		if r.Sequence == nil {
-			return fmt.Errorf("%s: %s has no sequence: verify needs include_metadata = true", key, where)
-		}
-		out = append(out, *r.Sequence)
-		return nil
-	}
-	switch {
-	case strings.HasSuffix(kind, ".jsonl"):
-		sc := bufio.NewScanner(bytes.NewReader(body))
-		sc.Buffer(nil, 1<<30)
-		for n := 1; sc.Scan(); n++ {
-			var r rec
-			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-				return nil, fmt.Errorf("%s: line %d: %w", key, n, err)
-			}
-			if err := add(r, fmt.Sprintf("line %d", n)); err != nil {
-				return nil, err
-			}
-		}
-		return out, sc.Err()
-	case strings.HasSuffix(kind, ".json"):
-		var rs []rec
-		if err := json.Unmarshal(body, &rs); err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
-		}
-		for i, r := range rs {
-			if err := add(r, fmt.Sprintf("element %d", i)); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("%s: %w", key, errNoRecords)
-}
-
-// errNoRecords says an object's records can not be read back one by one:
-// raw objects hold the payloads only.
-var errNoRecords = errors.New("raw objects hold payloads only, with no sequence per record")
 
 // markedRanges returns the sequences the markers name, sorted and merged.
 func markedRanges(markers []*lossmarker.Marker) []progress.Range {
