@@ -363,7 +363,7 @@ func (r *runner) finish(res *result) error {
 		seqs = batchSeqs(b)
 	}
 	s.book.BatchDone(s.intentPrefix+j.intentID, b.Len(), progress.Outcome{
-		Stored: res.stored, Confirmed: res.confirmed, Seqs: seqs, First: b.First, Last: b.Last, Encoded: res.seqs})
+		Stored: res.stored, Confirmed: res.confirmed, Intent: res.intentKey, Seqs: seqs, First: b.First, Last: b.Last, Encoded: res.seqs})
 	if res.confirmed {
 		s.mAcked.Add(float64(b.Len()))
 	}

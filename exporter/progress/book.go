@@ -157,8 +157,9 @@ func (b *Book) Seal(ikey string, n int) {
 
 // Outcome is how a sealed batch ended.
 type Outcome struct {
-	Stored    bool // its object is stored
-	Confirmed bool // and the server confirmed its acks
+	Stored    bool   // its object is stored
+	Confirmed bool   // and the server confirmed its acks
+	Intent    string // the key of the intent written for it; "" when none was
 	// Seqs are the batch's sequences, First and Last its lowest and
 	// highest, and Encoded its Seqs.MarshalJSON as the intent holds
 	// it (kept for a confirmed batch, expanded if its messages come
@@ -168,11 +169,11 @@ type Outcome struct {
 	Encoded     []byte
 }
 
-// BatchDone records the end of a sealed batch of n messages under its
-// intent key, whose held sequences the caller has released. A stored
+// BatchDone records the end of a sealed batch of n messages, sealed under
+// ikey, whose held sequences the caller has released. A stored
 // batch is done; one whose acks are not confirmed is committed too (its
-// messages are acked, not written, when they come back), and its intent is
-// kept until the floor passes it. The sequences of a batch not stored
+// messages are acked, not written, when they come back), and its intent,
+// if one was written, is kept until the floor passes it. The sequences of a batch not stored
 // return: their messages come back unless the stream removes them first.
 func (b *Book) BatchDone(ikey string, n int, o Outcome) {
 	delete(b.own, ikey)
@@ -186,9 +187,9 @@ func (b *Book) BatchDone(ikey string, n int, o Outcome) {
 	}
 	switch {
 	case o.Stored && !o.Confirmed:
-		b.commit(ikey, o.Seqs)
-	case o.Confirmed && ikey != "":
-		b.retired = append(b.retired, &retired{intentKey: ikey, first: o.First, last: o.Last, encoded: o.Encoded})
+		b.commit(o.Intent, o.Seqs)
+	case o.Confirmed && o.Intent != "":
+		b.retired = append(b.retired, &retired{intentKey: o.Intent, first: o.First, last: o.Last, encoded: o.Encoded})
 	}
 }
 

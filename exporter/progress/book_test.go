@@ -21,7 +21,7 @@ func TestBookClassifiesADeliveredSequence(t *testing.T) {
 		t.Fatal(err)
 	}
 	retire := func(b *Book) {
-		b.BatchDone("r", 0, Outcome{Stored: true, Confirmed: true, First: 30, Last: 32, Encoded: confirmed})
+		b.BatchDone("r", 0, Outcome{Stored: true, Confirmed: true, Intent: "r", First: 30, Last: 32, Encoded: confirmed})
 	}
 	tests := []struct {
 		name        string
@@ -39,7 +39,7 @@ func TestBookClassifiesADeliveredSequence(t *testing.T) {
 				b.Deliver(1, false)
 				b.Seal("i", 1)
 				b.Release(1)
-				b.BatchDone("i", 1, Outcome{Stored: true, Confirmed: true, Seqs: NewSeqs([]uint64{1})})
+				b.BatchDone("i", 1, Outcome{Stored: true, Confirmed: true, Intent: "i", Seqs: NewSeqs([]uint64{1})})
 			}, seq: 1, redelivered: true, want: Stored},
 		{name: "a sequence of a batch not stored is new again",
 			setup: func(b *Book) {
@@ -187,10 +187,14 @@ func TestBookKnowsTheIntentsItAccountsFor(t *testing.T) {
 		{"a batch in flight", func() { b.Seal("own", 2) }, []string{"own"}},
 		{"an unresolved intent", func() { b.Await("unsure", NewSeqs([]uint64{7})) }, []string{"own", "unsure"}},
 		{"the batch stored, acks unconfirmed", func() {
-			b.BatchDone("own", 2, Outcome{Stored: true, Seqs: NewSeqs([]uint64{1, 2})})
+			b.BatchDone("own", 2, Outcome{Stored: true, Intent: "own", Seqs: NewSeqs([]uint64{1, 2})})
 		}, []string{"own", "unsure"}},
 		{"a batch stored and confirmed", func() {
-			b.BatchDone("confirmed", 0, Outcome{Stored: true, Confirmed: true, First: 3, Last: 4})
+			b.BatchDone("confirmed", 0, Outcome{Stored: true, Confirmed: true, Intent: "confirmed", First: 3, Last: 4})
+		}, []string{"confirmed", "own", "unsure"}},
+		{"a confirmed batch without an intent (no state bucket)", func() {
+			b.Seal("unwritten", 1)
+			b.BatchDone("unwritten", 1, Outcome{Stored: true, Confirmed: true, First: 5, Last: 5})
 		}, []string{"confirmed", "own", "unsure"}},
 		{"the unresolved intent resolved", func() { b.Resolve("unsure", false) }, []string{"confirmed", "own"}},
 		{"reset", func() { b.Reset() }, nil},
@@ -210,7 +214,7 @@ func TestBookForgetsIntentsOnceTheFloorPassesThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.commit("a", NewSeqs([]uint64{1, 2, 3}))
-	b.BatchDone("b", 0, Outcome{Stored: true, Confirmed: true, First: 4, Last: 6, Encoded: seqs})
+	b.BatchDone("b", 0, Outcome{Stored: true, Confirmed: true, Intent: "b", First: 4, Last: 6, Encoded: seqs})
 	b.commit("c", NewSeqs([]uint64{10}))
 	b.expand(6) // as a redelivery of 6 does: its ack was lost
 	steps := []struct {
