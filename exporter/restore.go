@@ -9,7 +9,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/exporter/lake"
-	"github.com/jetlake/jetlake/exporter/objstore"
 )
 
 // restoreIntents gives back their intents to the data files of s that this
@@ -19,10 +18,7 @@ import (
 // they come back.
 func (e *Exporter) restoreIntents(ctx context.Context, s *streamState) error {
 	lt := e.table
-	ls, ok := e.store.(interface {
-		objstore.ObjectStore
-		lake.OrphanStore
-	})
+	ls, ok := e.store.(lake.SweptStore)
 	if lt == nil || !ok {
 		return nil
 	}

@@ -75,9 +75,7 @@ func (r *runner) compactTable(ctx context.Context, now time.Time) {
 				r.log.Warn("the table's data folder holds files in no snapshot that this connector did not write for this table; they are left alone",
 					"table", lt.t.Name(), "files", n, "first", foreign[0])
 			}
-			if rep.Expired > 0 || rep.ExpireErr != nil {
-				r.snapshotsExpired(rep.Expired, rep.ExpireErr)
-			}
+			r.snapshotsExpired(rep.Expired, rep.ExpireErr)
 			if err != nil {
 				r.tableCompacted(res, nil, err)
 				return

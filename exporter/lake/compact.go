@@ -119,6 +119,14 @@ type OrphanStore interface {
 	Delete(ctx context.Context, key string) error
 }
 
+// SweptStore is a store whose objects can be written, looked up, listed
+// with their age and deleted: what reading a table's data folder back
+// takes (the S3 store is one).
+type SweptStore interface {
+	objstore.ObjectStore
+	OrphanStore
+}
+
 // RemoveOrphans removes the data files under the table's data folder that
 // no snapshot the table keeps (data or delete manifests), no intent and no
 // commit plan names, that are older than o.OrphanAge, and whose own

@@ -26,11 +26,8 @@ type Unrecorded struct {
 	DataPrefix string // the table's data folder, as an object key prefix
 	Bucket     string
 	State      state.Store
-	Store      interface {
-		objstore.ObjectStore
-		OrphanStore
-	}
-	Log *slog.Logger
+	Store      SweptStore
+	Log        *slog.Logger
 	// Untrusted counts a file that is not believed, and left for an
 	// operator.
 	Untrusted func()
