@@ -25,7 +25,7 @@ func Example() {
 	fmt.Println(err)
 	// Output:
 	// raw/ORDERS/eu%20west/date=2025-12-31/hour=23/00000000000000000001-00000000000000000500.jsonl <nil>
-	// pathtemplate: at byte 9: unknown variable {subjct}; allowed: {stream}, {subject}, {subject:N}, {consumer}, {date}, {year}, {month}, {day}, {hour}, {minute}
+	// pathtemplate: at byte 9: unknown variable {subjct}; allowed: {stream}, {subject}, {subject:N}, {consumer}, {date}, {year}, {month}, {day}, {hour}, {minute}, {column:<name>}, {header:<Name>}
 }
 
 func ExampleParseName() {

@@ -87,7 +87,7 @@ func FuzzParse(f *testing.F) {
 		"", "{stream}/{subject}/{date}/{hour}", "{stream}/date={date}/hour={hour}",
 		"{year}/{month}/{day}/{hour}/{minute}/{consumer}", "{subject:1}.{subject:64}",
 		"/", "a//b", "./x", "x/..", "v1.0/./x", "{", "}", "{}", "{subject:0}", "{subject:65}",
-		"a\\b", "a\x00b", "{stream}\xff", "données/{stream}",
+		"a\\b", "a\x00b", "{stream}\xff", "données/{stream}", "{column:tenant}/{header:X-Id}", "{column:}",
 	} {
 		f.Add(src)
 	}
@@ -96,6 +96,10 @@ func FuzzParse(f *testing.F) {
 		{},
 		{Stream: ".", Subject: "..", Consumer: "/"},
 		{Stream: strings.Repeat("/", 200), Subject: strings.Repeat("a.", 100), Consumer: "\xff"},
+		{
+			Columns: []pathtemplate.Field{{Name: "tenant", Text: []byte("..")}, {Name: "x", Missing: true}},
+			Headers: map[string][]string{"X-Id": {"/"}, "": {"."}},
+		},
 	}
 	f.Fuzz(func(t *testing.T, src string) {
 		tpl, err := pathtemplate.Parse(src)

@@ -8,7 +8,9 @@
 // being read, so these forms never change.
 //
 // Rendering is a pure function of the template, the stream, subject and
-// consumer names and the message time: it does no I/O and reads no clock.
+// consumer names, the message's time (its event time when the connector
+// takes one from the content) and the values of its typed columns and
+// headers: it does no I/O and reads no clock.
 // Substituted values keep the bytes [A-Za-z0-9._-] and percent-encode every
 // other byte as %XX, the way Hive encodes partition values, so two distinct
 // subjects never render to the same directory. A value that is empty, "." or
@@ -20,6 +22,7 @@ package pathtemplate
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +44,8 @@ const (
 	VarDay
 	VarHour
 	VarMinute
+	VarColumn // {column:<name>}: a typed column's value
+	VarHeader // {header:<Name>}: a header's first value
 )
 
 var varNames = map[string]Var{
@@ -56,7 +61,15 @@ var varNames = map[string]Var{
 }
 
 // Names lists the variables a template may use, for error messages.
-const Names = "{stream}, {subject}, {subject:N}, {consumer}, {date}, {year}, {month}, {day}, {hour}, {minute}"
+const Names = "{stream}, {subject}, {subject:N}, {consumer}, {date}, {year}, {month}, {day}, {hour}, {minute}, {column:<name>}, {header:<Name>}"
+
+// MissingValue is what {column:<name>} and {header:<Name>} render when the
+// message has no value for them: a missing member, JSON null, a payload
+// that is not JSON, a header not set. Hive, Athena and Trino read a folder
+// of this name as a null partition value. A present value equal to it
+// renders the same; a partition key that can hold it can not be told from
+// a missing one, as in Hive.
+const MissingValue = "__HIVE_DEFAULT_PARTITION__"
 
 // MaxKeyLen is the longest object key S3 accepts, in bytes.
 const MaxKeyLen = 1024
@@ -64,7 +77,7 @@ const MaxKeyLen = 1024
 // Part is one piece of a parsed template.
 type Part struct {
 	Var   Var
-	Text  string // literal text for VarLiteral
+	Text  string // literal text for VarLiteral; the name for VarColumn and VarHeader
 	Token int    // 1-based token index for VarSubjectToken
 }
 
@@ -224,7 +237,47 @@ func parseVar(name string) (p Part, msg string, unknown bool) {
 		}
 		return Part{Var: VarSubjectToken, Token: n}, "", false
 	}
+	if rest, ok := strings.CutPrefix(name, "column:"); ok {
+		if !isColumnName(rest) {
+			return Part{}, fmt.Sprintf("{column:<name>} needs the name of a typed column ([a-z_][a-z0-9_]*), got %q", rest), false
+		}
+		return Part{Var: VarColumn, Text: rest}, "", false
+	}
+	if rest, ok := strings.CutPrefix(name, "header:"); ok {
+		if !isHeaderName(rest) {
+			return Part{}, fmt.Sprintf("{header:<Name>} needs a header name (printable ASCII, no space or ':'), got %q", rest), false
+		}
+		return Part{Var: VarHeader, Text: rest}, "", false
+	}
 	return Part{}, fmt.Sprintf("unknown variable {%s}", name), true
+}
+
+// isColumnName reports whether s is a typed column's name:
+// [a-z_][a-z0-9_]*.
+func isColumnName(s string) bool {
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// isHeaderName reports whether s can name a NATS header: printable ASCII
+// without space or ':'.
+func isHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f || c == ':' {
+			return false
+		}
+	}
+	return true
 }
 
 // MustParse is like Parse but panics on error. It is meant for tests and
@@ -258,12 +311,51 @@ func (t *Template) UsesSubject() bool {
 	return t.Uses(VarSubject) || t.Uses(VarSubjectToken)
 }
 
+// UsesTime reports whether the rendered directory depends on the time.
+func (t *Template) UsesTime() bool {
+	for _, p := range t.parts {
+		if p.Var >= VarDate && p.Var <= VarMinute {
+			return true
+		}
+	}
+	return false
+}
+
+// Names returns the names the template's parts of variable v use
+// ({column:<name>}, {header:<Name>}), each once, in template order.
+func (t *Template) Names(v Var) []string {
+	var names []string
+	for _, p := range t.parts {
+		if p.Var == v && !slices.Contains(names, p.Text) {
+			names = append(names, p.Text)
+		}
+	}
+	return names
+}
+
 // Values are what a template is rendered from.
 type Values struct {
 	Stream   string
 	Subject  string
 	Consumer string
-	Time     time.Time // the message's JetStream timestamp; rendered in UTC
+	// Time is the message's time: its JetStream timestamp, or its event
+	// time. It is rendered in Location, UTC when Location is nil.
+	Time     time.Time
+	Location *time.Location
+	// Columns are the typed columns' values as {column:<name>} renders
+	// them; a column not there renders as MissingValue.
+	Columns []Field
+	// Headers are the message's headers; {header:<Name>} renders the
+	// first value of Name, matched as written (NATS header names are
+	// case-sensitive), or MissingValue.
+	Headers map[string][]string
+}
+
+// Field is a typed column's value as text.
+type Field struct {
+	Name    string
+	Text    []byte
+	Missing bool // no value: renders as MissingValue
 }
 
 // ErrKeyTooLong is returned when a rendered key exceeds MaxKeyLen.
@@ -273,6 +365,9 @@ var ErrKeyTooLong = errors.New("pathtemplate: object key longer than 1024 bytes"
 // buffer. It does not allocate when dst has room.
 func (t *Template) AppendDir(dst []byte, v *Values) []byte {
 	ts := v.Time.UTC()
+	if v.Location != nil {
+		ts = v.Time.In(v.Location)
+	}
 	for _, p := range t.parts {
 		switch p.Var {
 		case VarLiteral:
@@ -301,9 +396,31 @@ func (t *Template) AppendDir(dst []byte, v *Values) []byte {
 			dst = appendInt(dst, ts.Hour(), 2)
 		case VarMinute:
 			dst = appendInt(dst, ts.Minute(), 2)
+		case VarColumn:
+			dst = appendColumn(dst, v.Columns, p.Text)
+		case VarHeader:
+			if h := v.Headers[p.Text]; len(h) > 0 {
+				dst = AppendEscaped(dst, h[0])
+			} else {
+				dst = append(dst, MissingValue...)
+			}
 		}
 	}
 	return dst
+}
+
+// appendColumn appends the value of the column named name in cols, or
+// MissingValue.
+func appendColumn(dst []byte, cols []Field, name string) []byte {
+	for i := range cols {
+		if f := &cols[i]; f.Name == name {
+			if f.Missing {
+				break
+			}
+			return appendEscaped(dst, f.Text)
+		}
+	}
+	return append(dst, MissingValue...)
 }
 
 // Dir renders the directory as a string.
@@ -343,7 +460,12 @@ const MaxValueLen = 128
 // in a NATS subject), "." as "%2E" and ".." as "%2E%2E". Values that escape to
 // more than MaxValueLen bytes are shortened as MaxValueLen describes.
 func AppendEscaped(dst []byte, value string) []byte {
-	switch value {
+	return appendEscaped(dst, value)
+}
+
+// appendEscaped is AppendEscaped of a string or bytes.
+func appendEscaped[T string | []byte](dst []byte, value T) []byte {
+	switch string(value) {
 	case "":
 		return append(dst, "%00"...)
 	case ".":
@@ -378,7 +500,7 @@ func AppendEscaped(dst []byte, value string) []byte {
 	return dst
 }
 
-func fnv1a(s string) uint64 {
+func fnv1a[T string | []byte](s T) uint64 {
 	h := uint64(14695981039346656037)
 	for i := 0; i < len(s); i++ {
 		h ^= uint64(s[i])
