@@ -11,12 +11,11 @@ import (
 // parquetEncoder is the Encoder of the Parquet format; the package
 // documentation describes the file.
 type parquetEncoder struct {
-	opts       Options
-	typed      []typedColumn
-	firstNames []string // the first step of each typed column's path
-	cols       []pcol
-	options    []parquet.WriterOption
-	codec      compress.Codec
+	opts    Options
+	typed   []typedColumn
+	cols    []pcol
+	options []parquet.WriterOption
+	codec   compress.Codec
 
 	emptySize int // bytes of a file without rows
 	mu        sync.Mutex
@@ -67,9 +66,6 @@ func newParquetEncoder(opts Options) (Encoder, error) {
 		cols:    cols,
 		options: options,
 		codec:   codec,
-	}
-	for _, c := range typed {
-		e.firstNames = append(e.firstNames, c.path[0].name)
 	}
 	e.learn.actual = make([]float64, len(cols))
 	e.learn.factor = make([]float64, len(cols))
@@ -238,8 +234,7 @@ func (e *parquetEncoder) NewBatch() Batch {
 	b := &parquetBatch{
 		e:      e,
 		cols:   make([]colData, len(e.cols)),
-		cells:  make([]cell, len(e.typed)),
-		firsts: make([][]byte, len(e.typed)),
+		reader: newCellReader(e.typed, e.opts.OnTypeError),
 		ratios: make([]float64, len(e.cols)),
 		sample: make([]float64, len(e.cols)),
 	}

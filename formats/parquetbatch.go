@@ -29,10 +29,9 @@ type parquetBatch struct {
 	out               chunks // the file, after Finish
 	err               error
 	values            []parquet.Value
-	cells             []cell
-	firsts            [][]byte // the values of the first steps of the paths
-	compact, str, key []byte   // scratch for the payload, strings and member names
-	arena, hdr, probe []byte   // scratch for typed values, headers and samples
+	reader            cellReader // the typed columns' values of the row being added
+	compact, str      []byte     // scratch for the payload and strings
+	hdr, probe        []byte     // scratch for headers and samples
 	keys              []string
 }
 
@@ -52,7 +51,7 @@ func (b *parquetBatch) Append(r *Record) error {
 
 	// Extract every typed value before the batch changes, so that a
 	// rejected record leaves it as it was.
-	if err := b.extractCells(isJSON); err != nil {
+	if _, err := b.reader.read(b.compact, isJSON); err != nil {
 		return err
 	}
 
@@ -64,56 +63,9 @@ func (b *parquetBatch) Append(r *Record) error {
 	return nil
 }
 
-// extractCells fills b.cells with the typed columns' values from the
-// compacted payload in b.compact (isJSON says whether it holds one). Bytes
-// that would be overwritten by the next column go to b.arena. It returns a
-// *TypeError for a value the column rejects when the policy says so.
-func (b *parquetBatch) extractCells(isJSON bool) error {
-	e := b.e
-	b.arena = b.arena[:0]
-	if isJSON && len(e.typed) > 0 && b.compact[0] == '{' {
-		// One scan of the payload finds the first step of every path.
-		b.key = members(b.compact, e.firstNames, b.firsts, b.key)
-	}
-	for i := range e.typed {
-		c := &e.typed[i]
-		x := cell{null: true}
-		if isJSON {
-			var v []byte
-			var found bool
-			if b.compact[0] == '{' {
-				if first := b.firsts[i]; first != nil {
-					v, b.key, found = lookup(first, c.path[1:], b.key)
-				}
-			} else {
-				v, b.key, found = lookup(b.compact, c.path, b.key)
-			}
-			if found {
-				var reason string
-				x, b.str, reason = c.convert(v, b.str)
-				if reason != "" {
-					if e.opts.OnTypeError == RejectTypeErrors {
-						return &TypeError{Column: c.Name, Source: c.Source, Value: truncateValue(v), Reason: reason}
-					}
-					x = cell{null: true}
-				}
-				if x.b != nil {
-					// x.b points into scratch space that the next column
-					// reuses; keep it in the arena.
-					start := len(b.arena)
-					b.arena = append(b.arena, x.b...)
-					x.b = b.arena[start:len(b.arena):len(b.arena)]
-				}
-			}
-		}
-		b.cells[i] = x
-	}
-	return nil
-}
-
 // addRow appends r as one row to the columns: the envelope (stream,
 // subject, sequence, time and, when the options ask for them, headers),
-// the typed values extracted into b.cells, and the payload, compacted when
+// the typed values b.reader read, and the payload, compacted when
 // it is JSON (isJSON), as it is when it is other UTF-8 text, base64-encoded
 // otherwise. It cannot fail, so it runs only once the record was accepted.
 func (b *parquetBatch) addRow(r *Record, isJSON bool) {
@@ -137,7 +89,7 @@ func (b *parquetBatch) addRow(r *Record, isJSON bool) {
 	for i := range e.typed {
 		c := &cols[next]
 		next++
-		x := &b.cells[i]
+		x := &b.reader.cells[i]
 		switch {
 		case x.null:
 			c.addNull()
