@@ -39,101 +39,17 @@ func syntaxProblem(file string, err error) *Problem {
 	return &Problem{File: file, Line: line, Key: "toml", Msg: "syntax error: " + msg}
 }
 
-// spec describes the keys one table may hold.
-type spec struct {
-	name    string            // key of the table in its parent; "" for the top level
-	where   string            // "in [rotation]", for messages
-	header  string            // "[rotation]", for messages
-	keys    []string          // allowed keys, in the order the documentation lists them
-	secrets map[string]string // keys that would hold a secret, and what to write instead
-}
-
-const neverSecrets = "secrets are never read from the file; "
-
-var (
-	topSpec = spec{
-		where: "at the top level",
-		keys:  []string{"name", "enabled", "shutdown_timeout", "ready_upload_failure", "nats", "streams", "s3", "output", "rotation", "state", "iceberg"},
-	}
-	natsSpec = spec{
-		name: "nats", where: "in [nats]", header: "[nats]",
-		keys: []string{"url", "creds_file", "nkey_seed_file", "token_env", "user", "password_env", "tls_ca_file", "tls_cert_file", "tls_key_file",
-			"tls_required", "allow_insecure_auth", "jetstream_domain", "jetstream_api_prefix", "inbox_prefix"},
-		secrets: map[string]string{
-			"password":  neverSecrets + "name an environment variable with password_env",
-			"token":     neverSecrets + "name an environment variable with token_env",
-			"nkey_seed": neverSecrets + "name the seed file with nkey_seed_file",
-			"seed":      neverSecrets + "name the seed file with nkey_seed_file",
-		},
-	}
-	streamSpec = spec{
-		name: "streams", where: "in [[streams]]", header: "[[streams]]",
-		keys: []string{"stream", "subjects", "consumer", "deliver_policy", "ack_wait", "max_ack_pending", "failover", "priority_timeout", "partitions", "lease_ttl", "consumer_storage"},
-	}
-	s3Spec = spec{
-		name: "s3", where: "in [s3]", header: "[s3]",
-		keys: []string{"bucket", "endpoint", "region", "prefix", "path_style", "access_key_id_env", "secret_access_key_env", "upload_concurrency",
-			"allow_insecure_http", "tls_ca_file", "sse", "sse_kms_key_id", "storage_class", "checksum"},
-		secrets: map[string]string{
-			"access_key_id":     neverSecrets + "name an environment variable with access_key_id_env",
-			"access_key":        neverSecrets + "name an environment variable with access_key_id_env",
-			"secret_access_key": neverSecrets + "name an environment variable with secret_access_key_env",
-			"secret_key":        neverSecrets + "name an environment variable with secret_access_key_env",
-			"session_token":     neverSecrets + "set the AWS_SESSION_TOKEN environment variable",
-		},
-	}
-	outputSpec = spec{
-		name: "output", where: "in [output]", header: "[output]",
-		keys: []string{"format", "compression", "path_template", "group_by", "include_metadata", "include_headers", "raw_delimiter",
-			"row_group_size", "keep_payload", "on_type_error", "columns"},
-	}
-	columnSpec = spec{
-		name: "columns", where: "in [[output.columns]]", header: "[[output.columns]]",
-		keys: []string{"name", "source", "type", "unit", "coerce"},
-	}
-	stateSpec = spec{
-		name: "state", where: "in [state]", header: "[state]",
-		keys: []string{"bucket", "replicas"},
-	}
-	icebergSpec = spec{
-		name: "iceberg", where: "in [iceberg]", header: "[iceberg]",
-		keys: []string{"catalog", "uri", "allow_insecure_sslmode", "warehouse", "token_env", "credential_env", "sigv4_service", "region", "catalog_id", "namespace", "table", "partitioning", "commit_interval", "keep_snapshots", "snapshot_retention", "compact_after", "remove_orphans", "orphan_age"},
-		secrets: map[string]string{
-			"token":      neverSecrets + "name the environment variable that holds it with token_env",
-			"credential": neverSecrets + "name the environment variable that holds it with credential_env",
-		},
-	}
-	rotationSpec = spec{
-		name: "rotation", where: "in [rotation]", header: "[rotation]",
-		keys: []string{"max_file_size", "max_messages_per_file", "max_file_age", "max_buffered_bytes"},
-	}
-	allSpecs = []*spec{&topSpec, &natsSpec, &streamSpec, &s3Spec, &outputSpec, &columnSpec, &rotationSpec, &stateSpec, &icebergSpec}
-)
-
-// Keys returns the keys a connector file may set in table, in the order
-// the documentation lists them: table is a header without its brackets
-// ("nats", "streams", "output.columns"), or "" for the top level. It
-// returns nil for a table config does not know.
-func Keys(table string) []string {
-	for _, sp := range allSpecs {
-		if strings.Trim(sp.header, "[]") == table {
-			return slices.Clone(sp.keys)
-		}
-	}
-	return nil
-}
-
 // unknown reports every key of t, the table at p, that sp does not allow.
 func (c *checker) unknown(t map[string]any, p keyPath, sp *spec) {
 	for _, k := range sortedKeys(t) {
-		if slices.Contains(sp.keys, k) {
+		if sp.allows(k) {
 			continue
 		}
 		if msg, ok := sp.secrets[k]; ok {
 			c.report(p.key(k), "%s", msg)
 			continue
 		}
-		c.report(p.key(k), "unknown key%s; allowed keys %s: %s", suggest(k, sp), sp.where, strings.Join(sp.keys, ", "))
+		c.report(p.key(k), "unknown key%s; allowed keys %s: %s", suggest(k, sp), sp.where, strings.Join(sp.names(), ", "))
 	}
 }
 
@@ -141,12 +57,12 @@ func (c *checker) unknown(t map[string]any, p keyPath, sp *spec) {
 // is a misspelling of.
 func suggest(k string, sp *spec) string {
 	for _, other := range allSpecs {
-		if other != sp && slices.Contains(other.keys, k) {
+		if other != sp && other.allows(k) {
 			return fmt.Sprintf(" here (%s belongs %s)", k, other.where)
 		}
 	}
 	best, bestDist := "", 3
-	for _, allowed := range sp.keys {
+	for _, allowed := range sp.names() {
 		if d := editDistance(strings.ToLower(k), allowed); d < bestDist && d < len(allowed)/2 {
 			best, bestDist = allowed, d
 		}

@@ -15,7 +15,7 @@ import (
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 
-var update = flag.Bool("update", false, "rewrite the expected output of testdata/*.bad cases")
+var update = flag.Bool("update", false, "rewrite the expected output of testdata/*.bad cases, and the key tables of docs/configuration.md")
 
 // Every testdata/*.bad.toml file, and every testdata/*.bad directory, has a
 // sibling *.bad.txt with the exact error Load returns for it.
