@@ -174,7 +174,7 @@ func maxDirLen(tpl *pathtemplate.Template, s Stream) int {
 			n += len(pathtemplate.AppendEscaped(nil, s.Stream))
 		case pathtemplate.VarConsumer:
 			n += len(pathtemplate.AppendEscaped(nil, s.Consumer))
-		case pathtemplate.VarSubject, pathtemplate.VarSubjectToken:
+		case pathtemplate.VarSubject, pathtemplate.VarSubjectToken, pathtemplate.VarColumn, pathtemplate.VarHeader:
 			n += pathtemplate.MaxValueLen
 		case pathtemplate.VarDate:
 			n += len("2006-01-02")

@@ -22,6 +22,11 @@ func (o *Output) FormatsOptions() formats.Options {
 		OmitPayload:  !o.KeepPayload,
 		OnTypeError:  o.OnTypeError,
 	}
+	if o.Format != formats.Parquet {
+		// The other formats write the records as they are; typed columns
+		// serve paths and event time only.
+		return opts
+	}
 	for _, col := range o.Columns {
 		opts.Columns = append(opts.Columns, formats.Column{
 			Name: col.Name, Source: col.Source, Type: col.Type, Unit: col.Unit, Coerce: col.Coerce,

@@ -347,6 +347,11 @@ func (c *checker) checkIceberg(out outputCheck, t map[string]any) {
 	if has(t, "group_by") {
 		c.report(key.key("group_by"), "has no meaning with [iceberg]: a data file holds one partition; remove group_by")
 	}
+	for _, k := range []string{"time_source", "time_fallback", "time_unit", "timezone"} {
+		if has(t, k) {
+			c.report(key.key(k), "has no meaning with [iceberg]: the table's partitioning names its folders; partition by a typed column instead, such as day(created_at) in [iceberg] partitioning; remove %s", k)
+		}
+	}
 }
 
 // sqlCatalogURI checks the uri of a SQL catalog.

@@ -25,6 +25,8 @@ func (c *checker) output(t map[string]any, p keyPath) outputCheck {
 	c.outputLayout(t, p, &o)
 	c.outputRecords(t, p, &o, formatOK)
 	c.outputParquet(t, p, &o, formatOK)
+	c.outputTime(t, p, &o)
+	c.checkTemplateColumns(p, &o)
 	return o
 }
 
@@ -130,7 +132,7 @@ func (c *checker) outputParquet(t map[string]any, p keyPath, o *outputCheck, for
 	} else {
 		o.KeepPayload = true
 	}
-	if s, ok := c.str(t, p, "on_type_error", string(formats.RejectTypeErrors)); ok && parquetOnly("on_type_error") {
+	if s, ok := c.str(t, p, "on_type_error", string(formats.RejectTypeErrors)); ok {
 		switch s := formats.TypeErrorPolicy(s); s {
 		case formats.RejectTypeErrors, formats.NullTypeErrors:
 			o.OnTypeError = s
@@ -138,7 +140,7 @@ func (c *checker) outputParquet(t map[string]any, p keyPath, o *outputCheck, for
 			c.report(p.key("on_type_error"), "%q is not a type error policy; allowed: reject (the message goes under _jetlake/ instead of the data), null (the column is null)", s)
 		}
 	}
-	if has(t, "columns") && parquetOnly("columns") {
+	if has(t, "columns") {
 		o.Columns = c.columns(t["columns"], p.key("columns"))
 	}
 }

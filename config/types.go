@@ -177,11 +177,13 @@ type Output struct {
 	RowGroupSize    int64                   // parquet only: bytes of column values per row group, default 64MiB; 0 for other formats
 	KeepPayload     bool                    // parquet only: write the payload columns; default true
 	OnTypeError     formats.TypeErrorPolicy // parquet only: formats.RejectTypeErrors (default) or NullTypeErrors
-	Columns         []Column                // parquet only: typed columns, in file order
+	Columns         []Column                // typed columns: parquet columns, in file order; with every format, what paths and event time read
+	Time            EventTime               // the time paths take: ingest time by default
 }
 
-// Column is one [[output.columns]] entry: a typed parquet column whose
-// values come from a field of each JSON payload.
+// Column is one [[output.columns]] entry: a typed column whose values come
+// from a field of each JSON payload. Parquet writes it as a column; with
+// every format, {column:<name>} and time_source read it.
 type Column struct {
 	Name   string             // [a-z_][a-z0-9_]*, unique, not an envelope column name
 	Source string             // dotted path into the payload: "user.id", "items.0.sku"

@@ -116,6 +116,16 @@ func (r *runner) buffer(d delivery, s *streamState, md jsclient.AckInfo) bool {
 		return false
 	}
 	r.intake.tplVals = pathtemplate.Values{Stream: s.cfg.Stream, Subject: r.intake.rec.Subject, Consumer: s.consumerName(), Time: ts}
+	if c := r.e.content; c != nil {
+		fellBack, err := c.read(r.intake.rec.Data, msg.Headers(), ts, &r.intake.tplVals)
+		if err != nil {
+			r.reject(d.stream, s, msg, err)
+			return false
+		}
+		if fellBack {
+			r.e.m.EventTimeFallback.WithLabelValues(r.e.cfg.Name, s.cfg.Stream).Inc()
+		}
+	}
 	if lt := r.e.table; lt != nil {
 		r.intake.dirBuf = lt.part.AppendDir(r.intake.dirBuf[:0], s.cfg.Stream, r.intake.rec.Subject, seq, ts)
 	} else {
@@ -129,6 +139,15 @@ func (r *runner) buffer(d delivery, s *streamState, md jsclient.AckInfo) bool {
 	case r.e.table != nil:
 		// A data file holds one partition: a buffer per partition.
 		r.intake.grpBuf = append(r.intake.grpBuf, r.intake.dirBuf...)
+	case r.e.content != nil:
+		// Directories from the content interleave, where those of the
+		// ingest time follow one another: a buffer per directory, not a
+		// buffer sealed whenever the directory changes.
+		r.intake.grpBuf = append(r.intake.grpBuf, r.intake.dirBuf...)
+		if out.GroupBy == config.GroupBySubject {
+			r.intake.grpBuf = append(r.intake.grpBuf, 0)
+			r.intake.grpBuf = append(r.intake.grpBuf, r.intake.rec.Subject...)
+		}
 	case out.GroupBy == config.GroupBySubject:
 		r.intake.grpBuf = append(r.intake.grpBuf, r.intake.rec.Subject...)
 	}
@@ -136,7 +155,7 @@ func (r *runner) buffer(d delivery, s *streamState, md jsclient.AckInfo) bool {
 	if err := r.set.Add(r.intake.grpBuf, r.intake.dirBuf, &r.intake.rec, r.intake.rec.Sequence, r.intake.rec.Time, ref, r.chores.lastMsg); err != nil {
 		var te *formats.TypeError
 		if errors.As(err, &te) {
-			r.reject(d.stream, s, msg, te)
+			r.reject(d.stream, s, msg, err)
 			return false
 		}
 		r.poison(s, msg, err)
@@ -181,31 +200,46 @@ func (r *runner) dispatchChunks() {
 	}
 }
 
-// reject sets aside a message a typed column refuses: it goes, with the
-// reason in its headers, to a JSON Lines object under
+// reject sets aside a message a typed column refuses, or one without an
+// event time when time_fallback is "reject": it goes, with the reason in
+// its headers, to a JSON Lines object under
 // <prefix>/_jetlake/rejected/<stream>/<date>/, outside the table folders, and
 // is acked once that object is stored.
-func (r *runner) reject(idx int, s *streamState, msg jetstream.Msg, te *formats.TypeError) {
+func (r *runner) reject(idx int, s *streamState, msg jetstream.Msg, reason error) {
 	rec := r.intake.rec
 	r.intake.rec = formats.Record{}
 	h := make(map[string][]string, len(rec.Headers)+1)
 	for k, v := range rec.Headers {
 		h[k] = v
 	}
-	h[RejectReasonHeader] = []string{te.Error()}
+	h[RejectReasonHeader] = []string{reason.Error()}
 	rec.Headers = h
 	dir := pathtemplate.AppendRejectedDir(nil, s.cfg.Stream, rec.Time)
+	// The group ends in the kind of reason, which the metric of rejected
+	// messages counts by.
 	group := strconv.AppendInt(nil, int64(idx), 10)
 	group = append(group, 0)
+	group = append(group, rejectKind(reason)...)
 	ref := jsclient.AckRef(msg.Reply())
 	if err := r.rej.Add(group, dir, &rec, rec.Sequence, rec.Time, ref, r.chores.lastMsg); err != nil {
-		r.poison(s, msg, fmt.Errorf("rejected by a typed column (%v) and not writable as JSON: %w", te, err))
+		r.poison(s, msg, fmt.Errorf("rejected (%v) and not writable as JSON: %w", reason, err))
 		return
 	}
 	r.mem.heldMem += ref.Mem()
-	r.log.Warn("message rejected", "stream", s.cfg.Stream, "subject", rec.Subject, "sequence", rec.Sequence, "reason", te.Error())
+	r.log.Warn("message rejected", "stream", s.cfg.Stream, "subject", rec.Subject, "sequence", rec.Sequence, "reason", reason.Error())
 	r.relieve()
 	r.takeSealed()
+}
+
+// rejectKind is the reason label of jetlake_messages_rejected_total:
+// "event_time" for a message without an event time, "type" for a value a
+// typed column refuses.
+func rejectKind(reason error) string {
+	var ne *noEventTimeError
+	if errors.As(reason, &ne) {
+		return "event_time"
+	}
+	return "type"
 }
 
 // poison records a message that can be written in no form: a loss marker,

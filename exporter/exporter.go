@@ -63,6 +63,9 @@ type Exporter struct {
 	// rejEnc writes rejected messages: JSON Lines with metadata and
 	// headers, the reason among them.
 	rejEnc formats.Encoder
+	// content reads what paths take from payloads and headers, for the
+	// runner's loop; nil when they take the envelope alone.
+	content *content
 
 	intents state.Store
 	// wrapState, when set, wraps the state bucket: tests use it to stall
@@ -143,6 +146,10 @@ func New(cfg *config.Connector, opts Options) (*Exporter, error) {
 	if err != nil {
 		return nil, err
 	}
+	place, err := newContent(&cfg.Output, false)
+	if err != nil {
+		return nil, fmt.Errorf("connector %s: %w", cfg.Name, err)
+	}
 	store := opts.Store
 	if store == nil {
 		s3, err := objstore.NewS3Store(cfg.S3)
@@ -172,6 +179,7 @@ func New(cfg *config.Connector, opts Options) (*Exporter, error) {
 		enc:        enc,
 		encOptions: fo,
 		rejEnc:     rejEnc,
+		content:    place,
 		m:          m,
 	}, nil
 }

@@ -379,7 +379,8 @@ func (r *runner) finish(res *result) error {
 		}
 	}
 	if j.set == r.rej && res.stored {
-		r.e.m.Rejected.WithLabelValues(r.e.cfg.Name, s.cfg.Stream, "type").Add(float64(b.Len()))
+		kind := b.Group[strings.IndexByte(b.Group, 0)+1:]
+		r.e.m.Rejected.WithLabelValues(r.e.cfg.Name, s.cfg.Stream, kind).Add(float64(b.Len()))
 	}
 	switch {
 	case res.err == nil:

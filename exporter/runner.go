@@ -549,6 +549,7 @@ func (r *runner) gauges(now time.Time) {
 		age = max(now.Sub(exp.Add(-r.e.cfg.Rotation.MaxFileAge)).Seconds(), 0)
 	}
 	m.OldestBuffered.WithLabelValues(name).Set(age)
+	m.OpenBuffers.WithLabelValues(name).Set(float64(r.set.Open()))
 	// Summed by stream: the partitions of one stream share its labels.
 	held := map[string]int{}
 	newest := map[string]time.Time{}

@@ -300,12 +300,21 @@ func (w *effectiveWriter) output(o config.Output, iceberg bool) {
 	if o.Format == formats.Raw {
 		w.kv("raw_delimiter", o.RawDelimiter, "")
 	}
-	if o.Format != formats.Parquet {
-		return
+	if !iceberg {
+		w.kv("time_source", o.Time.Source(), "")
+		if !o.Time.Ingest() {
+			w.kv("time_fallback", o.Time.Fallback(), "")
+		}
+		w.opt("time_unit", o.Time.Unit, "")
+		w.kv("timezone", o.Time.Zone(), "")
 	}
-	w.kv("row_group_size", config.FormatSize(o.RowGroupSize), "")
-	w.kv("keep_payload", o.KeepPayload, "")
-	w.kv("on_type_error", string(o.OnTypeError), "")
+	if o.Format == formats.Parquet {
+		w.kv("row_group_size", config.FormatSize(o.RowGroupSize), "")
+		w.kv("keep_payload", o.KeepPayload, "")
+	}
+	if o.Format == formats.Parquet || len(o.Columns) > 0 {
+		w.kv("on_type_error", string(o.OnTypeError), "")
+	}
 	for _, col := range o.Columns {
 		w.table("[[output.columns]]")
 		w.kv("name", col.Name, "")

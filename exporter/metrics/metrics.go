@@ -21,6 +21,9 @@ type Metrics struct {
 	Lost          *prometheus.CounterVec
 	Rejected      *prometheus.CounterVec
 	Untrusted     *prometheus.CounterVec
+	// EventTimeFallback counts messages whose path took the JetStream
+	// timestamp because they had no usable event time.
+	EventTimeFallback *prometheus.CounterVec
 
 	ConsumerRebuilds *prometheus.CounterVec
 
@@ -28,6 +31,7 @@ type Metrics struct {
 	BufferedBytes    *prometheus.GaugeVec
 	BufferedPeak     *prometheus.GaugeVec
 	OldestBuffered   *prometheus.GaugeVec
+	OpenBuffers      *prometheus.GaugeVec
 	Pending          *prometheus.GaugeVec
 	AckPending       *prometheus.GaugeVec
 	Freshness        *prometheus.GaugeVec
@@ -85,15 +89,19 @@ func New(reg prometheus.Registerer) *Metrics {
 		Rejected:     counter("messages_rejected_total", "Messages written to rejected objects, by reason.", "connector", "stream", "reason"),
 		Untrusted: counter("state_untrusted_total",
 			"Values jetlake read back and did not believe (an export record claiming sequences the stream never had, an intent jetlake could not have written), by kind.", "connector", "kind"),
+		EventTimeFallback: counter("event_time_fallback_total",
+			"Messages without a usable event time whose path took the JetStream timestamp (time_fallback = \"ingest\").", cs...),
 
 		BufferedMessages: gauge("buffered_messages", "Messages held in buffers and uploads, not yet acked.", cs...),
 		BufferedBytes:    gauge("buffered_bytes", "Bytes held in open buffers and uploads.", "connector"),
 		BufferedPeak: gauge("buffered_bytes_peak",
 			"Most bytes held at once in open buffers, uploads and delivered messages awaiting their acks, since the connector started.", "connector"),
 		OldestBuffered: gauge("oldest_buffered_age_seconds", "Age of the oldest open buffer.", "connector"),
-		Pending:        gauge("consumer_pending_messages", "Messages in the stream not yet delivered to the consumer.", cs...),
-		AckPending:     gauge("consumer_ack_pending_messages", "Messages delivered to the consumer and not yet acked.", cs...),
-		Freshness:      gauge("freshness_seconds", "Now minus the timestamp of the newest exported message.", cs...),
+		OpenBuffers: gauge("open_buffers",
+			"Open buffers: one per directory (and subject, with group_by subject) receiving messages; partitions by payload fields or headers open one per distinct value.", "connector"),
+		Pending:    gauge("consumer_pending_messages", "Messages in the stream not yet delivered to the consumer.", cs...),
+		AckPending: gauge("consumer_ack_pending_messages", "Messages delivered to the consumer and not yet acked.", cs...),
+		Freshness:  gauge("freshness_seconds", "Now minus the timestamp of the newest exported message.", cs...),
 
 		Commits: counter("iceberg_commits_total", "Commits to an Iceberg table, by outcome: committed or failed.", "connector", "table", "outcome"),
 		CommitSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -129,7 +137,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.Received, m.Redelivered, m.Acked, m.Objects, m.Bytes, m.UploadSeconds,
-			m.ObjectBytes, m.UploadErrors, m.Lost, m.Rejected, m.Untrusted, m.ConsumerRebuilds, m.BufferedMessages, m.BufferedBytes, m.BufferedPeak, m.OldestBuffered,
+			m.ObjectBytes, m.UploadErrors, m.Lost, m.Rejected, m.Untrusted, m.ConsumerRebuilds, m.BufferedMessages, m.BufferedBytes, m.BufferedPeak, m.OldestBuffered, m.OpenBuffers, m.EventTimeFallback,
 			m.Pending, m.AckPending, m.Freshness, m.Commits, m.CommitSeconds, m.CommitFiles, m.LastCommit, m.TableSnapshots, m.Expired, m.CompactedFiles, m.CompactedBytes, m.DataFiles, m.SmallFiles, m.Compactable, m.OldestClosed, m.MetadataBytes, m.Orphans,
 			m.PartitionsHeld, m.PartitionsStalled, m.LeaseRenewals, m.Handovers, m.HandoverSeconds} {
 			reg.MustRegister(c)

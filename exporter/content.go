@@ -1,0 +1,158 @@
+package exporter
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/pathtemplate"
+)
+
+// content reads what a message's place depends on from its payload and
+// headers: the typed columns a path template or a table's partitioning
+// renders, and the event time the time variables take. It belongs to the
+// runner's loop and reuses its space: it allocates nothing per message.
+type content struct {
+	ext    *formats.Extractor // nil when no typed column is read
+	names  []string           // the typed columns, in the extractor's order
+	vals   []formats.Value    // the last message's values, in that order
+	fields []pathtemplate.Field
+	text   []byte // the fields' text
+	ends   []int  // where each field's text ends in text
+
+	timeCol  int    // index in names of time_source's column, or -1
+	header   string // time_source's header, or ""
+	timeText formats.TimeText
+	reject   bool // time_fallback = "reject"
+	loc      *time.Location
+}
+
+// newContent returns the content reader out asks for, or nil when paths
+// depend on the envelope alone and no table partition reads a typed
+// column (tableCols).
+func newContent(out *config.Output, tableCols bool) (*content, error) {
+	if !out.UsesContent() && !tableCols {
+		return nil, nil
+	}
+	c := &content{timeCol: -1, header: out.Time.Header, reject: out.Time.Reject, loc: out.Time.Location}
+	if len(out.Columns) > 0 {
+		cols := make([]formats.Column, len(out.Columns))
+		for i, col := range out.Columns {
+			cols[i] = formats.Column{Name: col.Name, Source: col.Source, Type: col.Type, Unit: col.Unit, Coerce: col.Coerce}
+			c.names = append(c.names, col.Name)
+			if col.Name == out.Time.Column {
+				c.timeCol = i
+			}
+		}
+		ext, err := formats.NewExtractor(cols, out.OnTypeError)
+		if err != nil {
+			return nil, err
+		}
+		c.ext = ext
+		c.fields = make([]pathtemplate.Field, len(cols))
+		c.ends = make([]int, len(cols))
+	}
+	if c.header != "" {
+		tt, err := formats.NewTimeText(out.Time.Unit)
+		if err != nil {
+			return nil, err
+		}
+		c.timeText = tt
+	}
+	return c, nil
+}
+
+// noEventTimeError is why a message has no event time, for the rejected
+// object's reason header when time_fallback is "reject".
+type noEventTimeError struct {
+	source string // time_source
+	why    string
+}
+
+func (e *noEventTimeError) Error() string {
+	return fmt.Sprintf("no event time: time_source %s: %s", e.source, e.why)
+}
+
+// read reads data and headers, and sets what v renders from them: the
+// columns' values, the headers, the event time (ingest, the JetStream
+// timestamp, when there is none and the fallback allows it) and the time
+// zone. fellBack reports that the event time fell back to ingest. The
+// error is a *formats.TypeError from a column, or a *noEventTimeError
+// when time_fallback is "reject"; the message is then rejected.
+func (c *content) read(data []byte, headers map[string][]string, ingest time.Time, v *pathtemplate.Values) (fellBack bool, err error) {
+	v.Location, v.Headers = c.loc, headers
+	if c.ext != nil {
+		if c.vals, err = c.ext.Extract(data); err != nil {
+			return false, err
+		}
+		c.text = c.text[:0]
+		for i, val := range c.vals {
+			c.text = val.AppendText(c.text)
+			c.ends[i] = len(c.text)
+		}
+		start := 0
+		for i, val := range c.vals {
+			c.fields[i] = pathtemplate.Field{Name: c.names[i], Missing: val.Null, Text: c.text[start:c.ends[i]]}
+			start = c.ends[i]
+		}
+		v.Columns = c.fields
+	}
+	if c.timeCol < 0 && c.header == "" {
+		v.Time = ingest
+		return false, nil
+	}
+	ts, why := c.eventTime(headers)
+	switch {
+	case why == "":
+		v.Time = ts
+	case c.reject:
+		return false, &noEventTimeError{source: c.source(), why: why}
+	default:
+		v.Time, fellBack = ingest, true
+	}
+	return fellBack, nil
+}
+
+// eventTime returns the message's event time from its time source, or why
+// it has none.
+func (c *content) eventTime(headers map[string][]string) (time.Time, string) {
+	switch {
+	case c.timeCol >= 0:
+		if ts, ok := c.vals[c.timeCol].Time(); ok {
+			return ts, ""
+		}
+		return time.Time{}, "the payload has no value for column " + c.names[c.timeCol]
+	case c.header != "":
+		h := headers[c.header]
+		if len(h) == 0 {
+			return time.Time{}, "the message has no header " + c.header
+		}
+		ts, err := c.timeText.Parse(h[0])
+		if err != nil {
+			if errors.Is(err, formats.ErrNoTime) {
+				return time.Time{}, "header " + c.header + " is empty"
+			}
+			return time.Time{}, fmt.Sprintf("header %s %q: %v", c.header, truncate(h[0], 64), err)
+		}
+		return ts, ""
+	}
+	return time.Time{}, "no time source"
+}
+
+// source returns time_source as written.
+func (c *content) source() string {
+	if c.timeCol >= 0 {
+		return "column:" + c.names[c.timeCol]
+	}
+	return "header:" + c.header
+}
+
+// truncate cuts s to at most n bytes.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
