@@ -153,6 +153,10 @@ func ddl(c *config.Connector, o ddlOptions) (string, []string, error) {
 			}
 		}
 	}
+	if !c.Output.Time.Ingest() && c.Output.PathTemplate.UsesTime() {
+		notes = append(notes, fmt.Sprintf("the time partitions hold the event time (time_source %s, rendered in %s), not the time a message reached the stream; the date projection covers %s to now: give -since the day of the oldest event of a backfill",
+			c.Output.Time.Source(), c.Output.Time.Zone(), o.Since.Format(time.DateOnly)))
+	}
 	if c.Output.Format == formats.JSONLines && o.Engine == engineAthena {
 		notes = append(notes, `timestamp is RFC 3339 text in UTC with nanoseconds; query it as from_iso8601_timestamp("timestamp")`)
 	}

@@ -363,3 +363,49 @@ func TestTakenPartitionColumnsSayWhoTookThem(t *testing.T) {
 		}
 	}
 }
+
+// TestDDLProjectsContentPartitions: {column:<name>} and {header:<Name>}
+// are injected partitions, the event time's date a date projection, and
+// the notes say both.
+func TestDDLProjectsContentPartitions(t *testing.T) {
+	path := writeFile(t, "content.toml", ddlConnector(`format = "json_lines"
+time_source = "column:created_at"
+timezone = "Europe/Berlin"
+
+[[output.columns]]
+name = "created_at"
+source = "created_at"
+type = "timestamp"
+
+[[output.columns]]
+name = "tenant"
+source = "tenant"
+type = "string"`, "{stream}/dt={date}/tenant={column:tenant}/{header:X-Region}", ""))
+	for _, engine := range []string{engineAthena, engineTrino} {
+		t.Run(engine, func(t *testing.T) {
+			code, out, errOut := runDDL(t, "-config", path, "-engine", engine)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			golden := filepath.Join("testdata", "ddl", "json_lines.content."+engine+".sql")
+			if *update {
+				if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./cmd/jetlake -run DDLProjectsContent -update)", err)
+			}
+			if out != string(want) {
+				t.Errorf("output differs from %s:\n--- got\n%s--- want\n%s", golden, out, want)
+			}
+			for _, note := range []string{"partition tenant is injected", "partition x_region is injected", "hold the event time (time_source column:created_at, rendered in Europe/Berlin)"} {
+				if !strings.Contains(errOut, note) {
+					t.Errorf("the notes do not say %q:\n%s", note, errOut)
+				}
+			}
+		})
+	}
+}

@@ -66,10 +66,39 @@ var varNames = map[pathtemplate.Var]string{
 }
 
 func varSource(p pathtemplate.Part) string {
-	if p.Var == pathtemplate.VarSubjectToken {
+	switch p.Var {
+	case pathtemplate.VarSubjectToken:
 		return fmt.Sprintf("{subject:%d}", p.Token)
+	case pathtemplate.VarColumn:
+		return "{column:" + p.Text + "}"
+	case pathtemplate.VarHeader:
+		return "{header:" + p.Text + "}"
 	}
 	return "{" + varNames[p.Var] + "}"
+}
+
+// partitionName is the partition column name of a whole-segment variable:
+// {subject:2} is subject_2, {column:tenant} tenant, {header:X-Region}
+// x_region.
+func partitionName(p pathtemplate.Part) string {
+	switch p.Var {
+	case pathtemplate.VarSubjectToken:
+		return fmt.Sprintf("subject_%d", p.Token)
+	case pathtemplate.VarColumn:
+		return p.Text
+	case pathtemplate.VarHeader:
+		b := []byte(strings.ToLower(p.Text))
+		for i, c := range b {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+				b[i] = '_'
+			}
+		}
+		if b[0] >= '0' && b[0] <= '9' {
+			return "h_" + string(b)
+		}
+		return string(b)
+	}
+	return varNames[p.Var]
 }
 
 // segments splits the parsed template at "/".
@@ -124,8 +153,11 @@ func tableLayout(c *config.Connector, dataCols []string, since time.Time) (*layo
 	for _, n := range dataCols {
 		taken[n] = fmt.Sprintf("the data column %q", n)
 	}
-	for _, col := range c.Output.Columns {
-		taken[col.Name] = fmt.Sprintf("the typed column %q; rename it in [[output.columns]]", col.Name)
+	if c.Output.Format == formats.Parquet {
+		// The other formats write no typed column: theirs serve paths only.
+		for _, col := range c.Output.Columns {
+			taken[col.Name] = fmt.Sprintf("the typed column %q; rename it in [[output.columns]]", col.Name)
+		}
 	}
 	var tmpl strings.Builder
 	literalOnly := true
@@ -158,10 +190,7 @@ func tableLayout(c *config.Connector, dataCols []string, since time.Time) (*layo
 		if !seen {
 			name = key
 			if name == "" {
-				name = varNames[v.Var]
-				if v.Var == pathtemplate.VarSubjectToken {
-					name = fmt.Sprintf("subject_%d", v.Token)
-				}
+				name = partitionName(v)
 			}
 			name = strings.ToLower(name)
 			if taken[name] != "" {
@@ -212,6 +241,9 @@ func projection(c *config.Connector, v pathtemplate.Part, name string, since tim
 		} else {
 			col.proj = projInjected
 		}
+	case pathtemplate.VarColumn, pathtemplate.VarHeader:
+		// Values from the content are unbounded: every query names its own.
+		col.proj = projInjected
 	case pathtemplate.VarDate:
 		col.proj, col.format, col.since = projDate, "yyyy-MM-dd", since.Format(time.DateOnly)
 	case pathtemplate.VarYear:
