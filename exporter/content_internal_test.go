@@ -1,0 +1,122 @@
+package exporter
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/pathtemplate"
+)
+
+func contentOutput(t *testing.T, et config.EventTime) *config.Output {
+	t.Helper()
+	return &config.Output{
+		PathTemplate: pathtemplate.MustParse("{stream}/dt={date}/{hour}/tenant={column:tenant}/r={header:Region}"),
+		Columns: []config.Column{
+			{Name: "created_at", Source: "created_at", Type: formats.TypeTimestamp},
+			{Name: "tenant", Source: "tenant", Type: formats.TypeString},
+		},
+		OnTypeError: formats.RejectTypeErrors,
+		Time:        et,
+	}
+}
+
+func TestContentRendersEventTimeColumnsAndHeaders(t *testing.T) {
+	ingest := time.Date(2026, 12, 3, 15, 0, 0, 0, time.UTC)
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := config.EventTime{Header: "Event-Time", Unit: "ms"}
+	tests := []struct {
+		name     string
+		et       config.EventTime
+		data     string
+		headers  map[string][]string
+		want     string
+		fellBack bool
+		reject   string // the rejection's kind, or ""
+	}{
+		{"ingest", config.EventTime{}, `{"created_at":"2026-11-01T10:00:00Z","tenant":"a"}`, nil,
+			"S/dt=2026-12-03/15/tenant=a/r=" + pathtemplate.MissingValue, false, ""},
+		{"column", config.EventTime{Column: "created_at"}, `{"created_at":"2026-11-01T10:00:00Z","tenant":"a b"}`, map[string][]string{"Region": {"eu"}},
+			"S/dt=2026-11-01/10/tenant=a%20b/r=eu", false, ""},
+		{"column in a time zone", config.EventTime{Column: "created_at", Location: berlin}, `{"created_at":"2026-11-01T23:30:00Z","tenant":"a"}`, nil,
+			"S/dt=2026-11-02/00/tenant=a/r=" + pathtemplate.MissingValue, false, ""},
+		{"missing column falls back", config.EventTime{Column: "created_at"}, `{"tenant":"a"}`, nil,
+			"S/dt=2026-12-03/15/tenant=a/r=" + pathtemplate.MissingValue, true, ""},
+		{"not JSON falls back", config.EventTime{Column: "created_at"}, `hello`, nil,
+			"S/dt=2026-12-03/15/tenant=" + pathtemplate.MissingValue + "/r=" + pathtemplate.MissingValue, true, ""},
+		{"missing column rejected", config.EventTime{Column: "created_at", Reject: true}, `{"tenant":"a"}`, nil, "", false, "event_time"},
+		{"wrong type rejected", config.EventTime{Column: "created_at"}, `{"created_at":"yesterday"}`, nil, "", false, "type"},
+		{"header epoch ms", ms, `{}`, map[string][]string{"Event-Time": {"1700000000123"}},
+			"S/dt=2023-11-14/22/tenant=" + pathtemplate.MissingValue + "/r=" + pathtemplate.MissingValue, false, ""},
+		{"header RFC 3339", ms, `{}`, map[string][]string{"Event-Time": {"2026-01-02T03:04:05+01:00"}},
+			"S/dt=2026-01-02/02/tenant=" + pathtemplate.MissingValue + "/r=" + pathtemplate.MissingValue, false, ""},
+		{"bad header falls back", ms, `{}`, map[string][]string{"Event-Time": {"soon"}},
+			"S/dt=2026-12-03/15/tenant=" + pathtemplate.MissingValue + "/r=" + pathtemplate.MissingValue, true, ""},
+		{"bad header rejected", config.EventTime{Header: "Event-Time", Reject: true}, `{}`, map[string][]string{"Event-Time": {"soon"}}, "", false, "event_time"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := newContent(contentOutput(t, tt.et), false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := pathtemplate.Values{Stream: "S", Time: ingest}
+			fellBack, err := c.read([]byte(tt.data), tt.headers, ingest, &v)
+			if tt.reject != "" {
+				if err == nil || rejectKind(err) != tt.reject {
+					t.Fatalf("err = %v, want a rejection of kind %s", err, tt.reject)
+				}
+				var ne *noEventTimeError
+				if tt.reject == "event_time" && !errors.As(err, &ne) {
+					t.Errorf("err %v is not a noEventTimeError", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := contentOutput(t, tt.et).PathTemplate.Dir(&v); got != tt.want || fellBack != tt.fellBack {
+				t.Errorf("dir %q, fell back %v; want %q, %v", got, fellBack, tt.want, tt.fellBack)
+			}
+		})
+	}
+}
+
+func TestNoContentWithoutContentInThePath(t *testing.T) {
+	out := &config.Output{PathTemplate: pathtemplate.MustParse("{stream}/{date}")}
+	if c, err := newContent(out, false); c != nil || err != nil {
+		t.Errorf("newContent = %v, %v; want nil for a path of the envelope alone", c, err)
+	}
+}
+
+func TestContentReadDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	c, err := newContent(contentOutput(t, config.EventTime{Column: "created_at"}), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := []byte(`{"id":7,"created_at":"2026-11-01T10:00:00Z","tenant":"acme","items":[1,2,3]}`)
+	headers := map[string][]string{"Region": {"eu"}}
+	ingest := time.Now()
+	var v pathtemplate.Values
+	tpl := contentOutput(t, config.EventTime{}).PathTemplate
+	buf := make([]byte, 0, 256)
+	c.read(data, headers, ingest, &v) // warm the scratch space
+	if n := testing.AllocsPerRun(1, func() {
+		for range 1000 {
+			if _, err := c.read(data, headers, ingest, &v); err != nil {
+				t.Fatal(err)
+			}
+			buf = tpl.AppendDir(buf[:0], &v)
+		}
+	}); n != 0 {
+		t.Errorf("1000 reads and renders made %v allocations, want 0", n)
+	}
+}
