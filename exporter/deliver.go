@@ -12,6 +12,7 @@ import (
 
 	"github.com/jetlake/jetlake/buffer"
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/content"
 	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/formats"
@@ -117,7 +118,7 @@ func (r *runner) buffer(d delivery, s *streamState, md jsclient.AckInfo) bool {
 	}
 	r.intake.tplVals = pathtemplate.Values{Stream: s.cfg.Stream, Subject: r.intake.rec.Subject, Consumer: s.consumerName(), Time: ts}
 	if c := r.e.content; c != nil {
-		fellBack, err := c.read(r.intake.rec.Data, msg.Headers(), ts, &r.intake.tplVals)
+		fellBack, err := c.Read(r.intake.rec.Data, msg.Headers(), ts, &r.intake.tplVals)
 		if err != nil {
 			r.reject(d.stream, s, msg, err)
 			return false
@@ -235,7 +236,7 @@ func (r *runner) reject(idx int, s *streamState, msg jetstream.Msg, reason error
 // "event_time" for a message without an event time, "type" for a value a
 // typed column refuses.
 func rejectKind(reason error) string {
-	var ne *noEventTimeError
+	var ne *content.NoEventTimeError
 	if errors.As(reason, &ne) {
 		return "event_time"
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/content"
 	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/lease"
@@ -65,7 +66,7 @@ type Exporter struct {
 	rejEnc formats.Encoder
 	// content reads what paths take from payloads and headers, for the
 	// runner's loop; nil when they take the envelope alone.
-	content *content
+	content *content.Reader
 
 	intents state.Store
 	// wrapState, when set, wraps the state bucket: tests use it to stall
@@ -146,7 +147,7 @@ func New(cfg *config.Connector, opts Options) (*Exporter, error) {
 	if err != nil {
 		return nil, err
 	}
-	place, err := newContent(&cfg.Output, false)
+	place, err := content.New(&cfg.Output, false)
 	if err != nil {
 		return nil, fmt.Errorf("connector %s: %w", cfg.Name, err)
 	}

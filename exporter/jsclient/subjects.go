@@ -143,48 +143,22 @@ func ReadSequences(ctx context.Context, js jetstream.JetStream, stream string, f
 // lag and not hold a message yet: a message it lacks would be taken for a
 // lost one.
 func NextMessage(ctx context.Context, nc *nats.Conn, n config.NATS, stream string, seq uint64, filters []string) (uint64, error) {
-	if nc == nil {
-		return 0, errors.New("not connected")
-	}
-	subject := APIPrefix(n) + "STREAM.MSG.GET." + stream
 	var first uint64
 	for _, f := range filters {
-		req, err := json.Marshal(struct {
+		m, err := getStored(ctx, nc, n, stream, struct {
 			Seq  uint64 `json:"seq"`
 			Next string `json:"next_by_subj"`
 		}{seq, f})
-		if err != nil {
-			return 0, err
-		}
-		gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		msg, err := nc.RequestWithContext(gctx, subject, req)
-		cancel()
-		if err != nil {
-			return 0, fmt.Errorf("look up sequence %d: %w", seq, err)
-		}
-		var resp struct {
-			Error *struct {
-				Code        int    `json:"code"`
-				ErrCode     int    `json:"err_code"`
-				Description string `json:"description"`
-			} `json:"error"`
-			Message *struct {
-				Seq uint64 `json:"seq"`
-			} `json:"message"`
-		}
-		if err := json.Unmarshal(msg.Data, &resp); err != nil {
-			return 0, fmt.Errorf("look up sequence %d: %w", seq, err)
-		}
 		switch {
-		case resp.Error != nil && resp.Error.ErrCode == int(jetstream.JSErrCodeMessageNotFound):
+		case errors.Is(err, errNotFound):
 			continue
-		case resp.Error != nil:
-			return 0, fmt.Errorf("look up sequence %d: %s (%d)", seq, resp.Error.Description, resp.Error.ErrCode)
-		case resp.Message == nil || resp.Message.Seq < seq:
-			return 0, fmt.Errorf("look up sequence %d: unexpected response %.200s", seq, msg.Data)
+		case err != nil:
+			return 0, fmt.Errorf("look up sequence %d: %w", seq, err)
+		case m.Seq < seq:
+			return 0, fmt.Errorf("look up sequence %d: the stream answered with sequence %d", seq, m.Seq)
 		}
-		if first == 0 || resp.Message.Seq < first {
-			first = resp.Message.Seq
+		if first == 0 || m.Seq < first {
+			first = m.Seq
 		}
 	}
 	return first, nil

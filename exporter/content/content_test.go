@@ -1,4 +1,4 @@
-package exporter
+package content
 
 import (
 	"errors"
@@ -61,19 +61,20 @@ func TestContentRendersEventTimeColumnsAndHeaders(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := newContent(contentOutput(t, tt.et), false)
+			c, err := New(contentOutput(t, tt.et), false)
 			if err != nil {
 				t.Fatal(err)
 			}
 			v := pathtemplate.Values{Stream: "S", Time: ingest}
-			fellBack, err := c.read([]byte(tt.data), tt.headers, ingest, &v)
+			fellBack, err := c.Read([]byte(tt.data), tt.headers, ingest, &v)
 			if tt.reject != "" {
-				if err == nil || rejectKind(err) != tt.reject {
-					t.Fatalf("err = %v, want a rejection of kind %s", err, tt.reject)
-				}
-				var ne *noEventTimeError
-				if tt.reject == "event_time" && !errors.As(err, &ne) {
-					t.Errorf("err %v is not a noEventTimeError", err)
+				var ne *NoEventTimeError
+				var te *formats.TypeError
+				switch {
+				case tt.reject == "event_time" && !errors.As(err, &ne):
+					t.Fatalf("err = %v, want a NoEventTimeError", err)
+				case tt.reject == "type" && !errors.As(err, &te):
+					t.Fatalf("err = %v, want a TypeError", err)
 				}
 				return
 			}
@@ -89,7 +90,7 @@ func TestContentRendersEventTimeColumnsAndHeaders(t *testing.T) {
 
 func TestNoContentWithoutContentInThePath(t *testing.T) {
 	out := &config.Output{PathTemplate: pathtemplate.MustParse("{stream}/{date}")}
-	if c, err := newContent(out, false); c != nil || err != nil {
+	if c, err := New(out, false); c != nil || err != nil {
 		t.Errorf("newContent = %v, %v; want nil for a path of the envelope alone", c, err)
 	}
 }
@@ -98,7 +99,7 @@ func TestContentReadDoesNotAllocate(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	c, err := newContent(contentOutput(t, config.EventTime{Column: "created_at"}), false)
+	c, err := New(contentOutput(t, config.EventTime{Column: "created_at"}), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,10 +109,10 @@ func TestContentReadDoesNotAllocate(t *testing.T) {
 	var v pathtemplate.Values
 	tpl := contentOutput(t, config.EventTime{}).PathTemplate
 	buf := make([]byte, 0, 256)
-	c.read(data, headers, ingest, &v) // warm the scratch space
+	c.Read(data, headers, ingest, &v) // warm the scratch space
 	if n := testing.AllocsPerRun(1, func() {
 		for range 1000 {
-			if _, err := c.read(data, headers, ingest, &v); err != nil {
+			if _, err := c.Read(data, headers, ingest, &v); err != nil {
 				t.Fatal(err)
 			}
 			buf = tpl.AppendDir(buf[:0], &v)

@@ -1,4 +1,9 @@
-package exporter
+// Package content reads what a message's place depends on from its payload
+// and headers: the typed columns a path template or a table's partitioning
+// renders, and the event time the time variables take, with its fallback.
+// The exporter's loop and plan's sample keys read messages through it. It
+// is pure: no I/O, and time comes as an argument.
+package content
 
 import (
 	"errors"
@@ -10,11 +15,10 @@ import (
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 
-// content reads what a message's place depends on from its payload and
-// headers: the typed columns a path template or a table's partitioning
-// renders, and the event time the time variables take. It belongs to the
-// runner's loop and reuses its space: it allocates nothing per message.
-type content struct {
+// Reader reads what a message's place depends on from its payload and
+// headers. It reuses its space: it allocates nothing per message, and is
+// not safe for concurrent use.
+type Reader struct {
 	ext    *formats.Extractor // nil when no typed column is read
 	names  []string           // the typed columns, in the extractor's order
 	vals   []formats.Value    // the last message's values, in that order
@@ -29,14 +33,13 @@ type content struct {
 	loc      *time.Location
 }
 
-// newContent returns the content reader out asks for, or nil when paths
-// depend on the envelope alone and no table partition reads a typed
-// column (tableCols).
-func newContent(out *config.Output, tableCols bool) (*content, error) {
+// New returns the Reader out asks for, or nil when paths depend on the
+// envelope alone and no table partition reads a typed column (tableCols).
+func New(out *config.Output, tableCols bool) (*Reader, error) {
 	if !out.UsesContent() && !tableCols {
 		return nil, nil
 	}
-	c := &content{timeCol: -1, header: out.Time.Header, reject: out.Time.Reject, loc: out.Time.Location}
+	c := &Reader{timeCol: -1, header: out.Time.Header, reject: out.Time.Reject, loc: out.Time.Location}
 	if len(out.Columns) > 0 {
 		cols := make([]formats.Column, len(out.Columns))
 		for i, col := range out.Columns {
@@ -64,24 +67,24 @@ func newContent(out *config.Output, tableCols bool) (*content, error) {
 	return c, nil
 }
 
-// noEventTimeError is why a message has no event time, for the rejected
+// NoEventTimeError is why a message has no event time, for the rejected
 // object's reason header when time_fallback is "reject".
-type noEventTimeError struct {
-	source string // time_source
-	why    string
+type NoEventTimeError struct {
+	Source string // time_source
+	Why    string
 }
 
-func (e *noEventTimeError) Error() string {
-	return fmt.Sprintf("no event time: time_source %s: %s", e.source, e.why)
+func (e *NoEventTimeError) Error() string {
+	return fmt.Sprintf("no event time: time_source %s: %s", e.Source, e.Why)
 }
 
-// read reads data and headers, and sets what v renders from them: the
+// Read reads data and headers, and sets what v renders from them: the
 // columns' values, the headers, the event time (ingest, the JetStream
 // timestamp, when there is none and the fallback allows it) and the time
 // zone. fellBack reports that the event time fell back to ingest. The
-// error is a *formats.TypeError from a column, or a *noEventTimeError
+// error is a *formats.TypeError from a column, or a *NoEventTimeError
 // when time_fallback is "reject"; the message is then rejected.
-func (c *content) read(data []byte, headers map[string][]string, ingest time.Time, v *pathtemplate.Values) (fellBack bool, err error) {
+func (c *Reader) Read(data []byte, headers map[string][]string, ingest time.Time, v *pathtemplate.Values) (fellBack bool, err error) {
 	v.Location, v.Headers = c.loc, headers
 	if c.ext != nil {
 		if c.vals, err = c.ext.Extract(data); err != nil {
@@ -108,16 +111,20 @@ func (c *content) read(data []byte, headers map[string][]string, ingest time.Tim
 	case why == "":
 		v.Time = ts
 	case c.reject:
-		return false, &noEventTimeError{source: c.source(), why: why}
+		return false, &NoEventTimeError{Source: c.source(), Why: why}
 	default:
 		v.Time, fellBack = ingest, true
 	}
 	return fellBack, nil
 }
 
+// Values returns the typed columns' values of the message Read read last,
+// in [[output.columns]] order; they are valid until the next Read.
+func (c *Reader) Values() []formats.Value { return c.vals }
+
 // eventTime returns the message's event time from its time source, or why
 // it has none.
-func (c *content) eventTime(headers map[string][]string) (time.Time, string) {
+func (c *Reader) eventTime(headers map[string][]string) (time.Time, string) {
 	switch {
 	case c.timeCol >= 0:
 		if ts, ok := c.vals[c.timeCol].Time(); ok {
@@ -142,7 +149,7 @@ func (c *content) eventTime(headers map[string][]string) (time.Time, string) {
 }
 
 // source returns time_source as written.
-func (c *content) source() string {
+func (c *Reader) source() string {
 	if c.timeCol >= 0 {
 		return "column:" + c.names[c.timeCol]
 	}
