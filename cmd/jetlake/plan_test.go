@@ -555,3 +555,55 @@ format = "parquet"
 		})
 	}
 }
+
+// TestPlanShowsKeysOfRealMessagesWhenPathsDependOnTheirContent: with an
+// event time and a payload field in the path, plan renders the keys of
+// messages the stream holds, as run would file them.
+func TestPlanShowsKeysOfRealMessagesWhenPathsDependOnTheirContent(t *testing.T) {
+	createBucketOnce(t, "plan")
+	createPlanStream(t, "PLANCONTENT")
+	nc, err := shared.NATS(t).Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	for _, m := range []struct{ subj, data string }{
+		{"plancontent.a", `{"tenant":"acme","created_at":"2026-10-01T08:00:00Z"}`},
+		{"plancontent.a", `{"tenant":"zeta","created_at":"2026-10-03T23:00:00Z"}`},
+		{"plancontent.b", `{"tenant":"acme"}`},
+	} {
+		if _, err := js.Publish(context.Background(), m.subj, []byte(m.data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := writeFile(t, "plan.toml", planFileBody(t, shared.NATS(t).URL, "PLANCONTENT", "plancontent", "plan", "")+`
+[output]
+path_template = "{stream}/dt={date}/tenant={column:tenant}"
+time_source = "column:created_at"
+
+[[output.columns]]
+name = "created_at"
+source = "created_at"
+type = "timestamp"
+
+[[output.columns]]
+name = "tenant"
+source = "tenant"
+type = "string"
+`)
+	code, out, errOut := jetlakeEnv(t, shared.MinIO(t).ClientEnv(), "plan", "-config", path)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s%s", code, out, errOut)
+	}
+	today := time.Now().UTC().Format(time.DateOnly)
+	for _, want := range []string{
+		"stream PLANCONTENT (messages it holds: the oldest and newest of each filter):",
+		"s3://plan/raw/PLANCONTENT/dt=2026-10-01/tenant=acme/00000000000000000001-00000000000000000001.jsonl (sequence 1)",
+		"s3://plan/raw/PLANCONTENT/dt=" + today + "/tenant=acme/00000000000000000003-00000000000000000003.jsonl (sequence 3: no event time, filed by its JetStream timestamp)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

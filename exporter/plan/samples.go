@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/content"
 	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/pathtemplate"
@@ -20,8 +21,12 @@ type subjectSample struct {
 	total    int      // subjects in the stream matching filter
 }
 
-// streamSamples adds sample keys from the subjects the stream holds.
+// streamSamples adds sample keys from the subjects the stream holds, or
+// from messages it holds when paths depend on their content.
 func (p *planner) streamSamples(ctx context.Context, nc *nats.Conn, s config.Stream) {
+	if p.c.Iceberg == nil && p.c.Output.UsesContent() && p.contentSamples(ctx, nc, s) {
+		return
+	}
 	if !p.usesSubject() {
 		p.sampleKeys(s, nil, "")
 		return
@@ -136,4 +141,49 @@ func (p *planner) usesSubject() bool {
 		return false
 	}
 	return p.c.Output.PathTemplate.UsesSubject()
+}
+
+// contentSamples adds the keys of messages the stream holds, the oldest and
+// newest of each filter, rendered as run renders them: with their event
+// time, typed columns and headers. It reports false when it has none to
+// show, and the samples are then made up as for other templates.
+func (p *planner) contentSamples(ctx context.Context, nc *nats.Conn, s config.Stream) bool {
+	octx, cancel := p.op(ctx)
+	msgs, err := jsclient.SampleMessages(octx, nc, p.c.NATS, s.Stream, s.Subjects)
+	cancel()
+	if err != nil {
+		p.add(Note, "stream %s: could not read messages for sample keys: %v", s.Stream, p.why(octx, err))
+	}
+	if len(msgs) == 0 {
+		return false
+	}
+	reader, err := content.New(&p.c.Output, false)
+	if err != nil {
+		p.add(Fail, "stream %s: %v", s.Stream, err)
+		return false
+	}
+	c := p.c
+	p.r.Samples = append(p.r.Samples, fmt.Sprintf("stream %s (messages it holds: the oldest and newest of each filter):", s.Stream))
+	for _, m := range msgs {
+		v := pathtemplate.Values{Stream: s.Stream, Subject: m.Subject, Consumer: s.Consumer}
+		fellBack, err := reader.Read(m.Data, m.Header, m.Time, &v)
+		var line string
+		switch {
+		case err != nil:
+			line = fmt.Sprintf("sequence %d: rejected, to s3://%s/%s: %v", m.Seq, c.S3.Bucket, pathtemplate.KindPrefix(c.S3.Prefix, pathtemplate.Rejected), err)
+		default:
+			key, kerr := pathtemplate.Key(c.S3.Prefix, c.Output.PathTemplate.Dir(&v), m.Seq, m.Seq, c.Output.Ext())
+			if kerr != nil {
+				line = fmt.Sprintf("sequence %d: %v", m.Seq, kerr)
+				break
+			}
+			line = fmt.Sprintf("s3://%s/%s (sequence %d", c.S3.Bucket, key, m.Seq)
+			if fellBack {
+				line += ": no event time, filed by its JetStream timestamp"
+			}
+			line += ")"
+		}
+		p.r.Samples = append(p.r.Samples, "  "+line)
+	}
+	return true
 }
