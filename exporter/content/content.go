@@ -8,6 +8,7 @@ package content
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jetlake/jetlake/config"
@@ -23,6 +24,7 @@ type Reader struct {
 	names  []string           // the typed columns, in the extractor's order
 	vals   []formats.Value    // the last message's values, in that order
 	fields []pathtemplate.Field
+	shown  []int  // the columns the path template renders, by index in names
 	text   []byte // the fields' text
 	ends   []int  // where each field's text ends in text
 
@@ -54,8 +56,16 @@ func New(out *config.Output, tableCols bool) (*Reader, error) {
 			return nil, err
 		}
 		c.ext = ext
-		c.fields = make([]pathtemplate.Field, len(cols))
-		c.ends = make([]int, len(cols))
+		if out.PathTemplate != nil {
+			// Only the columns the template renders are made text.
+			for _, name := range out.PathTemplate.Names(pathtemplate.VarColumn) {
+				if i := slices.Index(c.names, name); i >= 0 {
+					c.shown = append(c.shown, i)
+				}
+			}
+		}
+		c.fields = make([]pathtemplate.Field, len(c.shown))
+		c.ends = make([]int, len(c.shown))
 	}
 	if c.header != "" {
 		tt, err := formats.NewTimeText(out.Time.Unit)
@@ -91,14 +101,14 @@ func (c *Reader) Read(data []byte, headers map[string][]string, ingest time.Time
 			return false, err
 		}
 		c.text = c.text[:0]
-		for i, val := range c.vals {
-			c.text = val.AppendText(c.text)
-			c.ends[i] = len(c.text)
+		for j, i := range c.shown {
+			c.text = c.vals[i].AppendText(c.text)
+			c.ends[j] = len(c.text)
 		}
 		start := 0
-		for i, val := range c.vals {
-			c.fields[i] = pathtemplate.Field{Name: c.names[i], Missing: val.Null, Text: c.text[start:c.ends[i]]}
-			start = c.ends[i]
+		for j, i := range c.shown {
+			c.fields[j] = pathtemplate.Field{Name: c.names[i], Missing: c.vals[i].Null, Text: c.text[start:c.ends[j]]}
+			start = c.ends[j]
 		}
 		v.Columns = c.fields
 	}

@@ -121,3 +121,44 @@ func TestContentReadDoesNotAllocate(t *testing.T) {
 		t.Errorf("1000 reads and renders made %v allocations, want 0", n)
 	}
 }
+
+// BenchmarkRead is the cost a message pays for a path by content: its
+// payload read for two typed columns, one an event time, and the
+// directory rendered; BenchmarkRenderEnvelope is the baseline, a directory
+// of the envelope alone.
+func BenchmarkRead(b *testing.B) {
+	out := &config.Output{
+		PathTemplate: pathtemplate.MustParse("{stream}/dt={date}/tenant={column:tenant}"),
+		Columns: []config.Column{
+			{Name: "created_at", Source: "created_at", Type: formats.TypeTimestamp},
+			{Name: "tenant", Source: "tenant", Type: formats.TypeString},
+		},
+		Time: config.EventTime{Column: "created_at"},
+	}
+	c, err := New(out, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	data := []byte(`{"order_id":"ord-000042","customer_id":"cus-0417","items":3,"total_cents":12999,"currency":"EUR","tenant":"acme","created_at":"2026-11-29T07:12:31.123Z"}`)
+	ingest := time.Now()
+	v := pathtemplate.Values{Stream: "EVENTS"}
+	buf := make([]byte, 0, 256)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Read(data, nil, ingest, &v); err != nil {
+			b.Fatal(err)
+		}
+		buf = out.PathTemplate.AppendDir(buf[:0], &v)
+	}
+}
+
+func BenchmarkRenderEnvelope(b *testing.B) {
+	tpl := pathtemplate.MustParse("{stream}/{subject}/{date}/{hour}")
+	v := pathtemplate.Values{Stream: "EVENTS", Subject: "events.orders", Time: time.Now()}
+	buf := make([]byte, 0, 256)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = tpl.AppendDir(buf[:0], &v)
+	}
+}
