@@ -63,13 +63,6 @@ type Metrics struct {
 // New creates the metrics and registers them with reg; a nil reg
 // keeps them unregistered.
 func New(reg prometheus.Registerer) *Metrics {
-	cs := []string{"connector", "stream"}
-	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
-		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "jetlake", Name: name, Help: help}, labels)
-	}
-	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
-		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "jetlake", Name: name, Help: help}, labels)
-	}
 	m := &Metrics{
 		Received:    counter("messages_received_total", "Messages delivered to jetlake, redeliveries included.", cs...),
 		Redelivered: counter("messages_redelivered_total", "Messages delivered more than once.", cs...),
@@ -136,12 +129,28 @@ func New(reg prometheus.Registerer) *Metrics {
 		}, cs),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.Received, m.Redelivered, m.Acked, m.Objects, m.Bytes, m.UploadSeconds,
-			m.ObjectBytes, m.UploadErrors, m.Lost, m.Rejected, m.Untrusted, m.ConsumerRebuilds, m.BufferedMessages, m.BufferedBytes, m.BufferedPeak, m.OldestBuffered, m.OpenBuffers, m.EventTimeFallback,
-			m.Pending, m.AckPending, m.Freshness, m.Commits, m.CommitSeconds, m.CommitFiles, m.LastCommit, m.TableSnapshots, m.Expired, m.CompactedFiles, m.CompactedBytes, m.DataFiles, m.SmallFiles, m.Compactable, m.OldestClosed, m.MetadataBytes, m.Orphans,
-			m.PartitionsHeld, m.PartitionsStalled, m.LeaseRenewals, m.Handovers, m.HandoverSeconds} {
+		for _, c := range m.collectors() {
 			reg.MustRegister(c)
 		}
 	}
 	return m
+}
+
+// cs are the labels of the metrics of a connector's stream.
+var cs = []string{"connector", "stream"}
+
+func counter(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "jetlake", Name: name, Help: help}, labels)
+}
+
+func gauge(name, help string, labels ...string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "jetlake", Name: name, Help: help}, labels)
+}
+
+// collectors lists every metric, for registration.
+func (m *Metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.Received, m.Redelivered, m.Acked, m.Objects, m.Bytes, m.UploadSeconds,
+		m.ObjectBytes, m.UploadErrors, m.Lost, m.Rejected, m.Untrusted, m.ConsumerRebuilds, m.BufferedMessages, m.BufferedBytes, m.BufferedPeak, m.OldestBuffered, m.OpenBuffers, m.EventTimeFallback,
+		m.Pending, m.AckPending, m.Freshness, m.Commits, m.CommitSeconds, m.CommitFiles, m.LastCommit, m.TableSnapshots, m.Expired, m.CompactedFiles, m.CompactedBytes, m.DataFiles, m.SmallFiles, m.Compactable, m.OldestClosed, m.MetadataBytes, m.Orphans,
+		m.PartitionsHeld, m.PartitionsStalled, m.LeaseRenewals, m.Handovers, m.HandoverSeconds}
 }
