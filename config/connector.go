@@ -115,7 +115,7 @@ func (c *checker) connector(top map[string]any) *Connector {
 			conn.Iceberg.Region = conn.S3.Region
 		}
 		outT, _ := top["output"].(map[string]any)
-		c.checkIceberg(out, outT)
+		c.checkIceberg(out, outT, conn.Iceberg)
 	}
 
 	c.checkTemplate(conn, out, s3ok)

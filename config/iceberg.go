@@ -1,8 +1,11 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -72,7 +75,7 @@ type Iceberg struct {
 // Partition is one entry of [iceberg] partitioning, in Trino's syntax: a
 // column (identity), or year, month, day, hour, bucket or truncate of one.
 type Partition struct {
-	Column    string // stream, subject, sequence or timestamp
+	Column    string // stream, subject, sequence, timestamp, or a typed column of [[output.columns]]
 	Transform string // "identity", "year", "month", "day", "hour", "bucket" or "truncate"
 	N         int    // buckets, or truncate's width
 }
@@ -93,17 +96,100 @@ func (p Partition) String() string {
 // by subject.
 var DefaultPartitioning = []Partition{{Column: "timestamp", Transform: "hour"}, {Column: "subject", Transform: "identity"}}
 
-// partitionColumns are the columns a table may be partitioned by: the
-// envelope's, known for every message before its payload is read.
-var partitionColumns = []string{"stream", "subject", "sequence", "timestamp"}
+// partitionColumns are the envelope's columns a table may be partitioned
+// by, known for every message before its payload is read, with their
+// types. A typed column of [[output.columns]] may be partitioned by too;
+// its value is read from the payload.
+var partitionColumns = []struct {
+	name string
+	typ  formats.ColumnType
+}{
+	{"stream", formats.TypeString},
+	{"subject", formats.TypeString},
+	{"sequence", formats.TypeInt64},
+	{"timestamp", formats.TypeTimestamp},
+}
 
-// ParsePartition parses one partitioning entry.
+// envelopeColumnType returns the type of an envelope column to partition
+// by, and whether name is one.
+func envelopeColumnType(name string) (formats.ColumnType, bool) {
+	for _, c := range partitionColumns {
+		if c.name == name {
+			return c.typ, true
+		}
+	}
+	return "", false
+}
+
+// partitionColumnList lists the envelope columns to partition by.
+func partitionColumnList() string {
+	names := make([]string, len(partitionColumns))
+	for i, c := range partitionColumns {
+		names[i] = c.name
+	}
+	return strings.Join(names, ", ")
+}
+
+// TransformTakes reports whether a partition transform ("identity",
+// "year", ..., "truncate") takes a column of type t, as Iceberg allows
+// (the type Iceberg stores it as: json is a string): identity every type;
+// year, month and day a timestamp or date; hour a timestamp; bucket a
+// string, integer, date or timestamp; truncate a string or integer.
+func TransformTakes(transform string, t formats.ColumnType) bool {
+	switch transform {
+	case "identity":
+		return true
+	case "year", "month", "day":
+		return t == formats.TypeTimestamp || t == formats.TypeDate
+	case "hour":
+		return t == formats.TypeTimestamp
+	case "bucket":
+		return slices.Contains([]formats.ColumnType{formats.TypeString, formats.TypeJSON, formats.TypeInt64, formats.TypeInt32, formats.TypeDate, formats.TypeTimestamp}, t)
+	case "truncate":
+		return slices.Contains([]formats.ColumnType{formats.TypeString, formats.TypeJSON, formats.TypeInt64, formats.TypeInt32}, t)
+	}
+	return false
+}
+
+// transformColumns says which columns a transform takes, for messages.
+var transformColumns = map[string]string{
+	"year":     "a timestamp or date column",
+	"month":    "a timestamp or date column",
+	"day":      "a timestamp or date column",
+	"hour":     "a timestamp column (not a date)",
+	"bucket":   "a string, json, int64, int32, date or timestamp column",
+	"truncate": "a string, json, int64 or int32 column",
+}
+
+// checkTransform returns why p's transform does not take its column of
+// type t (envelope says whether it is an envelope column), or "".
+func checkTransform(p Partition, t formats.ColumnType, envelope bool) string {
+	if TransformTakes(p.Transform, t) {
+		return ""
+	}
+	of := "[[output.columns]]"
+	if envelope {
+		of = "the envelope"
+	}
+	msg := fmt.Sprintf("%q: %s takes %s, and %s of %s is of type %s", p.String(), p.Transform, transformColumns[p.Transform], p.Column, of, t)
+	switch t {
+	case formats.TypeTimestamp:
+		msg += fmt.Sprintf("; use year, month, day or hour(%s)", p.Column)
+	case formats.TypeDate:
+		msg += fmt.Sprintf("; use year, month or day(%s)", p.Column)
+	}
+	return msg
+}
+
+// ParsePartition parses one partitioning entry. A transform of an
+// envelope column is checked against the column's type here; one of a
+// typed column when the columns are known (CheckPartition).
 func ParsePartition(s string) (Partition, error) {
 	s = strings.TrimSpace(s)
 	fn, args, ok := strings.Cut(s, "(")
 	if !ok {
 		if !isPartitionColumn(s) {
-			return Partition{}, fmt.Errorf("%q is not a column to partition by; allowed: %s, or a transform such as hour(timestamp)", s, strings.Join(partitionColumns, ", "))
+			return Partition{}, fmt.Errorf("%q is not a column to partition by; allowed: %s, a column of [[output.columns]], or a transform such as hour(timestamp)", s, partitionColumnList())
 		}
 		return Partition{Column: s, Transform: "identity"}, nil
 	}
@@ -118,8 +204,8 @@ func ParsePartition(s string) (Partition, error) {
 	p := Partition{Column: parts[0], Transform: strings.ToLower(strings.TrimSpace(fn))}
 	switch p.Transform {
 	case "year", "month", "day", "hour":
-		if len(parts) != 1 || p.Column != "timestamp" {
-			return Partition{}, fmt.Errorf("%q: %s takes the timestamp column alone, as %s(timestamp)", s, p.Transform, p.Transform)
+		if len(parts) != 1 {
+			return Partition{}, fmt.Errorf("%q: %s takes one column, as %s(timestamp)", s, p.Transform, p.Transform)
 		}
 	case "bucket", "truncate":
 		if len(parts) != 2 {
@@ -129,22 +215,53 @@ func ParsePartition(s string) (Partition, error) {
 		if err != nil || n <= 0 {
 			return Partition{}, fmt.Errorf("%q: %q is not a positive number", s, parts[1])
 		}
-		p.N = n
-		if p.Transform == "truncate" && p.Column == "timestamp" {
-			return Partition{}, fmt.Errorf("%q: truncate takes stream, subject or sequence; use hour, day, month or year for timestamp", s)
+		if n > math.MaxInt32 {
+			return Partition{}, fmt.Errorf("%q: %d is out of range; allowed: 1 to %d", s, n, math.MaxInt32)
 		}
+		p.N = n
 	default:
 		return Partition{}, fmt.Errorf("%q: unknown transform %q; allowed: year, month, day, hour, bucket, truncate", s, fn)
 	}
 	if !isPartitionColumn(p.Column) {
-		return Partition{}, fmt.Errorf("%q: %q is not a column to partition by; allowed: %s", s, p.Column, strings.Join(partitionColumns, ", "))
+		return Partition{}, fmt.Errorf("%q: %q is not a column to partition by; allowed: %s, or a column of [[output.columns]]", s, p.Column, partitionColumnList())
+	}
+	if t, ok := envelopeColumnType(p.Column); ok {
+		if why := checkTransform(p, t, true); why != "" {
+			return Partition{}, errors.New(why)
+		}
 	}
 	return p, nil
 }
 
+// isPartitionColumn reports whether s may name a column to partition by:
+// an envelope column, or a name a typed column may have.
 func isPartitionColumn(s string) bool {
-	for _, c := range partitionColumns {
-		if s == c {
+	_, ok := envelopeColumnType(s)
+	return ok || columnName.MatchString(s)
+}
+
+// CheckPartition returns why p can not partition a table whose typed
+// columns are cols, or "": its column is an envelope column or one of
+// cols, of a type its transform takes.
+func CheckPartition(p Partition, cols []Column) string {
+	if t, ok := envelopeColumnType(p.Column); ok {
+		return checkTransform(p, t, true)
+	}
+	i := slices.IndexFunc(cols, func(c Column) bool { return c.Name == p.Column })
+	if i < 0 && p.Transform == "identity" {
+		return fmt.Sprintf("%q names no column of [[output.columns]]; declare it there with its source and type, or partition by %s", p.Column, partitionColumnList())
+	}
+	if i < 0 {
+		return fmt.Sprintf("%q: %s names no column of [[output.columns]]; declare it there with its source and type, or partition by %s", p.String(), p.Column, partitionColumnList())
+	}
+	return checkTransform(p, cols[i].Type, false)
+}
+
+// ReadsPayload reports whether the table's partitioning reads a typed
+// column: then every message's payload is read for its partition.
+func (ib *Iceberg) ReadsPayload() bool {
+	for _, p := range ib.Partitioning {
+		if _, ok := envelopeColumnType(p.Column); !ok {
 			return true
 		}
 	}
@@ -335,8 +452,15 @@ func (c *checker) icebergCompaction(t map[string]any, p keyPath, ib *Iceberg) {
 	}
 }
 
-// checkIceberg checks what [iceberg] asks of [output].
-func (c *checker) checkIceberg(out outputCheck, t map[string]any) {
+// checkIceberg checks what [iceberg] asks of [output], and that every
+// partition column is an envelope column or a typed column of a type its
+// transform takes.
+func (c *checker) checkIceberg(out outputCheck, t map[string]any, ib *Iceberg) {
+	for _, p := range ib.Partitioning {
+		if why := CheckPartition(p, out.Columns); why != "" {
+			c.report(keyPath{}.key("iceberg").key("partitioning"), "%s", why)
+		}
+	}
 	key := keyPath{}.key("output")
 	if out.Format != formats.Parquet {
 		c.report(key.key("format"), "%q can not go in an Iceberg table; use \"parquet\" with [iceberg]", out.Format)

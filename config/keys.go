@@ -311,7 +311,7 @@ var (
 			{Name: "table", Type: "string", Default: "the connector's name",
 				Allowed: "Letters, digits, `_`, `-`. The table lives at `s3://<bucket>/<prefix>/<namespace>/<table>/`."},
 			{Name: "partitioning", Type: "array of strings", Default: "`[\"hour(timestamp)\", \"subject\"]`",
-				Allowed: "Trino's syntax over the envelope columns `stream`, `subject`, `sequence`, `timestamp`: a column, `year`/`month`/`day`/`hour(timestamp)`, `bucket(column, n)`, `truncate(column, width)`; `[]` for none."},
+				Allowed: "Trino's syntax over the envelope columns `stream`, `subject`, `sequence`, `timestamp` and the typed columns of `[[output.columns]]`: a column (identity), `year`/`month`/`day(column)` of a timestamp or date, `hour(column)` of a timestamp, `bucket(column, n)` of a string, json, integer, date or timestamp, `truncate(column, width)` of a string, json or integer; `[]` for none. A typed column's value is read from the payload; a missing one goes in the `null` partition. See [Iceberg tables](iceberg.md#partitioning-by-typed-columns)."},
 			{Name: "commit_interval", Type: "duration", Default: durationValue(defaultIcebergCommitInterval),
 				Allowed: "At least `1s`: how often the stored data files are committed, in one snapshot."},
 			{Name: "keep_snapshots", Type: "integer", Default: intValue(defaultKeepSnapshots),
