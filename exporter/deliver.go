@@ -128,7 +128,11 @@ func (r *runner) buffer(d delivery, s *streamState, md jsclient.AckInfo) bool {
 		}
 	}
 	if lt := r.e.table; lt != nil {
-		r.intake.dirBuf = lt.part.AppendDir(r.intake.dirBuf[:0], s.cfg.Stream, r.intake.rec.Subject, seq, ts)
+		var vals []formats.Value // the typed columns a partition reads
+		if r.e.content != nil {
+			vals = r.e.content.Values()
+		}
+		r.intake.dirBuf = lt.part.AppendDir(r.intake.dirBuf[:0], s.cfg.Stream, r.intake.rec.Subject, seq, ts, vals)
 	} else {
 		r.intake.dirBuf = out.PathTemplate.AppendDir(r.intake.dirBuf[:0], &r.intake.tplVals)
 	}

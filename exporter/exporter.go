@@ -147,7 +147,7 @@ func New(cfg *config.Connector, opts Options) (*Exporter, error) {
 	if err != nil {
 		return nil, err
 	}
-	place, err := content.New(&cfg.Output, false)
+	place, err := content.New(&cfg.Output, cfg.Iceberg != nil && cfg.Iceberg.ReadsPayload())
 	if err != nil {
 		return nil, fmt.Errorf("connector %s: %w", cfg.Name, err)
 	}

@@ -70,7 +70,7 @@ func (e *Exporter) openTable(ctx context.Context) (*lakeTable, error) {
 		t.Close()
 		return nil, err
 	}
-	part, err := t.Partitioner()
+	part, err := t.Partitioner(iceberg.ColumnNames(&e.cfg.Output))
 	if err != nil {
 		t.Close()
 		return nil, err

@@ -23,7 +23,7 @@ func TestNoSubjectMakesADataFileKeyLongerThanTheTablesBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	part, err := iceberg.NewPartitioner(schema, spec)
+	part, err := iceberg.NewPartitioner(schema, spec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestNoSubjectMakesADataFileKeyLongerThanTheTablesBound(t *testing.T) {
 	}
 	ts := time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC)
 	for _, subject := range []string{"events.a", strings.Repeat("é", 500), strings.Repeat("a", 10_000), strings.Repeat("~%+ ", 300)} {
-		dir := part.AppendDir(nil, "EVENTS", subject, 1, ts)
+		dir := part.AppendDir(nil, "EVENTS", subject, 1, ts, nil)
 		key := pathtemplate.AppendKey(nil, prefix, dir, 1<<63, 1<<63, "parquet")
 		if len(key) > bound {
 			t.Errorf("subject of %d bytes: a key of %d bytes, over the bound %d", len(subject), len(key), bound)

@@ -350,7 +350,7 @@ func (t *Table) Replace(ctx context.Context, g CompactGroup, compacted string) e
 		return ok
 	}
 	err := t.retry(ctx, landed, func(tx *table.Transaction) error {
-		err := tx.ReplaceDataFiles(ctx, g.Files, []string{compacted}, props)
+		err := t.replaceFiles(ctx, tx, g.Files, compacted, props)
 		if err != nil && strings.Contains(err.Error(), "cannot delete files that do not belong to the table") {
 			return errStop{fmt.Errorf("compaction %s: %w", id, ErrCompactedAlready)}
 		}
@@ -360,6 +360,39 @@ func (t *Table) Replace(ctx context.Context, g CompactGroup, compacted string) e
 		return fmt.Errorf("compaction %s of %s: %w", id, t.Name(), err)
 	}
 	return err
+}
+
+// replaceFiles swaps files for compacted in tx. iceberg-go infers the
+// compacted file's partition from its column bounds, except a bucket's,
+// which it refuses to: with a bucket in the spec the file's DataFile is
+// made by dataFile, which reads the bucket from its partition folder.
+func (t *Table) replaceFiles(ctx context.Context, tx *table.Transaction, files []string, compacted string, props iceberg.Properties) error {
+	spec := t.tbl.Spec()
+	hashed := false
+	for _, f := range spec.Fields() {
+		hashed = hashed || !f.Transform.PreservesOrder()
+	}
+	if !hashed {
+		return tx.ReplaceDataFiles(ctx, files, []string{compacted}, props)
+	}
+	fs, err := t.tbl.FS(ctx)
+	if err != nil {
+		return err
+	}
+	df, err := dataFile(ctx, fs, compacted, t.tbl.Schema(), spec, t.tbl.Properties(), t.tbl.Location())
+	if err != nil {
+		return errStop{fmt.Errorf("compacted file %s: %w", compacted, err)}
+	}
+	// The files to delete are matched by location alone.
+	del := make([]iceberg.DataFile, len(files))
+	for i, loc := range files {
+		b, err := iceberg.NewDataFileBuilder(spec, iceberg.EntryContentData, loc, iceberg.ParquetFile, nil, nil, nil, 0, 0)
+		if err != nil {
+			return errStop{err}
+		}
+		del[i] = b.Build()
+	}
+	return tx.ReplaceDataFilesWithDataFiles(ctx, del, []iceberg.DataFile{df}, props)
 }
 
 func readAll(fs iceio.IO, loc string) ([]byte, error) {

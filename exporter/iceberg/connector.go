@@ -81,6 +81,16 @@ func CheckConnector(ctx context.Context, c *config.Connector) (string, error) {
 	return msg, nil
 }
 
+// ColumnNames returns the names of out's typed columns, in the order of
+// the values a Partitioner takes.
+func ColumnNames(out *config.Output) []string {
+	names := make([]string, len(out.Columns))
+	for i, c := range out.Columns {
+		names[i] = c.Name
+	}
+	return names
+}
+
 // DataKey returns the object key jetlake gives a data file of a
 // connector's Iceberg table: the table's data folder, the partition folder
 // of a message of stream and subject at t, and the sequence range. plan
@@ -98,10 +108,11 @@ func DataKey(c *config.Connector, stream, subject string, t time.Time, first, la
 	if err != nil {
 		return "", err
 	}
-	part, err := NewPartitioner(schema, spec)
+	part, err := NewPartitioner(schema, spec, ColumnNames(&c.Output))
 	if err != nil {
 		return "", err
 	}
-	dir := string(part.AppendDir(nil, stream, subject, first, t))
+	// A sample has no payload: typed columns are null in it.
+	dir := string(part.AppendDir(nil, stream, subject, first, t, nil))
 	return pathtemplate.Key(dataPrefix, dir, first, last, c.Output.Ext())
 }

@@ -56,7 +56,7 @@ func TestPartitionerAgreesWithIcebergGo(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := NewPartitioner(schema, spec)
+		p, err := NewPartitioner(schema, spec, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,14 +83,16 @@ func TestPartitionerAgreesWithIcebergGo(t *testing.T) {
 				data = append(data, out.Val.Any())
 			}
 			want := spec.PartitionToPath(data, schema)
-			if got := string(p.AppendDir(nil, stream, subject, seq, ts)); got != want {
+			if got := string(p.AppendDir(nil, stream, subject, seq, ts, nil)); got != want {
 				t.Fatalf("%v: stream %q subject %q sequence %d time %s: %q, iceberg-go says %q", partitioning, stream, subject, seq, ts.UTC(), got, want)
 			}
 		}
 	}
 }
 
-func TestPartitionerRefusesColumnsFromThePayload(t *testing.T) {
+// A partition of a typed column the connector does not declare, or of a
+// type its transform does not take, is refused.
+func TestPartitionerRefusesColumnsItCanNotRead(t *testing.T) {
 	schema, err := Schema(formats.Fields(formats.Options{Format: formats.Parquet, Columns: []formats.Column{{Name: "user_id", Source: "user.id", Type: formats.TypeInt64}}}))
 	if err != nil {
 		t.Fatal(err)
@@ -99,8 +101,14 @@ func TestPartitionerRefusesColumnsFromThePayload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewPartitioner(schema, spec); err == nil {
-		t.Fatal("a partition of a typed column was accepted")
+	if _, err := NewPartitioner(schema, spec, []string{"other"}); err == nil {
+		t.Fatal("a partition of a column the connector does not declare was accepted")
+	}
+	if _, err := NewPartitioner(schema, spec, []string{"user_id"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Spec(schema, []config.Partition{{Column: "user_id", Transform: "day"}}); err == nil {
+		t.Fatal("day of an int64 column made a spec")
 	}
 }
 
@@ -108,13 +116,13 @@ func TestPartitionerRefusesColumnsFromThePayload(t *testing.T) {
 func TestPartitionerDoesNotAllocate(t *testing.T) {
 	schema, _ := Schema(formats.Fields(formats.Options{Format: formats.Parquet}))
 	spec, _ := Spec(schema, config.DefaultPartitioning)
-	p, err := NewPartitioner(schema, spec)
+	p, err := NewPartitioner(schema, spec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	buf := make([]byte, 0, 128)
 	ts := time.Date(2026, 12, 1, 7, 30, 0, 0, time.UTC)
-	if n := testing.AllocsPerRun(100, func() { buf = p.AppendDir(buf[:0], "EVENTS", "events.orders", 42, ts) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { buf = p.AppendDir(buf[:0], "EVENTS", "events.orders", 42, ts, nil) }); n != 0 {
 		t.Errorf("%.0f allocations per row", n)
 	}
 	if got := string(buf); got != "timestamp_hour=2026-12-01-07/subject=events.orders" {
@@ -142,7 +150,7 @@ func partitionerOf(t testing.TB, entries ...string) (*Partitioner, *iceberg.Sche
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPartitioner(schema, spec)
+	p, err := NewPartitioner(schema, spec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +182,7 @@ func TestPartitionerCutsLongValuesToDistinctFolders(t *testing.T) {
 	}
 	ts := time.Date(2026, 12, 1, 7, 30, 0, 0, time.UTC)
 	p, _, _ := partitionerOf(t, "hour(timestamp)", "subject")
-	cut := folderValues(string(p.AppendDir(nil, "EVENTS", long("a"), 1, ts)))[1]
+	cut := folderValues(string(p.AppendDir(nil, "EVENTS", long("a"), 1, ts, nil)))[1]
 	imitation, err := url.QueryUnescape(cut)
 	if err != nil {
 		t.Fatal(err)
@@ -190,8 +198,8 @@ func TestPartitionerCutsLongValuesToDistinctFolders(t *testing.T) {
 		{"ASCII subjects at the bound", strings.Repeat("a", 128), strings.Repeat("a", 129)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			da := string(p.AppendDir(nil, "EVENTS", tc.a, 1, ts))
-			db := string(p.AppendDir(nil, "EVENTS", tc.b, 2, ts))
+			da := string(p.AppendDir(nil, "EVENTS", tc.a, 1, ts, nil))
+			db := string(p.AppendDir(nil, "EVENTS", tc.b, 2, ts, nil))
 			if da == db {
 				t.Fatalf("subjects %s and %s share the folder %s", brief(tc.a), brief(tc.b), brief(da))
 			}
@@ -203,7 +211,7 @@ func TestPartitionerCutsLongValuesToDistinctFolders(t *testing.T) {
 					t.Errorf("folder %s is %d bytes, more than MaxDirLen %d", brief(d), len(d), p.MaxDirLen())
 				}
 			}
-			if again := string(p.AppendDir(nil, "EVENTS", tc.a, 3, ts.Add(time.Minute))); again != da {
+			if again := string(p.AppendDir(nil, "EVENTS", tc.a, 3, ts.Add(time.Minute), nil)); again != da {
 				t.Errorf("the folder of %s changed: %s, then %s", brief(tc.a), brief(da), brief(again))
 			}
 		})
@@ -211,7 +219,7 @@ func TestPartitionerCutsLongValuesToDistinctFolders(t *testing.T) {
 	// Truncated to more than the bound, a subject is cut as well, and the
 	// object key of a data file of the table fits in S3's limit.
 	p, _, _ = partitionerOf(t, "truncate(subject, 900)", "subject", "stream")
-	dir := p.AppendDir(nil, long("a"), long("a"), 1, ts)
+	dir := p.AppendDir(nil, long("a"), long("a"), 1, ts, nil)
 	for _, v := range folderValues(string(dir)) {
 		if len(v) > pathtemplate.MaxValueLen {
 			t.Errorf("folder %s: a value of %d bytes", brief(string(dir)), len(v))
@@ -241,8 +249,8 @@ func FuzzPartitionerFolders(f *testing.F) {
 	p, schema, spec := partitionerOf(f, "subject")
 	ts := time.Date(2026, 12, 1, 7, 30, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, a, b string) {
-		da := string(p.AppendDir(nil, "S", a, 1, ts))
-		db := string(p.AppendDir(nil, "S", b, 1, ts))
+		da := string(p.AppendDir(nil, "S", a, 1, ts, nil))
+		db := string(p.AppendDir(nil, "S", b, 1, ts, nil))
 		if a != b && da == db {
 			t.Fatalf("subjects %s and %s share the folder %s", brief(a), brief(b), brief(da))
 		}

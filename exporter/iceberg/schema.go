@@ -46,11 +46,13 @@ func fieldType(t formats.ColumnType) (iceberg.Type, error) {
 }
 
 // Spec returns the partition spec of partitioning over schema; fields are
-// named as Trino names them: subject, timestamp_hour, subject_bucket.
+// named as Trino names them: subject, timestamp_hour, subject_bucket. A
+// partition column must be in the schema, of a type its transform takes.
 func Spec(schema *iceberg.Schema, partitioning []config.Partition) (iceberg.PartitionSpec, error) {
 	var opts []iceberg.PartitionOption
 	for _, p := range partitioning {
-		if _, ok := schema.FindFieldByName(p.Column); !ok {
+		col, ok := schema.FindFieldByName(p.Column)
+		if !ok {
 			return iceberg.PartitionSpec{}, fmt.Errorf("partitioning %s: the table has no column %q", p, p.Column)
 		}
 		var tr iceberg.Transform
@@ -72,6 +74,9 @@ func Spec(schema *iceberg.Schema, partitioning []config.Partition) (iceberg.Part
 			tr = iceberg.TruncateTransform{Width: p.N}
 		default:
 			return iceberg.PartitionSpec{}, fmt.Errorf("partitioning %s: unknown transform %q", p, p.Transform)
+		}
+		if !tr.CanTransform(col.Type) {
+			return iceberg.PartitionSpec{}, fmt.Errorf("partitioning %s: %s does not take column %s of type %s", p, p.Transform, p.Column, col.Type)
 		}
 		opts = append(opts, iceberg.AddPartitionFieldByName(p.Column, name, tr, schema, nil))
 	}

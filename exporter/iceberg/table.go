@@ -235,8 +235,8 @@ func (t *Table) Fits(fields []formats.Field, partitioning []config.Partition) (E
 }
 
 // Partitioner returns the Partitioner of the table's current spec.
-func (t *Table) Partitioner() (*Partitioner, error) {
-	return NewPartitioner(t.tbl.Schema(), t.tbl.Spec())
+func (t *Table) Partitioner(columns []string) (*Partitioner, error) {
+	return NewPartitioner(t.tbl.Schema(), t.tbl.Spec(), columns)
 }
 
 // Location is the table's base location.
@@ -288,14 +288,14 @@ func (t *Table) Commit(ctx context.Context, c Commit) error {
 	files := make([]iceberg.DataFile, len(c.Files))
 	err = parallel(ctx, len(c.Files), func(ctx context.Context, i int) error {
 		if tail := c.Tails[c.Files[i]]; tail != nil {
-			df, err := table.FileToDataFile(ctx, tailIO{c.Files[i], tail}, c.Files[i], t.tbl.Schema(), t.tbl.Spec(), 0, t.tbl.Properties())
+			df, err := dataFile(ctx, tailIO{c.Files[i], tail}, c.Files[i], t.tbl.Schema(), t.tbl.Spec(), t.tbl.Properties(), t.tbl.Location())
 			if err == nil {
 				files[i] = df
 				return nil
 			}
 			// A tail that does not hold the whole footer: read the store.
 		}
-		df, err := table.FileToDataFile(ctx, fs, c.Files[i], t.tbl.Schema(), t.tbl.Spec(), 0, t.tbl.Properties())
+		df, err := dataFile(ctx, fs, c.Files[i], t.tbl.Schema(), t.tbl.Spec(), t.tbl.Properties(), t.tbl.Location())
 		if err != nil {
 			return fmt.Errorf("data file %s: %w", c.Files[i], err)
 		}

@@ -132,11 +132,11 @@ func (e *tableEnv) file(tbl *iceberg.Table, subject string, hour time.Time, firs
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	p, err := tbl.Partitioner()
+	p, err := tbl.Partitioner(nil)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	dir := p.AppendDir(nil, "S", subject, first, hour)
+	dir := p.AppendDir(nil, "S", subject, first, hour, nil)
 	loc := fmt.Sprintf("%s/data/%s/%020d-%020d.parquet", tbl.Location(), dir, first, last)
 	key := strings.TrimPrefix(loc, "s3://"+e.bucket+"/")
 	if _, err := e.mc.PutObject(context.Background(), e.bucket, key, bytes.NewReader(body.Bytes()), body.Len(), minio.PutObjectOptions{}); err != nil {

@@ -33,6 +33,9 @@ type File struct {
 	Seqs     []uint64
 	Subjects map[string]bool
 	Hours    map[int64]bool // unix hours of the rows' timestamps
+	// Partition is the manifest entry's partition, by partition field
+	// name, as the Avro decoder reads it.
+	Partition map[string]any
 }
 
 // Get returns the body of an s3:// location.
@@ -121,6 +124,7 @@ func ReadMetadata(metaLoc string, get Get) (*Table, error) {
 			f := File{Subjects: map[string]bool{}, Hours: map[int64]bool{}}
 			f.Path, _ = df["file_path"].(string)
 			f.Records, _ = df["record_count"].(int64)
+			f.Partition, _ = df["partition"].(map[string]any)
 			if err := readDataFile(get, &f); err != nil {
 				return nil, err
 			}
