@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jetlake/jetlake/config"
+	fmts "github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 
@@ -351,6 +352,7 @@ func TestTakenPartitionColumnsSayWhoTookThem(t *testing.T) {
 		{"payload={date}", nil, `partition column "path_payload" is already the data column "path_payload"`},
 	} {
 		c := &config.Connector{Streams: []config.Stream{{Stream: "S"}}}
+		c.Output.Format = fmts.Parquet // the format that writes typed columns
 		c.Output.PathTemplate = pathtemplate.MustParse(tt.template)
 		data := []string{"stream", "payload", "path_payload"}
 		for _, n := range tt.typed {
