@@ -607,3 +607,56 @@ type = "string"
 		}
 	}
 }
+
+// TestPlanShowsTableKeysOfRealMessagesWhenPartitionsReadTheirPayload: a
+// table partitioned by a typed column gets sample keys from the stream's
+// messages, their partition folder rendered from their payload.
+func TestPlanShowsTableKeysOfRealMessagesWhenPartitionsReadTheirPayload(t *testing.T) {
+	createBucketOnce(t, "plan")
+	createPlanStream(t, "PLANTABLE")
+	nc, err := shared.NATS(t).Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	for _, data := range []string{`{"tenant":"acme","created_at":"2026-10-01T08:00:00Z"}`, `{"tenant":"zeta"}`} {
+		if _, err := js.Publish(context.Background(), "plantable.a", []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	catalog := filepath.Join(t.TempDir(), "catalog.db")
+	path := writeFile(t, "plan.toml", planFileBody(t, shared.NATS(t).URL, "PLANTABLE", "plantable", "plan", "")+`
+[output]
+format = "parquet"
+
+[[output.columns]]
+name = "created_at"
+source = "created_at"
+type = "timestamp"
+
+[[output.columns]]
+name = "tenant"
+source = "tenant"
+type = "string"
+
+[iceberg]
+uri = "sqlite://`+catalog+`"
+namespace = "lake"
+table = "plantable"
+partitioning = ["day(created_at)", "tenant"]
+`)
+	code, out, errOut := jetlakeEnv(t, shared.MinIO(t).ClientEnv(), "plan", "-config", path)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"stream PLANTABLE (messages it holds: the oldest and newest of each filter):",
+		"/created_at_day=2026-10-01/tenant=acme/00000000000000000001-00000000000000000001.parquet (sequence 1)",
+		"/created_at_day=null/tenant=zeta/00000000000000000002-00000000000000000002.parquet (sequence 2)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -96,6 +96,13 @@ func ColumnNames(out *config.Output) []string {
 // of a message of stream and subject at t, and the sequence range. plan
 // shows it as a sample.
 func DataKey(c *config.Connector, stream, subject string, t time.Time, first, last uint64) (string, error) {
+	// A sample without a payload: typed columns are null in it.
+	return DataKeyOf(c, stream, subject, t, first, last, nil)
+}
+
+// DataKeyOf is DataKey of a message whose typed columns' values, in
+// [[output.columns]] order, are vals (content.Reader reads them).
+func DataKeyOf(c *config.Connector, stream, subject string, t time.Time, first, last uint64, vals []formats.Value) (string, error) {
 	_, dataPrefix, err := ConnectorConfig(c)
 	if err != nil {
 		return "", err
@@ -112,7 +119,6 @@ func DataKey(c *config.Connector, stream, subject string, t time.Time, first, la
 	if err != nil {
 		return "", err
 	}
-	// A sample has no payload: typed columns are null in it.
-	dir := string(part.AppendDir(nil, stream, subject, first, t, nil))
+	dir := string(part.AppendDir(nil, stream, subject, first, t, vals))
 	return pathtemplate.Key(dataPrefix, dir, first, last, c.Output.Ext())
 }

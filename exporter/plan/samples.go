@@ -24,7 +24,7 @@ type subjectSample struct {
 // streamSamples adds sample keys from the subjects the stream holds, or
 // from messages it holds when paths depend on their content.
 func (p *planner) streamSamples(ctx context.Context, nc *nats.Conn, s config.Stream) {
-	if p.c.Iceberg == nil && p.c.Output.UsesContent() && p.contentSamples(ctx, nc, s) {
+	if p.readsContent() && p.contentSamples(ctx, nc, s) {
 		return
 	}
 	if !p.usesSubject() {
@@ -157,7 +157,7 @@ func (p *planner) contentSamples(ctx context.Context, nc *nats.Conn, s config.St
 	if len(msgs) == 0 {
 		return false
 	}
-	reader, err := content.New(&p.c.Output, false)
+	reader, err := content.New(&p.c.Output, p.c.Iceberg != nil)
 	if err != nil {
 		p.add(Fail, "stream %s: %v", s.Stream, err)
 		return false
@@ -172,7 +172,13 @@ func (p *planner) contentSamples(ctx context.Context, nc *nats.Conn, s config.St
 		case err != nil:
 			line = fmt.Sprintf("sequence %d: rejected, to s3://%s/%s: %v", m.Seq, c.S3.Bucket, pathtemplate.KindPrefix(c.S3.Prefix, pathtemplate.Rejected), err)
 		default:
-			key, kerr := pathtemplate.Key(c.S3.Prefix, c.Output.PathTemplate.Dir(&v), m.Seq, m.Seq, c.Output.Ext())
+			var key string
+			var kerr error
+			if c.Iceberg != nil {
+				key, kerr = iceberg.DataKeyOf(c, s.Stream, m.Subject, m.Time, m.Seq, m.Seq, reader.Values())
+			} else {
+				key, kerr = pathtemplate.Key(c.S3.Prefix, c.Output.PathTemplate.Dir(&v), m.Seq, m.Seq, c.Output.Ext())
+			}
 			if kerr != nil {
 				line = fmt.Sprintf("sequence %d: %v", m.Seq, kerr)
 				break
@@ -186,4 +192,14 @@ func (p *planner) contentSamples(ctx context.Context, nc *nats.Conn, s config.St
 		p.r.Samples = append(p.r.Samples, "  "+line)
 	}
 	return true
+}
+
+// readsContent reports whether keys depend on the messages' content: an
+// event time or a payload field or header in the path template, or a table
+// partition over a typed column.
+func (p *planner) readsContent() bool {
+	if p.c.Iceberg != nil {
+		return p.c.Iceberg.ReadsPayload()
+	}
+	return p.c.Output.UsesContent()
 }
