@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path"
 	"syscall"
+	"time"
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/lake"
@@ -34,12 +35,17 @@ func cmdCompact(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	code = exitOK
+	prog := newProgressOut(stderr)
+	prog.log, _ = newLogger("text", "info", prog.logWriter(stderr))
 	for _, c := range conns {
 		if c.Iceberg == nil {
 			fmt.Fprintf(stdout, "connector %s: writes no Iceberg table; nothing to compact\n", c.Name)
 			continue
 		}
-		rep, err := compactConnector(ctx, c, *dryRun)
+		counts := &lake.CompactProgress{}
+		stopProgress := prog.watch(func(time.Time) progressFrame { return compactFrame(c.Name, counts.Counts()) })
+		rep, err := compactConnector(ctx, c, *dryRun, counts)
+		stopProgress()
 		if rep == nil {
 			rep = &lake.CompactReport{}
 		}
@@ -86,11 +92,11 @@ func cmdCompact(args []string, stdout, stderr io.Writer) int {
 
 // compactConnector connects to the connector's store and NATS servers and
 // compacts its table.
-func compactConnector(ctx context.Context, c *config.Connector, dryRun bool) (*lake.CompactReport, error) {
+func compactConnector(ctx context.Context, c *config.Connector, dryRun bool, counts *lake.CompactProgress) (*lake.CompactReport, error) {
 	store, js, closeNATS, err := connect(c)
 	if err != nil {
 		return nil, err
 	}
 	defer closeNATS()
-	return lake.Compact(ctx, c, js, store, lake.CompactOptions{DryRun: dryRun, OrphanAge: c.Iceberg.OrphanAge})
+	return lake.Compact(ctx, c, js, store, lake.CompactOptions{DryRun: dryRun, OrphanAge: c.Iceberg.OrphanAge, Progress: counts})
 }

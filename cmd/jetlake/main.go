@@ -260,11 +260,18 @@ func cmdRun(args []string, stderr io.Writer) int {
 		}
 		defer stopProfile()
 	}
-	log, err := newLogger(f.logFormat, f.logLevel, stderr)
+	// -until-idle shows its progress (progress.go); on a terminal the
+	// log goes through the status line.
+	prog, logOut := newProgressOut(stderr), stderr
+	if f.untilIdle {
+		logOut = prog.logWriter(stderr)
+	}
+	log, err := newLogger(f.logFormat, f.logLevel, logOut)
 	if err != nil {
 		fmt.Fprintf(stderr, "jetlake run: %v\n", err)
 		return exitUsage
 	}
+	prog.log = log
 	conns, code, ok := loadConfig(f.path, stderr)
 	if !ok {
 		return code
@@ -304,7 +311,12 @@ func cmdRun(args []string, stderr io.Writer) int {
 
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	stopProgress := func() {}
+	if f.untilIdle {
+		stopProgress = prog.watch(runProgress(exps))
+	}
 	errs := runExporters(rctx, cancel, exps, enabled)
+	stopProgress()
 	return runExit(ctx, errs, exps, enabled, f.untilIdle, log, stderr)
 }
 

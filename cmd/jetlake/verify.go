@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -29,7 +30,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 	from := fs.Uint64("from-seq", 0, "first stream sequence to check (default: the lowest any object or marker holds)")
 	to := fs.Uint64("to-seq", 0, "last stream sequence to check (default: the last one the consumer was delivered)")
 	deep := fs.Bool("deep", false, "read every object and check its records, not only names and metadata")
-	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	quiet := fs.Bool("quiet", false, "no progress on stderr (a status line on a terminal, else a log line every 10s)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -48,14 +49,19 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	opts := lake.VerifyOptions{FromSeq: *from, ToSeq: *to, Deep: *deep}
-	if !*quiet {
-		opts.Progress = stderr
-	}
+	prog := newProgressOut(stderr)
+	prog.log, _ = newLogger("text", "info", prog.logWriter(stderr))
 	// Every connector is checked and reported, whatever happened to the
 	// ones before it.
 	allOK := true
 	for _, c := range conns {
+		stopProgress := func() {}
+		if !*quiet {
+			opts.Progress = &lake.VerifyProgress{}
+			stopProgress = prog.watch(func(time.Time) progressFrame { return verifyFrame(c.Name, opts.Progress.Counts()) })
+		}
 		reports, err := verifyConnector(ctx, c, opts)
+		stopProgress()
 		if err != nil {
 			fmt.Fprintf(stderr, "jetlake verify: connector %s: %v\n", c.Name, err)
 			fmt.Fprintf(stdout, "connector %s: NOT CHECKED: %v\n", c.Name, err)

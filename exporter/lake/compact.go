@@ -29,6 +29,9 @@ type CompactOptions struct {
 	// OrphanAge is how old a data file in no snapshot, intent or plan must
 	// be to be removed; zero means DefaultOrphanAge.
 	OrphanAge time.Duration
+	// Progress counts the groups planned and done as Compact goes; nil
+	// for none.
+	Progress *CompactProgress
 }
 
 // DefaultOrphanAge is how old an orphan data file must be to be removed,
@@ -239,11 +242,13 @@ func CompactTable(ctx context.Context, cfg *config.Connector, t *iceberg.Table, 
 	if limit > 0 && len(groups) > limit {
 		groups = groups[:limit]
 	}
+	o.Progress.plan(len(groups))
 	compacted := false
 	for _, g := range groups {
 		res := &CompactResult{Group: g}
 		rep.Groups = append(rep.Groups, res)
 		if o.DryRun {
+			o.Progress.doneOne()
 			continue
 		}
 		err = compactGroup(ctx, cfg, t, store, res)
@@ -251,6 +256,7 @@ func CompactTable(ctx context.Context, cfg *config.Connector, t *iceberg.Table, 
 		if err != nil {
 			break
 		}
+		o.Progress.doneOne()
 	}
 	if compacted {
 		rep.Expired, rep.ExpireErr = ExpireTable(ctx, t, cfg.Iceberg, time.Now())

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"path"
 	"slices"
 	"strconv"
@@ -31,9 +30,9 @@ import (
 // stream, from the lowest sequence any object or marker names to the last
 // sequence the consumer was delivered, trusting object metadata.
 type VerifyOptions struct {
-	FromSeq, ToSeq uint64    // 0: the defaults above
-	Deep           bool      // read every object and check its records
-	Progress       io.Writer // progress lines on long runs; nil for none
+	FromSeq, ToSeq uint64          // 0: the defaults above
+	Deep           bool            // read every object and check its records
+	Progress       *VerifyProgress // counts what is done as Verify goes; nil for none
 }
 
 // Report is the result of verifying one stream of a connector.
@@ -82,11 +81,14 @@ func Verify(ctx context.Context, cfg *config.Connector, js jetstream.JetStream, 
 	}
 	var reports []*Report
 	for _, sc := range cfg.Streams {
+		opts.Progress.at("checking stream " + sc.Stream)
 		rep := &Report{Connector: cfg.Name, Stream: sc.Stream, Consumer: sc.Consumer}
 		reports = append(reports, rep)
 		if table != nil {
 			rep.Notes = append(rep.Notes, table.notes()...)
-			rep.Problems = append(rep.Problems, table.missing()...)
+			missing := table.missing()
+			rep.Problems = append(rep.Problems, missing...)
+			opts.Progress.found(len(missing))
 		}
 		if err := v.checkStream(ctx, sc, byStream[sc.Stream], rep); err != nil {
 			return nil, err
@@ -101,13 +103,6 @@ type verifier struct {
 	js    jetstream.JetStream
 	store objstore.ObjectReader
 	opts  VerifyOptions
-}
-
-// say writes a progress line, when progress is asked for.
-func (v *verifier) say(format string, args ...any) {
-	if v.opts.Progress != nil {
-		fmt.Fprintf(v.opts.Progress, format+"\n", args...)
-	}
 }
 
 // listedObject is a data or rejected object as verify read it.
@@ -128,7 +123,7 @@ func (v *verifier) listData(ctx context.Context, table *icebergFiles) (map[strin
 		prefix = v.cfg.S3.Prefix + "/"
 	}
 	byStream := map[string][]listedObject{}
-	var listed int
+	v.opts.Progress.at("listing objects")
 	own := pathtemplate.OwnPrefix(v.cfg.S3.Prefix) // loss markers, rejected messages, probes: not data
 	err := v.store.List(ctx, prefix, func(key string, md map[string]string) error {
 		if strings.HasPrefix(key, own) {
@@ -139,14 +134,11 @@ func (v *verifier) listData(ctx context.Context, table *icebergFiles) (map[strin
 			table.uncommitted++
 			return nil
 		}
-		listed++
-		if listed%1000 == 0 {
-			v.say("listed %d objects", listed)
-		}
 		name, ok := pathtemplate.ParseName(path.Base(key))
 		if !ok {
 			return nil // not ours
 		}
+		v.opts.Progress.listedOne()
 		if md == nil || md[objstore.MetaStream] == "" {
 			var err error
 			if md, err = v.store.Head(ctx, key); err != nil {
@@ -156,6 +148,9 @@ func (v *verifier) listData(ctx context.Context, table *icebergFiles) (map[strin
 		o, err := v.readData(ctx, key, name, md)
 		if err != nil {
 			return err
+		}
+		if o.problem != "" {
+			v.opts.Progress.found(1)
 		}
 		byStream[md[objstore.MetaStream]] = append(byStream[md[objstore.MetaStream]], o)
 		return nil
@@ -175,11 +170,14 @@ func (v *verifier) readData(ctx context.Context, key string, name pathtemplate.N
 	o := listedObject{objectRuns: objectRuns{key: key}}
 	meta := md[objstore.MetaSeqs]
 	fromRecords := v.opts.Deep || meta == ""
+	read := 0
+	defer func() { v.opts.Progress.readOne(read) }()
 	if fromRecords {
 		body, err := v.store.Get(ctx, key)
 		if err != nil {
 			return o, err
 		}
+		read = len(body)
 		seqs, err := formats.Sequences(key, body)
 		slices.Sort(seqs)
 		o.runs = progress.FromSorted(seqs)
@@ -264,13 +262,14 @@ func (v *verifier) checkStream(ctx context.Context, sc config.Stream, objects []
 	// sees the whole stream; the matching messages still in the stream
 	// for a filtered one.
 	if rep.Filtered {
-		v.say("stream %s: reading the sequences of the filtered subjects", sc.Stream)
+		v.opts.Progress.at("reading the sequences of stream " + sc.Stream + "'s filtered subjects")
 		if in.stream, _, err = jsclient.ReadSequences(ctx, v.js, sc.Stream, entryFilters(sc, si.Config.Subjects), from, to, 0, time.Second); err != nil {
 			return err
 		}
 	}
 	c := checkCoverage(in)
 	rep.Missing, rep.Overlaps = c.missing, c.overlaps
+	v.opts.Progress.found(len(c.missing) + len(c.overlaps))
 	rep.Messages, rep.RejectedMessages = c.messages, c.rejectedMessages
 	return nil
 }
@@ -281,13 +280,16 @@ func (v *verifier) readMarkers(ctx context.Context, sc config.Stream, rep *Repor
 	var markers []*lossmarker.Marker
 	mprefix := pathtemplate.StreamPrefix(v.cfg.S3.Prefix, pathtemplate.Lost, sc.Stream)
 	err := v.store.List(ctx, mprefix, func(key string, _ map[string]string) error {
+		v.opts.Progress.listedOne()
 		body, err := v.store.Get(ctx, key)
 		if err != nil {
 			return err
 		}
+		v.opts.Progress.readOne(len(body))
 		m, err := lossmarker.Parse(body)
 		if err != nil {
 			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: %v", key, err))
+			v.opts.Progress.found(1)
 			return nil
 		}
 		if m.Consumer == "" || slices.Contains(entryConsumers(sc), m.Consumer) {
@@ -307,12 +309,15 @@ func (v *verifier) readRejected(ctx context.Context, stream string) ([]listedObj
 	var rejected []listedObject
 	rprefix := pathtemplate.StreamPrefix(v.cfg.S3.Prefix, pathtemplate.Rejected, stream)
 	err := v.store.List(ctx, rprefix, func(key string, _ map[string]string) error {
+		v.opts.Progress.listedOne()
 		body, err := v.store.Get(ctx, key)
 		if err != nil {
 			return err
 		}
+		v.opts.Progress.readOne(len(body))
 		seqs, err := formats.Sequences(key, body)
 		if err != nil {
+			v.opts.Progress.found(1)
 			rejected = append(rejected, listedObject{objectRuns: objectRuns{key: key}, problem: err.Error()})
 			return nil
 		}
