@@ -26,8 +26,9 @@ import (
 type Config struct {
 	Jetlake           string // path of the jetlake binary
 	Workloads         []workloadSpec
-	Compaction        compactionSpec // zero: not measured
-	ScaleOut          scaleOutSpec   // zero: not measured
+	Compaction        compactionSpec  // zero: not measured
+	ScaleOut          scaleOutSpec    // zero: not measured
+	Cardinality       cardinalitySpec // zero: not measured
 	Runs              []runSpec
 	PayloadBytes      int
 	MaxFileSize       int64
@@ -57,6 +58,9 @@ type workloadSpec struct {
 	// Partitions, when more than 1, gives the stream jetlake's partition
 	// transform before it is filled.
 	Partitions int
+	// KeyValues, when more than 0, gives every payload a "key" field:
+	// message i's is the value i mod KeyValues.
+	KeyValues int
 }
 
 // bucket holds every object of a benchmark; runs are told apart by prefix.
@@ -276,6 +280,9 @@ func (b *bench) measure(ctx context.Context, rep *Report) {
 			}
 			if b.cfg.ScaleOut.Messages > 0 && ctx.Err() == nil {
 				rep.ScaleOut = b.scaleOut(ctx, b.cfg.ScaleOut)
+			}
+			if b.cfg.Cardinality.Messages > 0 && ctx.Err() == nil {
+				rep.Cardinality = b.cardinality(ctx, b.cfg.Cardinality)
 			}
 		}
 	}

@@ -42,7 +42,7 @@ func TestQuickBenchMeasuresEveryRunAndStopsItsProcesses(t *testing.T) {
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	code := Main(ctx, []string{"-quick", "-messages", "5000", "-small-messages", "1000", "-small-subjects", "100",
-		"-jetlake", bin, "-out", out, "-logs", t.TempDir()}, &stdout, &stderr)
+		"-cardinality-messages", "2000", "-cardinality-values", "1000", "-jetlake", bin, "-out", out, "-logs", t.TempDir()}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit code %d\nstdout:\n%s\nstderr:\n%s", code, &stdout, &stderr)
 	}
@@ -142,7 +142,15 @@ func TestQuickBenchMeasuresEveryRunAndStopsItsProcesses(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"### w1: 5,000 messages over 10 subjects", "**limit time**", "small-PUT rate",
+	// 2,000 messages over 1,000 values of their key field: a directory
+	// each, the peak RSS against 1.5 × 16 MiB + 64 MiB.
+	if c := rep.Cardinality; c == nil || c.Error != "" || c.Messages != 2000 || c.Directories != 1000 || c.Objects < 1000 ||
+		c.PeakRSSBytes <= 0 || c.CPUSeconds <= 0 || c.BudgetBytes != 16<<20 || c.BoundBytes != 88<<20 ||
+		c.WithinBound != (c.PeakRSSBytes <= c.BoundBytes) {
+		t.Errorf("cardinality %+v", c)
+	}
+	for _, want := range []string{"### w1: 5,000 messages over 10 subjects",
+		"### High cardinality: 2,000 messages over 1,000 values of one field, max_buffered_bytes 16 MiB", "the bound 1.5 × 16 MiB + 64 MiB = 88 MiB", "**limit time**", "small-PUT rate",
 		"### Partitions: 20,000 messages over 40 subjects in 4 partitions", "- instance 2 of 2: wrote",
 		"| CPU s / 1M msg |", "| PUT-rate ratio | iceberg / parquet |",
 		"| w1 | json_lines | ", "| w1 | parquet_typed | ", "| w1 | iceberg | ", "| w2 | iceberg | ",

@@ -29,7 +29,11 @@
 // subjects, and 100,000 messages over 10,000 subjects (group_by "subject":
 // an object per subject). -quick scales both down; -messages, -subjects,
 // -small-messages and -small-subjects set them one by one. After the first
-// round it measures jetlake compact over an Iceberg table of small files.
+// round it measures jetlake compact over an Iceberg table of small files,
+// and jetlake partitioning 100,000 messages by a field of 100,000 values
+// ("{stream}/key={column:key}", -quick: 10,000) within max_buffered_bytes
+// 16 MiB: its peak RSS against 1.5 × 16 MiB + 64 MiB = 88 MiB, objects and
+// time (-cardinality-messages 0 skips it).
 //
 // The machine may be noisy, so every limit and run is measured in -rounds
 // rounds (3; -quick: 1), interleaved, and the median round is reported;
@@ -83,6 +87,12 @@ var (
 	// 2,000 data files over 20 partitions; -quick: 200 over 10.
 	fullCompaction  = compactionSpec{Messages: 100_000, Subjects: 20, PerFile: 50}
 	quickCompaction = compactionSpec{Messages: 2_000, Subjects: 10, PerFile: 10}
+	// 100,000 messages, each with a value of its key field of its own,
+	// within max_buffered_bytes 16 MiB: the budget holds about 11,000 open
+	// buffers of one message, so every message is an object of its own;
+	// -quick: 10,000 over 10,000.
+	fullCardinality  = cardinalitySpec{Messages: 100_000, Values: 100_000, Budget: 16 << 20}
+	quickCardinality = cardinalitySpec{Messages: 10_000, Values: 10_000, Budget: 16 << 20}
 	// Two instances on four partitions; -quick: a tenth of the messages.
 	fullScaleOut  = scaleOutSpec{Messages: 500_000, Subjects: 40, Partitions: 4, Instances: 2}
 	quickScaleOut = scaleOutSpec{Messages: 20_000, Subjects: 40, Partitions: 4, Instances: 2}
@@ -135,6 +145,7 @@ type benchFlags struct {
 	runs, out                string
 	maxFileSize, maxBuffered string
 	compaction, scaleOut     bool
+	cardinality              cardinalitySpec // of the flags given
 	compare, against         string
 	set                      map[string]bool // the flags given, by name
 }
@@ -169,6 +180,9 @@ func (f *benchFlags) flagSet(stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&f.cfg.UploadConcurrency, "upload-concurrency", 4, "s3.upload_concurrency, and the concurrency of the upload limit")
 	fs.BoolVar(&f.compaction, "compaction", true, "measure jetlake compact over an Iceberg table of small files (2,000 over 20 partitions; -quick: 200 over 10)")
 	fs.BoolVar(&f.scaleOut, "partitions", true, "measure instances sharing a stream of 4 partitions: one instance, then 2 at once, each one's CPU per million messages (500,000 messages; -quick: 20,000)")
+	fs.IntVar(&f.cardinality.Messages, "cardinality-messages", fullCardinality.Messages,
+		"messages of the high-cardinality measurement, partitioned by a field of -cardinality-values values within max_buffered_bytes 16 MiB, peak RSS against 1.5 × 16 MiB + 64 MiB (-quick: 10,000); 0 skips it")
+	fs.IntVar(&f.cardinality.Values, "cardinality-values", fullCardinality.Values, "distinct values of the high-cardinality measurement's field (-quick: 10,000)")
 	fs.BoolVar(&f.cfg.Profile, "cpuprofile", false, "write a CPU profile of each jetlake run next to its log (use with -logs)")
 	fs.StringVar(&f.cfg.LogDir, "logs", "", "keep jetlake's logs and connector files in this directory (default: a temporary directory, removed)")
 	fs.StringVar(&f.compare, "compare", "", "after the results, compare them with those of an earlier bench: a JSON file written by -out")
@@ -226,6 +240,16 @@ func (f *benchFlags) config(stderr io.Writer) (Config, []string) {
 	if cfg.MaxBufferedBytes, err = config.ParseSize(f.maxBuffered); err != nil {
 		problems = append(problems, "-max-buffered-bytes: "+err.Error())
 	}
+	cfg.Cardinality = fullCardinality
+	if f.quick {
+		cfg.Cardinality = quickCardinality
+	}
+	if f.set["cardinality-messages"] {
+		cfg.Cardinality.Messages = f.cardinality.Messages
+	}
+	if f.set["cardinality-values"] {
+		cfg.Cardinality.Values = f.cardinality.Values
+	}
 	problems = append(problems, rangeProblems(cfg, wl)...)
 	var runProblems []string
 	cfg.Runs, runProblems = parseRuns(f.runs)
@@ -282,6 +306,9 @@ func rangeProblems(cfg Config, wl [2]workloadSpec) []string {
 	}
 	if wl[1].Messages < 0 || wl[1].Messages > 0 && wl[1].Subjects < 1 {
 		problems = append(problems, "-small-messages must be 0 or more, and -small-subjects at least 1")
+	}
+	if f := cfg.Cardinality; f.Messages < 0 || f.Messages > 0 && f.Values < 1 {
+		problems = append(problems, "-cardinality-messages must be 0 or more, and -cardinality-values at least 1")
 	}
 	if cfg.PayloadBytes < 64 || cfg.PayloadBytes > 1<<20 {
 		problems = append(problems, "-payload must be 64 to 1048576 bytes")

@@ -22,6 +22,9 @@ type Report struct {
 	// ScaleOut measures instances sharing a partitioned stream; nil when
 	// not measured.
 	ScaleOut *ScaleOutResult `json:"scale_out,omitempty"`
+	// Cardinality measures partitions by a field of many distinct values
+	// within a memory budget; nil when not measured.
+	Cardinality *CardinalityResult `json:"cardinality,omitempty"`
 }
 
 // Machine names what ran.
@@ -183,6 +186,9 @@ func (r *Report) Failures() int {
 	if r.ScaleOut != nil && r.ScaleOut.Error != "" {
 		n++
 	}
+	if r.Cardinality != nil && r.Cardinality.Error != "" {
+		n++
+	}
 	for _, w := range r.Workloads {
 		if w.Error != "" {
 			n++
@@ -245,6 +251,9 @@ func (r *Report) Markdown() string {
 	}
 	if r.ScaleOut != nil {
 		r.ScaleOut.lines(&b)
+	}
+	if r.Cardinality != nil {
+		r.Cardinality.lines(&b)
 	}
 	return b.String()
 }

@@ -92,6 +92,7 @@ func (b *bench) publish(ctx context.Context, spec workloadSpec, w *WorkloadResul
 		subjects[i] = fmt.Sprintf("bench.%s.s%05d", spec.Name, i)
 	}
 	gen := newPayloadGen(b.cfg.PayloadBytes, uint64(spec.Messages))
+	gen.keys = spec.KeyValues
 	rec := formats.Record{Stream: w.Stream, Time: time.Now()}
 	opts := formats.Options{Format: formats.JSONLines, Metadata: true}
 	var line []byte
@@ -153,6 +154,7 @@ func (b *bench) publishComplete(ctx context.Context) error {
 type payloadGen struct {
 	rng  *rand.Rand
 	size int
+	keys int // more than 0: a "key" field of this many values
 }
 
 func newPayloadGen(size int, seed uint64) *payloadGen {
@@ -183,6 +185,9 @@ func (g *payloadGen) next(i int, t time.Time) []byte {
 	b := make([]byte, 0, g.size+32)
 	b = append(b, `{"id":`...)
 	b = strconv.AppendInt(b, int64(i+1), 10)
+	if g.keys > 0 {
+		b = fmt.Appendf(b, `,"key":"k-%06d"`, i%g.keys)
+	}
 	b = fmt.Appendf(b, `,"user":{"id":"u-%06d","country":%q},"amount":%d.%02d,"paid":%t,"created_at":%q,"page":%q,"note":"`,
 		r.IntN(100000), countries[r.IntN(len(countries))], r.IntN(1000), r.IntN(100), r.IntN(4) != 0,
 		t.UTC().Format("2006-01-02T15:04:05.000Z07:00"), pages[r.IntN(len(pages))])
