@@ -556,32 +556,9 @@ format = "parquet"
 	}
 }
 
-// TestPlanShowsKeysOfRealMessagesWhenPathsDependOnTheirContent: with an
-// event time and a payload field in the path, plan renders the keys of
-// messages the stream holds, as run would file them.
-func TestPlanShowsKeysOfRealMessagesWhenPathsDependOnTheirContent(t *testing.T) {
-	createBucketOnce(t, "plan")
-	createPlanStream(t, "PLANCONTENT")
-	nc, err := shared.NATS(t).Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	for _, m := range []struct{ subj, data string }{
-		{"plancontent.a", `{"tenant":"acme","created_at":"2026-10-01T08:00:00Z"}`},
-		{"plancontent.a", `{"tenant":"zeta","created_at":"2026-10-03T23:00:00Z"}`},
-		{"plancontent.b", `{"tenant":"acme"}`},
-	} {
-		if _, err := js.Publish(context.Background(), m.subj, []byte(m.data)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	path := writeFile(t, "plan.toml", planFileBody(t, shared.NATS(t).URL, "PLANCONTENT", "plancontent", "plan", "")+`
-[output]
-path_template = "{stream}/dt={date}/tenant={column:tenant}"
-time_source = "column:created_at"
-
+// createdAtAndTenant declares the typed columns of the tests of sample
+// keys by content.
+const createdAtAndTenant = `
 [[output.columns]]
 name = "created_at"
 source = "created_at"
@@ -591,7 +568,40 @@ type = "timestamp"
 name = "tenant"
 source = "tenant"
 type = "string"
-`)
+`
+
+// publishPlanMessages creates the stream and the plan bucket, and
+// publishes subject and data pairs to it.
+func publishPlanMessages(t *testing.T, stream string, subjectData ...string) {
+	t.Helper()
+	createBucketOnce(t, "plan")
+	createPlanStream(t, stream)
+	nc, err := shared.NATS(t).Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	for i := 0; i+1 < len(subjectData); i += 2 {
+		if _, err := js.Publish(context.Background(), subjectData[i], []byte(subjectData[i+1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestPlanShowsKeysOfRealMessagesWhenPathsDependOnTheirContent: with an
+// event time and a payload field in the path, plan renders the keys of
+// messages the stream holds, as run would file them.
+func TestPlanShowsKeysOfRealMessagesWhenPathsDependOnTheirContent(t *testing.T) {
+	publishPlanMessages(t, "PLANCONTENT",
+		"plancontent.a", `{"tenant":"acme","created_at":"2026-10-01T08:00:00Z"}`,
+		"plancontent.a", `{"tenant":"zeta","created_at":"2026-10-03T23:00:00Z"}`,
+		"plancontent.b", `{"tenant":"acme"}`)
+	path := writeFile(t, "plan.toml", planFileBody(t, shared.NATS(t).URL, "PLANCONTENT", "plancontent", "plan", "")+`
+[output]
+path_template = "{stream}/dt={date}/tenant={column:tenant}"
+time_source = "column:created_at"
+`+createdAtAndTenant)
 	code, out, errOut := jetlakeEnv(t, shared.MinIO(t).ClientEnv(), "plan", "-config", path)
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s%s", code, out, errOut)
@@ -612,34 +622,14 @@ type = "string"
 // table partitioned by a typed column gets sample keys from the stream's
 // messages, their partition folder rendered from their payload.
 func TestPlanShowsTableKeysOfRealMessagesWhenPartitionsReadTheirPayload(t *testing.T) {
-	createBucketOnce(t, "plan")
-	createPlanStream(t, "PLANTABLE")
-	nc, err := shared.NATS(t).Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	for _, data := range []string{`{"tenant":"acme","created_at":"2026-10-01T08:00:00Z"}`, `{"tenant":"zeta"}`} {
-		if _, err := js.Publish(context.Background(), "plantable.a", []byte(data)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	publishPlanMessages(t, "PLANTABLE",
+		"plantable.a", `{"tenant":"acme","created_at":"2026-10-01T08:00:00Z"}`,
+		"plantable.a", `{"tenant":"zeta"}`)
 	catalog := filepath.Join(t.TempDir(), "catalog.db")
 	path := writeFile(t, "plan.toml", planFileBody(t, shared.NATS(t).URL, "PLANTABLE", "plantable", "plan", "")+`
 [output]
 format = "parquet"
-
-[[output.columns]]
-name = "created_at"
-source = "created_at"
-type = "timestamp"
-
-[[output.columns]]
-name = "tenant"
-source = "tenant"
-type = "string"
-
+`+createdAtAndTenant+`
 [iceberg]
 uri = "sqlite://`+catalog+`"
 namespace = "lake"
