@@ -11,6 +11,7 @@ import (
 )
 
 func TestBudgetSmallerThanBacklogLosesNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_file_size = "16KiB"
 max_messages_per_file = 0
@@ -18,14 +19,16 @@ max_file_age = "20s"
 max_buffered_bytes = "64KiB"`)
 	// About 800 KiB of records, over 12× the budget. Batches grow in
 	// chunks that double, here up to 16 KiB, the file size.
-	e.exportWithinBudget(6000, 10, 64<<10, 16<<10+1024, 2*time.Minute)
+	e.exportWithinBudget(6000, 10, 64<<10, 16<<10+1024, 5*time.Minute)
 }
 
 // exportWithinBudget publishes n messages over the given number of
 // subjects, exports them and requires each in exactly one object, all
 // acked, and buffers, uploads and the delivered messages held for their
 // acks together never over budget by more than slack: the message that
-// crossed it and the chunk of memory it opened.
+// crossed it and the chunk of memory it opened. The timeout only guards
+// against a hang: a small budget makes thousands of small objects, which
+// take minutes when the integration tests run side by side on 2 cores.
 func (e *env) exportWithinBudget(n, subjects int, budget, slack int64, timeout time.Duration) {
 	e.t.Helper()
 	reg := prometheus.NewRegistry()
@@ -69,6 +72,7 @@ func single(t *testing.T, reg prometheus.Gatherer, name string) *dto.Metric {
 }
 
 func TestMemoryBoundHoldsAtTwoThousandSubjects(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_file_size = "64KiB"
 max_messages_per_file = 0
@@ -76,5 +80,5 @@ max_file_age = "20s"
 max_buffered_bytes = "1MiB"`)
 	// Batches grow in chunks that double up to 1 MiB, here at most
 	// 64 KiB, the file size.
-	e.exportWithinBudget(20000, 2000, 1<<20, 64<<10+2048, 3*time.Minute)
+	e.exportWithinBudget(20000, 2000, 1<<20, 64<<10+2048, 6*time.Minute)
 }

@@ -20,6 +20,7 @@ import (
 )
 
 func TestThreeNodeClusterSurvivesLeaderChangeAndANodeLoss(t *testing.T) {
+	t.Parallel()
 	servers := exportertest.NATSCluster(t, 3)
 	url := exportertest.ClusterURL(servers)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
@@ -29,8 +30,7 @@ func TestThreeNodeClusterSurvivesLeaderChangeAndANodeLoss(t *testing.T) {
 	if err := shared.MinIO(t).CreateBucket(ctx, bucket); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("JETLAKE_TEST_ACCESS_KEY", shared.MinIO(t).AccessKey)
-	t.Setenv("JETLAKE_TEST_SECRET_KEY", shared.MinIO(t).SecretKey)
+	wantTestCredentials(t, shared.MinIO(t))
 	file := filepath.Join(t.TempDir(), "cluster.toml")
 	if err := os.WriteFile(file, []byte(fmt.Sprintf(`name = "cluster"
 [nats]

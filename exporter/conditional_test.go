@@ -25,6 +25,7 @@ func (s unconditionalStore) Put(ctx context.Context, key string, body formats.Bo
 }
 
 func TestStoreWithoutConditionalWritesStillExportsExactlyOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 100
 max_file_age = "1s"`)
@@ -87,6 +88,7 @@ max_file_age = "1s"`)
 // none retries it forever, and once the connector has a prefix of its own
 // the refused batch is exported there.
 func TestObjectOfAnotherBatchAtTheKeyStopsEveryRunUntilTheConnectorHasItsOwnPrefix(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 5
 max_file_age = "1s"`)

@@ -64,8 +64,10 @@ func (e *env) deleteConsumer(c *config.Connector) {
 // sequence lands once, and only the messages not exported yet are
 // delivered.
 func TestAConsumerDeletedWhileStoppedResumesFromTheExportRecord(t *testing.T) {
+	t.Parallel()
 	for _, policy := range []string{config.DeliverNew, config.DeliverAll} {
 		t.Run(policy, func(t *testing.T) {
+			t.Parallel()
 			e, c, last := cursorEnv(t, policy, func(e *env, c *config.Connector) { e.deleteConsumer(c) })
 			reg := prometheus.NewRegistry()
 			e.metrics = metrics.New(reg)
@@ -88,6 +90,7 @@ func TestAConsumerDeletedWhileStoppedResumesFromTheExportRecord(t *testing.T) {
 // lacks below the consumer's ack floor, and moves the consumer back to
 // them.
 func TestAConsumerRecreatedWithDeliverNewIsMovedBackToTheExportRecord(t *testing.T) {
+	t.Parallel()
 	e, c, last := cursorEnv(t, config.DeliverAll, func(e *env, c *config.Connector) { e.deleteConsumer(c) })
 	_, err := e.js.CreateConsumer(context.Background(), e.stream, jetstream.ConsumerConfig{
 		Durable:       c.Streams[0].Consumer,
@@ -113,6 +116,7 @@ func TestAConsumerRecreatedWithDeliverNewIsMovedBackToTheExportRecord(t *testing
 // record without stopping the exporter: what was published before and
 // after lands once.
 func TestAConsumerDeletedWhileRunningIsRecreatedInPlace(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), "max_messages_per_file = 250\nmax_file_age = \"1s\"")
 	c := e.connector()
 	reg := prometheus.NewRegistry()
@@ -136,6 +140,7 @@ func TestAConsumerDeletedWhileRunningIsRecreatedInPlace(t *testing.T) {
 // unacked messages in its buffers meanwhile, creates it again from the
 // export record, and every sequence lands once.
 func TestAMemoryConsumerLostInAServerRestartIsRebuiltFromTheRecord(t *testing.T) {
+	t.Parallel()
 	ns := exportertest.NATS(t, exportertest.NATSOptions{})
 	e := newEnv(t, ns, shared.MinIO(t), "max_messages_per_file = 5000\nmax_file_age = \"15s\"")
 	c := e.connector()
@@ -169,6 +174,7 @@ func TestAMemoryConsumerLostInAServerRestartIsRebuiltFromTheRecord(t *testing.T)
 // set; set, the consumer is made again where it says, from the export
 // record, and nothing is exported twice.
 func TestConsumerStorageSetRebuildsTheConsumerFromTheRecord(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), "max_messages_per_file = 250\nmax_file_age = \"1s\"")
 	c := e.connector()
 	c.Streams[0].ConsumerStorage = config.StorageFile

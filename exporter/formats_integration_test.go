@@ -51,6 +51,7 @@ func (e *env) runVariant(name string, mod func(c *config.Connector)) *config.Con
 }
 
 func TestParquetWithTypedColumnsHoldsWhatWasPublished(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_file_size = "1MiB"
 max_messages_per_file = 0
@@ -168,6 +169,7 @@ func (e *env) records(prefix string) []string {
 }
 
 func TestCompressedJSONLinesHoldTheSameRecords(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_file_size = "64KiB"
 max_messages_per_file = 0
@@ -189,6 +191,7 @@ max_file_age = "20s"`)
 }
 
 func TestRejectedMessagesLandUnderJetlakeRejectedAndNowhereElse(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 1000
 max_file_age = "2s"`)

@@ -21,6 +21,7 @@ import (
 // sequence once, in a hundredth of the files, and verify agrees. A dry run
 // changes nothing; compacting again finds nothing to do.
 func TestCompactionMergesTheSmallFilesOfClosedPartitions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 5
 max_file_age = "1s"`)
@@ -102,6 +103,7 @@ max_file_age = "1s"`)
 // Inside run, compaction passes come every half compact_after, with or
 // without new data, and the upkeep gauges say what is left.
 func TestRunCompactsClosedPartitionsAndReportsUpkeep(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 5
 max_file_age = "1s"`)

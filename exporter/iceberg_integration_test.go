@@ -65,6 +65,7 @@ func (e *env) readTable(c *config.Connector, catalog string) *icebergtest.Table 
 // in few snapshots; the data files lie under the table's data folder, named
 // by their partition and sequence range.
 func TestAnIcebergConnectorWritesEverySequenceOnceIntoTheTable(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 100
 max_file_age = "1s"`)
@@ -155,6 +156,7 @@ func (e *env) stateKeys(ctx context.Context) int {
 // the table on the second start; Arrow (iceberg-go's scan) reads the rows
 // of both runs together, the first run's with the new column null.
 func TestAColumnAddedToTheConnectorIsAddedToTheTable(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 100
 max_file_age = "1s"`)
@@ -238,6 +240,7 @@ func openSQLite(t *testing.T, path string) *sql.DB {
 // After a commit, snapshots beyond keep_snapshots older than
 // snapshot_retention are expired; the table keeps every sequence once.
 func TestOldSnapshotsAreExpiredAfterCommits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 100
 max_file_age = "1s"`)
@@ -275,6 +278,7 @@ max_file_age = "1s"`)
 // too many for one; before plans were bounded the commit failed for ever
 // with "maximum payload exceeded".)
 func TestMoreFilesThanOnePlanHoldsAreCommittedInSeveral(t *testing.T) {
+	t.Parallel()
 	conf := filepath.Join(t.TempDir(), "nats.conf")
 	if err := os.WriteFile(conf, []byte("max_payload: 16384\n"), 0o644); err != nil {
 		t.Fatal(err)

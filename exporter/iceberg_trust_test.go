@@ -32,6 +32,7 @@ import (
 // Before partition values were cut, its key was over S3's 1,024 bytes, and
 // the batch failed at every ack_wait for ever.
 func TestALongSubjectGoesIntoItsIcebergPartitionAndStallsNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 100
 max_file_age = "1s"`)
@@ -117,6 +118,7 @@ func (e *env) loadTable(c *config.Connector, catalog string) *table.Table {
 // s3://<bucket>/hr/salaries.parquet was committed; one naming another
 // bucket was retried for ever as "iceberg catalog unavailable".)
 func TestAForgedCommitPlanIsRefusedAndCommitsNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 100
 max_file_age = "1s"`)

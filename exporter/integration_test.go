@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,8 +31,9 @@ import (
 )
 
 // One nats-server and one MinIO serve every test of the package; tests are
-// isolated by stream and bucket names. Tests that stop a server start their
-// own.
+// isolated by stream, consumer, connector and bucket names, so the
+// integration tests run in parallel (t.Parallel). Tests that stop a server
+// start their own.
 var (
 	shared exportertest.Shared
 	seq    atomic.Int64
@@ -41,9 +43,29 @@ func TestMain(m *testing.M) {
 	os.Exit(runMain(m))
 }
 
+// The connector files of the tests name their S3 credentials by these
+// variables. Every MinIO of the tests has the default credentials, so they
+// are set once for the process: t.Setenv would keep the tests from
+// running in parallel.
+const (
+	testAccessKeyEnv = "JETLAKE_TEST_ACCESS_KEY"
+	testSecretKeyEnv = "JETLAKE_TEST_SECRET_KEY"
+)
+
 func runMain(m *testing.M) int {
 	defer shared.Stop()
+	os.Setenv(testAccessKeyEnv, exportertest.DefaultMinIOAccessKey)
+	os.Setenv(testSecretKeyEnv, exportertest.DefaultMinIOSecretKey)
 	return m.Run()
+}
+
+// wantTestCredentials fails t unless the process's test credentials are
+// those of ms.
+func wantTestCredentials(t *testing.T, ms *exportertest.MinIOServer) {
+	t.Helper()
+	if os.Getenv(testAccessKeyEnv) != ms.AccessKey || os.Getenv(testSecretKeyEnv) != ms.SecretKey {
+		t.Fatalf("MinIO at %s has other credentials than $%s and $%s", ms.Endpoint, testAccessKeyEnv, testSecretKeyEnv)
+	}
 }
 
 // env is one test's stream, bucket and connector.
@@ -109,8 +131,7 @@ func newEnvRetention(t *testing.T, ns *exportertest.NATSServer, ms *exportertest
 		stream: fmt.Sprintf("T%d", n),
 		bucket: fmt.Sprintf("lake-%d-%d", os.Getpid(), n),
 	}
-	t.Setenv("JETLAKE_TEST_ACCESS_KEY", ms.AccessKey)
-	t.Setenv("JETLAKE_TEST_SECRET_KEY", ms.SecretKey)
+	wantTestCredentials(t, ms)
 	var err error
 	e.nc, err = nats.Connect(ns.URL, nats.MaxReconnects(-1))
 	if err != nil {
@@ -256,42 +277,41 @@ func (e *env) read() exported {
 	e.t.Helper()
 	ctx := context.Background()
 	out := exported{bySeq: map[uint64]string{}}
+	var keys []string
 	for obj := range e.mc.ListObjects(ctx, e.bucket, minio.ListObjectsOptions{Recursive: true, Prefix: "raw/"}) {
 		if obj.Err != nil {
 			e.t.Fatal(obj.Err)
 		}
-		if strings.HasPrefix(obj.Key, "raw/_jetlake/") {
-			continue
+		if !strings.HasPrefix(obj.Key, "raw/_jetlake/") {
+			keys = append(keys, obj.Key)
 		}
+	}
+	for i, st := range e.fetch(ctx, keys) {
+		key := keys[i]
 		out.objects++
-		body := e.get(ctx, obj.Key)
-		st, err := e.mc.StatObject(ctx, e.bucket, obj.Key, minio.StatObjectOptions{})
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		base := filepath.Base(obj.Key)
+		base := filepath.Base(key)
 		name, ok := strings.CutSuffix(base, ".jsonl")
 		if !ok || len(name) != 41 || name[20] != '-' {
-			e.t.Fatalf("object %s: name is not <first:020>-<last:020>.jsonl", obj.Key)
+			e.t.Fatalf("object %s: name is not <first:020>-<last:020>.jsonl", key)
 		}
 		first, _ := strconv.ParseUint(name[:20], 10, 64)
 		last, _ := strconv.ParseUint(name[21:], 10, 64)
 		var lo, hi uint64
 		n := 0
-		sc := bufio.NewScanner(bytes.NewReader(body))
+		sc := bufio.NewScanner(bytes.NewReader(st.body))
 		sc.Buffer(nil, 64<<20)
 		for sc.Scan() {
 			var l line
 			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-				e.t.Fatalf("object %s: line %d: %v", obj.Key, n+1, err)
+				e.t.Fatalf("object %s: line %d: %v", key, n+1, err)
 			}
-			if !strings.Contains(obj.Key, "/"+l.Subject+"/") {
-				e.t.Fatalf("object %s holds subject %s", obj.Key, l.Subject)
+			if !strings.Contains(key, "/"+l.Subject+"/") {
+				e.t.Fatalf("object %s holds subject %s", key, l.Subject)
 			}
 			if prev, dup := out.bySeq[l.Sequence]; dup {
-				out.dups = append(out.dups, fmt.Sprintf("sequence %d in %s and %s", l.Sequence, prev, obj.Key))
+				out.dups = append(out.dups, fmt.Sprintf("sequence %d in %s and %s", l.Sequence, prev, key))
 			}
-			out.bySeq[l.Sequence] = obj.Key
+			out.bySeq[l.Sequence] = key
 			if n == 0 || l.Sequence < lo {
 				lo = l.Sequence
 			}
@@ -299,17 +319,68 @@ func (e *env) read() exported {
 			n++
 		}
 		if lo != first || hi != last {
-			e.t.Fatalf("object %s holds sequences %d-%d", obj.Key, lo, hi)
+			e.t.Fatalf("object %s holds sequences %d-%d", key, lo, hi)
 		}
-		md := st.UserMetadata
+		md := st.meta
 		if md["First-Seq"] != strconv.FormatUint(first, 10) && md["Jetlake-First-Seq"] != strconv.FormatUint(first, 10) {
-			e.t.Fatalf("object %s: metadata %v does not give first sequence %d", obj.Key, md, first)
+			e.t.Fatalf("object %s: metadata %v does not give first sequence %d", key, md, first)
 		}
 		if md["Jetlake-Count"] != strconv.Itoa(n) {
-			e.t.Fatalf("object %s: metadata count %q, %d records", obj.Key, md["Jetlake-Count"], n)
+			e.t.Fatalf("object %s: metadata count %q, %d records", key, md["Jetlake-Count"], n)
 		}
 	}
 	return out
+}
+
+// fetched is an object's body and the metadata its GET returned.
+type fetched struct {
+	body []byte
+	meta minio.StringMap
+}
+
+// fetch gets the objects of the test's bucket at keys, eight at a time: a
+// test that exports thousands of small objects reads them back in seconds
+// instead of a minute.
+func (e *env) fetch(ctx context.Context, keys []string) []fetched {
+	e.t.Helper()
+	out := make([]fetched, len(keys))
+	errs := make([]error, len(keys))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(8, len(keys)) {
+		wg.Go(func() {
+			for i := range next {
+				out[i], errs[i] = e.fetchOne(ctx, keys[i])
+			}
+		})
+	}
+	for i := range keys {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
+// fetchOne gets an object's body and, from the same GET, its metadata.
+func (e *env) fetchOne(ctx context.Context, key string) (fetched, error) {
+	r, err := e.mc.GetObject(ctx, e.bucket, key, minio.GetObjectOptions{})
+	if err != nil {
+		return fetched{}, err
+	}
+	defer r.Close()
+	info, err := r.Stat()
+	if err != nil {
+		return fetched{}, fmt.Errorf("object %s: %w", key, err)
+	}
+	body, err := io.ReadAll(r)
+	if err != nil {
+		return fetched{}, fmt.Errorf("object %s: %w", key, err)
+	}
+	return fetched{body: body, meta: info.UserMetadata}, nil
 }
 
 // wantExactlyOnce checks that sequences 1..last are each in exactly one

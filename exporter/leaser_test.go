@@ -94,8 +94,6 @@ func newLeaseEnv(t *testing.T, ns *exportertest.NATSServer, name string) *leaseE
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{name + ".>"}}); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("JETLAKE_TEST_ACCESS_KEY", "k")
-	t.Setenv("JETLAKE_TEST_SECRET_KEY", "s")
 	file := filepath.Join(t.TempDir(), "c.toml")
 	if err := os.WriteFile(file, []byte(fmt.Sprintf(`
 name = "%[1]s"
@@ -212,6 +210,7 @@ func (e *leaseEnv) heldBy(others ...string) bool {
 // a live instance takes it over with its revision, and says once what it
 // found.
 func TestALeaseThatIsNoLiveHoldersIsTakenOver(t *testing.T) {
+	t.Parallel()
 	ns := exportertest.NATS(t, exportertest.NATSOptions{})
 	gone := "GoneGoneGoneGoneGone00"
 	for i, tc := range []struct {
@@ -228,6 +227,7 @@ func TestALeaseThatIsNoLiveHoldersIsTakenOver(t *testing.T) {
 		{"under another name of the partition", holderValue(gone), 0, "names none"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			e := newLeaseEnv(t, ns, fmt.Sprintf("LEASE%d", i))
 			key := statekey.Leases(e.c.Name, e.c.Streams[0].Stream, e.c.Streams[0].Consumer) + "1"
 			if tc.found == "names none" {
@@ -257,6 +257,7 @@ func TestALeaseThatIsNoLiveHoldersIsTakenOver(t *testing.T) {
 // at once as no member, one that nobody renews once twice lease_ttl
 // passed. Each is reported once.
 func TestForgedMembersDoNotStarveALiveInstance(t *testing.T) {
+	t.Parallel()
 	ns := exportertest.NATS(t, exportertest.NATSOptions{})
 	e := newLeaseEnv(t, ns, "MEMBERS")
 	prefix := statekey.Members(e.c.Name)

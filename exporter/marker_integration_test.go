@@ -10,6 +10,7 @@ import (
 )
 
 func TestGapWhileStoppedGetsAMarkerNamingExactlyTheDiscardedRange(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 100
 max_file_age = "1s"`)
@@ -57,6 +58,7 @@ max_file_age = "1s"`)
 }
 
 func TestPoisonMessageIsTerminatedAndMarkedWhileTheSubjectFlows(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 100
 max_file_age = "1s"`)
@@ -98,6 +100,7 @@ max_file_age = "1s"`)
 // nothing was delivered yet: removed before the first run that reads them,
 // they get a marker.
 func TestGapBeforeTheFirstDeliveryGetsAMarker(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 100
 max_file_age = "1s"`)

@@ -42,6 +42,7 @@ func (e *env) tableUUID(c *config.Connector) string {
 // batch's file whose every sequence the table holds go: a batch's file
 // with sequences the table lacks lost its intent, and run commits it.
 func TestTheOrphanSweepRemovesOnlyWhatThisConnectorWroteForThisTable(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 5
 max_file_age = "1s"`)
@@ -107,6 +108,7 @@ max_file_age = "1s"`)
 // files is not compacted (a rewrite that does not apply them would bring
 // the rows back).
 func TestDeleteFilesOfAnotherEngineAreNeitherSweptNorCompactedAway(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 5
 max_file_age = "1s"`)
@@ -179,6 +181,7 @@ func (e *env) objectKeys(prefix string) []string {
 // catalog, say) neither creates an empty table at the same location nor
 // sweeps the files of the one before: run and compact stop, saying why.
 func TestACatalogSwitchStopsInsteadOfMakingANewTable(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 5
 max_file_age = "1s"`)

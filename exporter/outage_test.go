@@ -9,6 +9,7 @@ import (
 )
 
 func TestS3OutageAcksNothingAndLosesNothing(t *testing.T) {
+	t.Parallel()
 	ms := exportertest.MinIO(t, exportertest.MinIOOptions{})
 	e := newEnv(t, shared.NATS(t), ms, `
 max_messages_per_file = 100
@@ -43,6 +44,7 @@ max_file_age = "1s"`)
 }
 
 func TestNATSRestartMidRunLosesNothing(t *testing.T) {
+	t.Parallel()
 	ns := exportertest.NATS(t, exportertest.NATSOptions{})
 	e := newEnv(t, ns, shared.MinIO(t), `
 max_messages_per_file = 200
@@ -77,6 +79,7 @@ max_file_age = "1s"`)
 // redelivered: the batch whose upload retries is kept in progress, and so
 // are the batches of the same key queued behind it.
 func TestOutageLongerThanAckWaitRedeliversNothing(t *testing.T) {
+	t.Parallel()
 	ms := exportertest.MinIO(t, exportertest.MinIOOptions{})
 	e := newEnvAckWait(t, shared.NATS(t), ms, `
 max_messages_per_file = 100

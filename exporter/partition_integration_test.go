@@ -111,6 +111,7 @@ func shares(h map[string]int, want, lo, hi, total int) bool {
 // the stream held before it was partitioned is exported by partition 0,
 // subjects show no partition token, and every sequence lands once.
 func TestPartitionsAreSharedAndTakenOverAsInstancesComeAndGo(t *testing.T) {
+	t.Parallel()
 	e := newEnvAckWait(t, shared.NATS(t), shared.MinIO(t), "max_messages_per_file = 100\nmax_file_age = \"1s\"", "15s")
 	reg := prometheus.NewRegistry()
 	e.metrics = metrics.New(reg)
@@ -201,6 +202,7 @@ func TestPartitionsAreSharedAndTakenOverAsInstancesComeAndGo(t *testing.T) {
 
 // An instance that holds no partition is ready, and says it is idle.
 func TestAnInstanceWithoutPartitionsIsReadyButIdle(t *testing.T) {
+	t.Parallel()
 	e := newEnvAckWait(t, shared.NATS(t), shared.MinIO(t), "max_messages_per_file = 100\nmax_file_age = \"1s\"", "15s")
 	c := e.partitioned(2, "3s")
 	ctx, stop := context.WithCancel(context.Background())
@@ -241,6 +243,7 @@ func TestAnInstanceWithoutPartitionsIsReadyButIdle(t *testing.T) {
 // the partition consumers step down while partitions are handed over to a
 // second instance: the handover completes and every sequence lands once.
 func TestPartitionHandoverSurvivesLeaderChanges(t *testing.T) {
+	t.Parallel()
 	servers := exportertest.NATSCluster(t, 3)
 	url := exportertest.ClusterURL(servers)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
@@ -256,8 +259,7 @@ func TestPartitionHandoverSurvivesLeaderChanges(t *testing.T) {
 	if e.mc, err = e.minio.Client(); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("JETLAKE_TEST_ACCESS_KEY", e.minio.AccessKey)
-	t.Setenv("JETLAKE_TEST_SECRET_KEY", e.minio.SecretKey)
+	wantTestCredentials(t, e.minio)
 	e.file = filepath.Join(t.TempDir(), "connector.toml")
 	body := fmt.Sprintf(connectorTOML, "pcluster", url, stream, e.bucket, e.minio.Endpoint, "max_messages_per_file = 200\nmax_file_age = \"1s\"", "20s")
 	body = strings.Replace(body, `subjects = ["PCLUSTER.>"]`, `subjects = ["pcluster.>"]`, 1) + "\n[state]\nreplicas = 3\n"
@@ -372,6 +374,7 @@ func metricSum(reg prometheus.Gatherer, name string, labels map[string]string) f
 // between its messages. run -until-idle still ends soon after the last
 // message is exported: the holes are read, not looked up one at a time.
 func TestRunUntilIdleEndsOnAPartitionedStream(t *testing.T) {
+	t.Parallel()
 	e := newEnvAckWait(t, shared.NATS(t), shared.MinIO(t), "max_messages_per_file = 1000\nmax_file_age = \"2s\"", "15s")
 	c := e.partitioned(4, "3s")
 	ctx := context.Background()
@@ -405,6 +408,7 @@ func TestRunUntilIdleEndsOnAPartitionedStream(t *testing.T) {
 // instance has split: run and plan refuse it, saying how many partitions
 // to set, and it writes nothing and makes no consumer.
 func TestAnUnpartitionedEntryOnAPartitionedStreamIsRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnvAckWait(t, shared.NATS(t), shared.MinIO(t), "max_messages_per_file = 100\nmax_file_age = \"1s\"", "15s")
 	plain := e.connector()
 	c := e.partitioned(2, "3s")
@@ -447,6 +451,7 @@ func TestAnUnpartitionedEntryOnAPartitionedStreamIsRefused(t *testing.T) {
 // from the export record (consumer_rebuilds_total{reason="missing"}), and
 // every message, those published after the deletion too, lands once.
 func TestADeletedPartitionConsumerIsRecreatedByItsHolder(t *testing.T) {
+	t.Parallel()
 	e := newEnvAckWait(t, shared.NATS(t), shared.MinIO(t), "max_messages_per_file = 100\nmax_file_age = \"1s\"", "15s")
 	c := e.partitioned(4, "3s")
 	ctx, stop := context.WithCancel(context.Background())

@@ -16,6 +16,7 @@ import (
 // keeps flowing: a pull whose byte limit is below a message gets nothing,
 // for ever, and says nothing.
 func TestAMessageLargerThanThePullLimitIsExportedAndTheRestFlows(t *testing.T) {
+	t.Parallel()
 	conf := filepath.Join(t.TempDir(), "nats.conf")
 	if err := os.WriteFile(conf, []byte("max_payload: 12MB\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -11,7 +11,9 @@ import (
 )
 
 // heapAllocs returns the bytes allocated on the heap so far by the test
-// process, exporter included.
+// process, exporter included. The tests that measure it do not run in
+// parallel (no t.Parallel): the package's parallel tests run only once
+// they are done.
 func heapAllocs() uint64 {
 	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
 	metrics.Read(s)

@@ -118,8 +118,10 @@ var removals = []removal{
 // publishes more and exports again: every sequence is in exactly one
 // object or loss marker.
 func TestEveryRemovalGetsAMarkerWhileStopped(t *testing.T) {
+	t.Parallel()
 	for _, rm := range removals {
 		t.Run(rm.name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 100
 max_file_age = "1s"`)
@@ -140,8 +142,10 @@ max_file_age = "1s"`)
 // and holds messages in its buffers: the consumer is paused while the
 // stream removes messages it has not delivered yet, as when jetlake lags.
 func TestEveryRemovalGetsAMarkerWhileRunning(t *testing.T) {
+	t.Parallel()
 	for _, rm := range removals {
 		t.Run(rm.name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 1000
 max_file_age = "3s"`)
@@ -268,6 +272,7 @@ func (e *env) wantEachOnce(last uint64) {
 // sequences too; every message of its subjects is still in exactly one
 // object or marker, and a run with nothing removed writes no marker.
 func TestAFilteredConsumerNamesARemovedHeadRange(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 100
 max_file_age = "1s"`)

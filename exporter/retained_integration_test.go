@@ -42,6 +42,7 @@ func (e *env) wantNoLoss(reg prometheus.Gatherer, last uint64, conns ...*config.
 // Two partitions of a work-queue stream: each partition's acks move the
 // stream's first sequence past the other's frontier, which is no loss.
 func TestAWorkQueueStreamInPartitionsMarksNothingLost(t *testing.T) {
+	t.Parallel()
 	e := newEnvRetention(t, shared.NATS(t), shared.MinIO(t), "max_messages_per_file = 100\nmax_file_age = \"1s\"", "15s", jetstream.WorkQueuePolicy)
 	reg := prometheus.NewRegistry()
 	e.metrics = metrics.New(reg)
@@ -69,6 +70,7 @@ func TestAWorkQueueStreamInPartitionsMarksNothingLost(t *testing.T) {
 // Two connectors with disjoint filters on one interest stream: each one's
 // acks remove messages the other never matched, which is no loss.
 func TestDisjointConnectorsOnAnInterestStreamMarkNothingLost(t *testing.T) {
+	t.Parallel()
 	e := newEnvRetention(t, shared.NATS(t), shared.MinIO(t), "max_messages_per_file = 100\nmax_file_age = \"1s\"", "15s", jetstream.InterestPolicy)
 	reg := prometheus.NewRegistry()
 	e.metrics = metrics.New(reg)

@@ -22,6 +22,7 @@ import (
 // an object of its own, also among many subjects whose buffers are too
 // small yet for a learned compression ratio.
 func TestCompressedObjectsKeepToTheirSizeAndLargeMessagesGoAlone(t *testing.T) {
+	t.Parallel()
 	conf := filepath.Join(t.TempDir(), "nats.conf")
 	if err := os.WriteFile(conf, []byte("max_payload: 8MB\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -95,6 +95,7 @@ func (s *stallingState) Update(ctx context.Context, key string, value []byte, re
 // deliveries and acks go on: resolving an intent left by a crash,
 // forgetting intents and writing the export record wait beside the loop.
 func TestAStalledStateBucketStopsNeitherDeliveriesNorAcks(t *testing.T) {
+	t.Parallel()
 	ns := exportertest.NATS(t, exportertest.NATSOptions{})
 	ms := exportertest.MinIO(t, exportertest.MinIOOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -115,8 +116,10 @@ func TestAStalledStateBucketStopsNeitherDeliveriesNorAcks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("JETLAKE_TEST_ACCESS_KEY", ms.AccessKey)
-	t.Setenv("JETLAKE_TEST_SECRET_KEY", ms.SecretKey)
+	// TestMain sets the credentials the connector names for the process.
+	if os.Getenv("JETLAKE_TEST_ACCESS_KEY") != ms.AccessKey || os.Getenv("JETLAKE_TEST_SECRET_KEY") != ms.SecretKey {
+		t.Fatal("$JETLAKE_TEST_ACCESS_KEY and $JETLAKE_TEST_SECRET_KEY are not MinIO's credentials")
+	}
 	file := filepath.Join(t.TempDir(), "c.toml")
 	if err := os.WriteFile(file, []byte(fmt.Sprintf(`
 name = "stall"

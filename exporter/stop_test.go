@@ -17,6 +17,7 @@ import (
 )
 
 func TestMissingBucketStopsWithAClearError(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `max_file_age = "1s"`)
 	c := e.connector()
 	c.S3.Bucket = "no-such-bucket-here"
@@ -30,6 +31,7 @@ func TestMissingBucketStopsWithAClearError(t *testing.T) {
 }
 
 func TestMissingStreamStopsBeforeWritingToTheStore(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `max_file_age = "1s"`)
 	c := e.connector()
 	c.Streams[0].Stream = "NO_SUCH_STREAM"
@@ -50,6 +52,7 @@ func TestMissingStreamStopsBeforeWritingToTheStore(t *testing.T) {
 // from, and nothing to rebuild the consumer on. (A consumer deleted alone is
 // created again from the export record; see cursor_test.go.)
 func TestDeletedStreamStopsTheExporter(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `max_file_age = "1s"`)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -70,6 +73,7 @@ func TestDeletedStreamStopsTheExporter(t *testing.T) {
 }
 
 func TestExistingConsumerWithFiniteMaxDeliverIsRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `max_file_age = "1s"`)
 	ctx := context.Background()
 	if _, err := e.js.CreateConsumer(ctx, e.stream, jetstream.ConsumerConfig{

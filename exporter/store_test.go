@@ -28,6 +28,7 @@ type contractStore interface {
 // Every object store meets one contract, so that what the exporter tests
 // learn from the in-memory store holds for S3 as well.
 func TestEveryObjectStoreKeepsTheStoreContract(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name  string
 		store func(t *testing.T) contractStore
@@ -51,8 +52,7 @@ func s3OnMinIOWith(t *testing.T, checksum string) *objstore.S3Store {
 	if err := ms.CreateBucket(context.Background(), bucket); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("JETLAKE_TEST_ACCESS_KEY", ms.AccessKey)
-	t.Setenv("JETLAKE_TEST_SECRET_KEY", ms.SecretKey)
+	wantTestCredentials(t, ms)
 	st, err := objstore.NewS3Store(config.S3{
 		Bucket: bucket, Endpoint: ms.Endpoint, Region: exportertest.MinIORegion, PathStyle: true,
 		AccessKeyIDEnv: "JETLAKE_TEST_ACCESS_KEY", SecretAccessKeyEnv: "JETLAKE_TEST_SECRET_KEY",

@@ -82,6 +82,7 @@ func writeCert(t *testing.T, name string, parent *testCert) *testCert {
 // alone turns TLS on: a nats:// URL to a server that offers no TLS is
 // refused, never used in plain text.
 func TestTLSSettingsAloneRefuseAServerWithoutTLS(t *testing.T) {
+	t.Parallel()
 	ns := shared.NATS(t)
 	ca := writeCert(t, "ca", nil)
 	cert, key := ca.pemFile, ca.keyFile
@@ -109,6 +110,7 @@ func TestTLSSettingsAloneRefuseAServerWithoutTLS(t *testing.T) {
 // A server certificate this connector does not trust is permanent: Run
 // stops with what to fix instead of retrying for ever.
 func TestUntrustedServerCertificateStopsTheExporter(t *testing.T) {
+	t.Parallel()
 	serverCA, otherCA := writeCert(t, "server-ca", nil), writeCert(t, "other-ca", nil)
 	server := writeCert(t, "server", serverCA)
 	conf := filepath.Join(t.TempDir(), "nats.conf")

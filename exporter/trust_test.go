@@ -58,6 +58,7 @@ func (e *env) forgeRecord(c *config.Connector, floor uint64) {
 // the next write of the record replaces it, and a restart exports what
 // comes after.
 func TestAForgedExportRecordSilencesNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 100
 max_file_age = "1s"`)
@@ -131,6 +132,7 @@ func (e *env) forgeIntent(c *config.Connector, id, key string, first, last uint6
 // a stored object's intent id to claim sequences the object does not hold
 // (believing it would ack them unwritten).
 func TestAForgedIntentSilencesNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 100
 max_file_age = "1s"`)
