@@ -289,8 +289,10 @@ func waitKilled(t *testing.T, cmd *exec.Cmd, stderr *bytes.Buffer) {
 }
 
 func TestCrashAtEveryCommitStepExportsExactlyOnce(t *testing.T) {
+	t.Parallel()
 	for _, point := range []string{"before-upload", "during-upload", "after-upload", "after-acks", "after-confirm", "during-recovery"} {
 		t.Run(point, func(t *testing.T) {
+			t.Parallel()
 			name := "crash-" + point
 			c := newCrashEnv(t, name, shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
 			const n = 2000
@@ -342,6 +344,7 @@ func chaosSeed(t *testing.T) uint64 {
 }
 
 func TestChaosKillsLoseAndDuplicateNothing(t *testing.T) {
+	t.Parallel()
 	c := newCrashEnv(t, "chaos", shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
 	const n = 50000
 	published := c.publishInBackground(n, 20)

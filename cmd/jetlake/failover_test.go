@@ -52,6 +52,7 @@ func (c *crashEnv) pinned() {
 }
 
 func TestPinnedStandbyTakesOverWhenTheActiveIsKilled(t *testing.T) {
+	t.Parallel()
 	c := newCrashEnv(t, "failover", shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
 	c.pinned()
 	const n = 20000
@@ -100,6 +101,7 @@ func TestPinnedStandbyTakesOverWhenTheActiveIsKilled(t *testing.T) {
 // standby takes over gets loss markers from the standby: it compares the
 // export record the active one kept with the stream.
 func TestAStandbyTakingOverNamesWhatTheStreamRemoved(t *testing.T) {
+	t.Parallel()
 	c := newCrashEnv(t, "takeover", shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
 	c.pinned()
 	c.publish(400, 4)
@@ -144,6 +146,7 @@ func TestAStandbyTakingOverNamesWhatTheStreamRemoved(t *testing.T) {
 }
 
 func TestTwoInstancesWithDisjointFiltersCoverTheStream(t *testing.T) {
+	t.Parallel()
 	c := newCrashEnv(t, "split", shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
 	base, err := os.ReadFile(c.file)
 	if err != nil {

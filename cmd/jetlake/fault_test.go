@@ -18,6 +18,7 @@ const faultTag = "jetlakefault"
 // the variable that would make it kill itself; the one the crash tests
 // build must, or the search would prove nothing.
 func TestReleaseBuildHasNoFaultInjection(t *testing.T) {
+	t.Parallel()
 	release := filepath.Join(t.TempDir(), "jetlake")
 	if out, err := exec.Command("go", "build", "-o", release, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

@@ -22,6 +22,7 @@ import (
 	"github.com/jetlake/jetlake/exporter/fault"
 	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/iceberg/icebergtest"
+	"github.com/jetlake/jetlake/exporter/statekey"
 	"github.com/jetlake/jetlake/formats"
 )
 
@@ -74,14 +75,21 @@ func (c *crashEnv) stateKeys(filter string) int {
 	return len(c.stateKeyList(filter))
 }
 
-// stateKeyList returns the keys of the state bucket that match filter.
+// stateKeyList returns the keys of the test's connector in the state
+// bucket that match filter, a filter of every connector's keys such as
+// "intent.>": the tests share the state bucket and run in parallel, and
+// the connector is the second token of each key.
 func (c *crashEnv) stateKeyList(filter string) []string {
 	c.t.Helper()
 	kv, err := c.js.KeyValue(context.Background(), config.DefaultStateBucket)
 	if err != nil {
 		return nil
 	}
-	lister, err := kv.ListKeysFiltered(context.Background(), filter)
+	family, rest, _ := strings.Cut(filter, ".")
+	if rest != ">" {
+		_, rest, _ = strings.Cut(rest, ".")
+	}
+	lister, err := kv.ListKeysFiltered(context.Background(), family+"."+statekey.Token(c.name)+"."+rest)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -98,14 +106,19 @@ func (c *crashEnv) stateKeyList(filter string) []string {
 // once its commit is planned, after the commit before the bookkeeping, and
 // while recovery commits a plan; with a sqlite and a PostgreSQL catalog.
 func TestIcebergCrashAtEveryCommitStepLandsEachSequenceOnce(t *testing.T) {
+	t.Parallel()
 	for _, catalogKind := range []string{"sqlite", "postgres"} {
-		t.Run(catalogKind, func(t *testing.T) { icebergCrashes(t, catalogKind == "postgres") })
+		t.Run(catalogKind, func(t *testing.T) {
+			t.Parallel()
+			icebergCrashes(t, catalogKind == "postgres")
+		})
 	}
 }
 
 func icebergCrashes(t *testing.T, postgres bool) {
 	for _, point := range []string{"after-upload", "after-confirm", "before-table-commit", "after-table-commit", "during-table-recovery"} {
 		t.Run(point, func(t *testing.T) {
+			t.Parallel()
 			name := "ice-" + point
 			if postgres {
 				name = "pg-" + point
@@ -215,6 +228,7 @@ func (c *crashEnv) cleanTable(catalog string, n uint64) {
 // table is committed every second, some kills after its NATS link froze;
 // the table ends with every sequence exactly once.
 func TestIcebergChaosKillsAndFrozenLinksLoseAndDoubleNothing(t *testing.T) {
+	t.Parallel()
 	c := newCrashEnv(t, "icechaos", shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
 	catalog := c.iceberg(false)
 	file, link := c.viaLink()
@@ -248,6 +262,7 @@ func TestIcebergChaosKillsAndFrozenLinksLoseAndDoubleNothing(t *testing.T) {
 // link freezes mid-run, the standby takes over and commits, then the link
 // thaws and the old instance wakes up: no commit is lost or doubled.
 func TestIcebergTwoInstancesOnOneTableNeverLoseOrDoubleACommit(t *testing.T) {
+	t.Parallel()
 	c := newCrashEnv(t, "icepair", shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
 	c.pinned()
 	catalog := c.iceberg(false)
@@ -301,6 +316,7 @@ func TestIcebergTwoInstancesOnOneTableNeverLoseOrDoubleACommit(t *testing.T) {
 // between a crash right after a commit and the restart: the restart
 // commits nothing again.
 func TestIcebergExpiryBetweenACrashAndTheRestartKeepsExactlyOnce(t *testing.T) {
+	t.Parallel()
 	c := newCrashEnv(t, "iceexpire", shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
 	catalog := c.iceberg(false)
 	const n = 6000
@@ -339,6 +355,7 @@ func TestIcebergExpiryBetweenACrashAndTheRestartKeepsExactlyOnce(t *testing.T) {
 // data commits go on; jetlake is killed with SIGKILL at random moments. The
 // table ends with every sequence exactly once, and compacted files in it.
 func TestIcebergCompactionUnderKillsLosesAndDoublesNothing(t *testing.T) {
+	t.Parallel()
 	c := newCrashEnv(t, "icecompact", shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
 	catalog := c.iceberg(false)
 	body, err := os.ReadFile(c.file)
@@ -350,12 +367,16 @@ func TestIcebergCompactionUnderKillsLosesAndDoublesNothing(t *testing.T) {
 	if err := os.WriteFile(c.file, body, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	const n = 12000
+	const batch = 2000
+	n := uint64(0) // published
 	rng := rand.New(rand.NewPCG(chaosSeed(t), 13))
 	passes := 0 // compactions the killed runs logged
-	for range 6 {
+	// Six kills, and on a loaded machine up to six more until a killed run
+	// has compacted.
+	for round := 0; round < 6 || passes == 0 && round < 12; round++ {
 		cmd, stderr := c.start()
-		c.publish(n/6, 8)
+		c.publish(batch, 8)
+		n += batch
 		// Long enough, most of the time, for a partition to close and a
 		// pass to merge it while commits go on.
 		time.Sleep(time.Duration(3000+rng.IntN(3000)) * time.Millisecond)

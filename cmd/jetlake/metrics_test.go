@@ -67,6 +67,7 @@ func httpStatus(t *testing.T, url string) int {
 }
 
 func TestMetricsCountWhatWasExportedAndReadinessFollowsTheStore(t *testing.T) {
+	t.Parallel()
 	ms := exportertest.MinIO(t, exportertest.MinIOOptions{})
 	ctx := context.Background()
 	js := streamAndBucket(t, shared.NATS(t), ms, "metrics", jetstream.StreamConfig{})

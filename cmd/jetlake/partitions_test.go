@@ -95,6 +95,7 @@ func (c *crashEnv) waitShares(p int, procs []*exec.Cmd, timeout time.Duration, l
 // the paused one rejoin when they can talk again. Every sequence lands in exactly one object, as jetlake
 // verify -deep and an independent reading of the bucket find.
 func TestPartitionsMoveWhenInstancesJoinDieOrFreeze(t *testing.T) {
+	t.Parallel()
 	c := newCrashEnv(t, "parts", shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
 	c.partitioned(8)
 	linked, link := c.viaLink()

@@ -41,6 +41,7 @@ func printedS3Policy(t *testing.T, env []string, file string, cleanup bool) stri
 // metadata without a refusal. Without the cleanup grant, plan -cleanup
 // names the grant to add.
 func TestThePrintedS3PolicyServesAMinIOUser(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, extra string
 		cleanup     bool
@@ -50,6 +51,7 @@ func TestThePrintedS3PolicyServesAMinIOUser(t *testing.T) {
 			"commit_interval = \"1s\"\nkeep_snapshots = 1\nsnapshot_retention = \"0s\"\n", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			name := "s3policy" + tt.name
 			c := newCrashEnv(t, name, shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
 			if tt.extra != "" {

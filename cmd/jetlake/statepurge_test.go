@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/exportertest"
 )
 
 // The state bucket purged while an Iceberg connector was stopped with data
@@ -20,7 +21,10 @@ import (
 // exactly once, those committed before the purge included: a stored copy
 // of a committed file is not committed again.
 func TestAPurgedStateBucketLosesNoStoredIcebergFile(t *testing.T) {
-	c := newCrashEnv(t, "purged", shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
+	t.Parallel()
+	// The test purges the state bucket: a NATS server of its own keeps the
+	// other tests' state, as they run in parallel.
+	c := newCrashEnv(t, "purged", exportertest.NATS(t, exportertest.NATSOptions{}), shared.MinIO(t), jetstream.StreamConfig{})
 	uri := c.iceberg(false)
 	c.setCommitInterval("1h")
 	ctx := context.Background()
