@@ -187,9 +187,11 @@ func TestBodyReaderConcurrentReadAt(t *testing.T) {
 // TestBatchBodyAcrossChunks checks the bodies of batches that span many
 // chunks: the reader, and that every chunk but the last is full.
 func TestBatchBodyAcrossChunks(t *testing.T) {
+	t.Parallel()
 	records := benchRecords(30_000) // about 10 MB of json_lines
 	for _, opts := range everyEncoding() {
 		t.Run(encodingName(opts), func(t *testing.T) {
+			t.Parallel()
 			b := newBatch(t, opts)
 			n := len(records)
 			if opts.Compression != None || opts.Format == Parquet {

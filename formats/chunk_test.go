@@ -30,10 +30,12 @@ func chunkRecords(n int) []*Record {
 // compares its body with an inline batch's, over several fills of one
 // reused batch.
 func TestDeferredCompressionWritesTheSameBytes(t *testing.T) {
+	t.Parallel()
 	recs := chunkRecords(12000) // about 1.5 MiB of records: several chunks
 	for _, format := range []Format{JSONLines, JSONArray, Raw} {
 		for _, codec := range []Compression{Gzip, Zstd} {
 			t.Run(string(format)+"/"+string(codec), func(t *testing.T) {
+				t.Parallel()
 				opts := Options{Format: format, Compression: codec, Metadata: format != Raw, RawDelimiter: []byte("\n")}
 				want := encodeBody(t, opts, recs...)
 				opts.DeferCompression = true

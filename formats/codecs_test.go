@@ -74,6 +74,7 @@ func decompress(t testing.TB, c Compression, body []byte) []byte {
 }
 
 func TestCompressedBodiesDecompressToTheUncompressedBody(t *testing.T) {
+	t.Parallel()
 	records := benchRecords(6000) // about 2 MiB: several chunks
 	for _, f := range []Format{JSONLines, JSONArray, Raw} {
 		for _, n := range []int{0, 1, 2, 700, 797, 798, 799, 800, len(records)} {
@@ -92,10 +93,12 @@ func TestCompressedBodiesDecompressToTheUncompressedBody(t *testing.T) {
 }
 
 func TestTheSameRecordsGiveTheSameBytes(t *testing.T) {
+	t.Parallel()
 	records := benchRecords(5000)
 	extra := rec(`{"dropped": true}`)
 	for _, opts := range everyEncoding() {
 		t.Run(encodingName(opts), func(t *testing.T) {
+			t.Parallel()
 			want := encodeBody(t, opts, records...)
 
 			// Another encoder, whose batch has records dropped along the

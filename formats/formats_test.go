@@ -473,11 +473,13 @@ func TestAppendTimestampMatchesTheTimePackage(t *testing.T) {
 }
 
 func TestAnEncoderIsSafeForConcurrentUse(t *testing.T) {
+	t.Parallel()
 	// Enough records for compressed batches to compress chunks, which
 	// update the encoder's ratio, while other batches read it.
 	records := benchRecords(1500)
 	for _, opts := range everyEncoding() {
 		t.Run(encodingName(opts), func(t *testing.T) {
+			t.Parallel()
 			e, err := New(opts)
 			if err != nil {
 				t.Fatal(err)

@@ -169,6 +169,7 @@ func sizeEncodings() []Options {
 // way the buffer does, from the very first batch of a new encoder, and
 // checks that every object is within 10% of the limit.
 func TestSizeEstimatesLandNearTheLimit(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("encodes about 1 GB")
 	}
@@ -185,6 +186,7 @@ func TestSizeEstimatesLandNearTheLimit(t *testing.T) {
 	for _, opts := range sizeEncodings() {
 		for _, l := range limits {
 			t.Run(fmt.Sprintf("%s/%dMiB", encodingName(opts), l.limit>>20), func(t *testing.T) {
+				t.Parallel()
 				e, err := New(opts)
 				if err != nil {
 					t.Fatal(err)
@@ -300,6 +302,7 @@ func largeAndSmallRecords(rng *rand.Rand, n int) []*Record {
 // buffer.Set.Add fills them, with the exporter's options (chunks taken and
 // compressed after every append), and with every chunk left to Finish.
 func TestBadlyCompressingRecordsBetweenLargeOnesStayNearTheLimit(t *testing.T) {
+	t.Parallel()
 	const limit = 256 << 10
 	recs := largeAndSmallRecords(rand.New(rand.NewPCG(11, 12)), 1200)
 	for _, c := range []Compression{Zstd, Gzip} {
@@ -311,6 +314,7 @@ func TestBadlyCompressingRecordsBetweenLargeOnesStayNearTheLimit(t *testing.T) {
 			{"compressed by Finish", false},
 		} {
 			t.Run(fmt.Sprintf("%s/%s", c, tc.name), func(t *testing.T) {
+				t.Parallel()
 				e, err := New(Options{Compression: c, Metadata: true, DeferCompression: true, TargetSize: limit})
 				if err != nil {
 					t.Fatal(err)
