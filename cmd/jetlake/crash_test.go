@@ -134,15 +134,40 @@ func (c *crashEnv) start(env ...string) (*exec.Cmd, *bytes.Buffer) {
 // startFile starts `jetlake run` with another connector file.
 func (c *crashEnv) startFile(file string, env ...string) (*exec.Cmd, *bytes.Buffer) {
 	c.t.Helper()
+	var stderr bytes.Buffer
+	return c.startTo(file, &lockedWriter{w: &stderr}, env...), &stderr
+}
+
+// startTo starts `jetlake run` with a connector file, its standard error
+// to w.
+func (c *crashEnv) startTo(file string, w io.Writer, env ...string) *exec.Cmd {
+	c.t.Helper()
 	cmd := exec.Command(binary, "run", "-config", file)
 	cmd.Env = c.minio.ClientEnv(env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &lockedWriter{w: &stderr}
+	cmd.Stderr = w
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)
 	}
 	c.t.Cleanup(func() { cmd.Process.Kill() })
-	return cmd, &stderr
+	return cmd
+}
+
+// logBuffer is a log the test reads while a process writes it.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
 
 // runUntilIdle runs `jetlake run -until-idle` and requires exit 0.
