@@ -242,10 +242,8 @@ func TestAnInstanceWithoutPartitionsIsReadyButIdle(t *testing.T) {
 // On a three-node cluster, the leaders of the stream, the state bucket and
 // the partition consumers step down while partitions are handed over to a
 // second instance: the handover completes and every sequence lands once.
-// It does not run in parallel with the package's other tests: with the
-// machine busy, elections take longer than the steps down come, and runs
-// beside the other tests have ended with sequences written twice.
 func TestPartitionHandoverSurvivesLeaderChanges(t *testing.T) {
+	t.Parallel()
 	servers := exportertest.NATSCluster(t, 3)
 	url := exportertest.ClusterURL(servers)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
