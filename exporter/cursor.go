@@ -124,11 +124,13 @@ func (r *runner) consumerChecked(s *streamState, cons jetstream.Consumer, made b
 		r.log.Warn("the consumer was missing: re-created from the export record", s.logAttrs(
 			"deliver_from", cons.CachedInfo().Config.OptStartSeq)...)
 		r.rebuilt(s, rebuildMissing)
+		s.book.Rewound()
 		r.repull(s, cons)
 	case !cons.CachedInfo().Created.Equal(s.consCreated()):
 		// Someone else re-created it: pulled afresh, and the next walk
 		// tells whether it skips what the record lacks.
 		r.log.Warn("the consumer was re-created by someone else; pulling it afresh", s.logAttrs()...)
+		s.book.Rewound()
 		r.repull(s, cons)
 	default:
 		c.stalled = ""
@@ -275,6 +277,9 @@ func (r *runner) cursorMoved(s *streamState, moved jetstream.Consumer, from uint
 	r.log.Warn("the consumer would not deliver sequences the export record lacks: it delivers from the first of them now", s.logAttrs(
 		"found", why, "deliver_from", from)...)
 	r.rebuilt(s, rebuildSkips)
+	// The messages from `from` on come again as first deliveries, those
+	// of batches stored here among them.
+	s.book.Rewound()
 	if moved != nil && s.pulling() {
 		r.repull(s, moved)
 	}

@@ -78,6 +78,14 @@ func (b *Book) Start(floor uint64, done []Range, firstSeq, delivered uint64, fil
 		l.Retain()
 	}
 	l.StoredAll(b.committed.Runs())
+	// Batches this process stored above the floor are exported whatever
+	// the record read back says: it is written beside the loop, and a
+	// recovery right after an upload reads it without them.
+	for _, c := range b.retired {
+		if set, ok := c.seqs(); ok {
+			l.StoredAll(set.Ranges())
+		}
+	}
 	for _, r := range b.pending.Runs() {
 		l.Wait(r)
 	}
@@ -308,6 +316,32 @@ func (b *Book) Known() map[string]bool {
 func (b *Book) commit(ikey string, seqs Seqs) {
 	b.committed.AddAll(seqs.Ranges())
 	b.retired = append(b.retired, &retired{intentKey: ikey, last: seqs.Last(), set: seqs})
+}
+
+// Rewound records that the consumer was moved back: it delivers again,
+// as first deliveries, messages of batches this process stored, whose
+// acks the server confirmed. Their sequences are committed again, so that
+// they are acked, not written again.
+func (b *Book) Rewound() {
+	for _, c := range b.retired {
+		if set, ok := c.seqs(); ok {
+			b.committed.AddAll(set.Ranges())
+			c.set, c.encoded = set, nil
+		}
+	}
+}
+
+// seqs returns the sequences of a stored batch: decoded from its intent's
+// encoding while its messages have not come back, or its set.
+func (c *retired) seqs() (Seqs, bool) {
+	if len(c.encoded) == 0 {
+		return c.set, true
+	}
+	var set Seqs
+	if err := set.UnmarshalJSON(c.encoded); err != nil {
+		return Seqs{}, false
+	}
+	return set, true
 }
 
 // expand makes the sequences of every confirmed batch whose range holds seq
