@@ -69,9 +69,9 @@ func (r *runner) admit(d delivery) (*streamState, jsclient.AckInfo, bool) {
 		s.parked = append(s.parked, d)
 		return s, md, false
 	}
-	s.mReceived.Inc()
+	s.m.received.Inc()
 	if md.Delivered > 1 {
-		s.mRedelivered.Inc()
+		s.m.redelivered.Inc()
 	}
 	switch s.book.Deliver(seq, md.Delivered > 1) {
 	case progress.Unready:
@@ -124,7 +124,7 @@ func (r *runner) buffer(d delivery, s *streamState, md jsclient.AckInfo) bool {
 			return false
 		}
 		if fellBack {
-			r.e.m.EventTimeFallback.WithLabelValues(r.e.cfg.Name, s.cfg.Stream).Inc()
+			s.m.fallback.Inc()
 		}
 	}
 	if lt := r.e.table; lt != nil {
@@ -288,6 +288,6 @@ func (r *runner) ackCommitted(s *streamState, seq uint64, msg jetstream.Msg) {
 		r.log.Warn("ack of a stored message failed; it will come back", "stream", s.cfg.Stream, "sequence", seq, "error", err)
 		return
 	}
-	s.mAcked.Inc()
+	s.m.acked.Inc()
 	s.book.Acked(seq)
 }

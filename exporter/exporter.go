@@ -355,11 +355,7 @@ func (e *Exporter) setUpStreams(ctx context.Context, js jetstream.JetStream) ([]
 			streams = append(streams, g.parts...)
 			continue
 		}
-		s := &streamState{cfg: sc,
-			mReceived:    e.m.Received.WithLabelValues(e.cfg.Name, sc.Stream),
-			mRedelivered: e.m.Redelivered.WithLabelValues(e.cfg.Name, sc.Stream),
-			mAcked:       e.m.Acked.WithLabelValues(e.cfg.Name, sc.Stream),
-		}
+		s := &streamState{cfg: sc, m: e.streamMetrics(sc.Stream)}
 		err := retry(ctx, e.log, "jetstream", func(ctx context.Context) error {
 			return e.setupStream(ctx, js, s)
 		})

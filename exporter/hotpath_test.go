@@ -26,9 +26,8 @@ func hotRunner(tb testing.TB) (*runner, *streamState) {
 	e.cfg.S3.UploadConcurrency = 1
 	e.opts.MaxObjectSize = 5 << 30
 	s := &streamState{
-		cfg:       config.Stream{Stream: "S", Consumer: "c", AckWait: time.Minute, MaxAckPending: 1 << 20},
-		mReceived: e.m.Received.WithLabelValues("c", "S"), mRedelivered: e.m.Redelivered.WithLabelValues("c", "S"),
-		mAcked: e.m.Acked.WithLabelValues("c", "S"),
+		cfg: config.Stream{Stream: "S", Consumer: "c", AckWait: time.Minute, MaxAckPending: 1 << 20},
+		m:   e.streamMetrics("S"),
 	}
 	s.book.Start(0, nil, 1, 0, false, false)
 	r := newRunner(e, []*streamState{s})

@@ -87,10 +87,8 @@ func (e *Exporter) setUpPartitions(ctx context.Context, js jetstream.JetStream, 
 		pc.Consumer = config.PartitionConsumer(sc.Consumer, k)
 		pc.Subjects = config.PartitionFilters(k, sc.Subjects, si.Config.Subjects)
 		s := &streamState{cfg: pc, base: sc.Consumer,
-			part:         &partition{k: k, key: statekey.Lease(e.cfg.Name, sc.Stream, sc.Consumer, k)},
-			mReceived:    e.m.Received.WithLabelValues(e.cfg.Name, sc.Stream),
-			mRedelivered: e.m.Redelivered.WithLabelValues(e.cfg.Name, sc.Stream),
-			mAcked:       e.m.Acked.WithLabelValues(e.cfg.Name, sc.Stream),
+			part: &partition{k: k, key: statekey.Lease(e.cfg.Name, sc.Stream, sc.Consumer, k)},
+			m:    e.streamMetrics(sc.Stream),
 		}
 		err := retry(ctx, e.log, "jetstream", func(ctx context.Context) error { return e.setupStream(ctx, js, s) })
 		if err != nil {

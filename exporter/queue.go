@@ -365,7 +365,7 @@ func (r *runner) finish(res *result) error {
 	s.book.BatchDone(s.intentPrefix+j.intentID, b.Len(), progress.Outcome{
 		Stored: res.stored, Confirmed: res.confirmed, Intent: res.intentKey, Seqs: seqs, First: b.First, Last: b.Last, Encoded: res.seqs})
 	if res.confirmed {
-		s.mAcked.Add(float64(b.Len()))
+		s.m.acked.Add(float64(b.Len()))
 	}
 	if res.stored {
 		r.up.written += int64(b.Len())

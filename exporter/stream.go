@@ -44,8 +44,8 @@ type streamState struct {
 	base string
 	jobs int // batches and markers of the stream queued or uploading
 
-	mReceived, mRedelivered, mAcked prometheus.Counter
-	newest                          time.Time // timestamp of the newest exported message
+	m      streamMetrics
+	newest time.Time // timestamp of the newest exported message
 
 	poisoned *job // a poison marker that consecutive poison messages may still join
 
@@ -238,5 +238,23 @@ func (s *streamState) startLedger(start *ledgerStart, log *slog.Logger) {
 	if l.HasHoles() {
 		log.Info("export record: checking sequences not known to be exported", "stream", s.cfg.Stream,
 			"floor", l.Floor(), "holes", len(l.Holes()), "first_hole", l.Holes()[0].First)
+	}
+}
+
+// streamMetrics are the counters of a stream the loop adds to for every
+// message, resolved once: their labels are looked up when the stream is set
+// up, not per message.
+type streamMetrics struct {
+	received, redelivered, acked prometheus.Counter
+	fallback                     prometheus.Counter // messages whose path fell back to ingest time
+}
+
+// streamMetrics returns the counters of stream.
+func (e *Exporter) streamMetrics(stream string) streamMetrics {
+	return streamMetrics{
+		received:    e.m.Received.WithLabelValues(e.cfg.Name, stream),
+		redelivered: e.m.Redelivered.WithLabelValues(e.cfg.Name, stream),
+		acked:       e.m.Acked.WithLabelValues(e.cfg.Name, stream),
+		fallback:    e.m.EventTimeFallback.WithLabelValues(e.cfg.Name, stream),
 	}
 }
