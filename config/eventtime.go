@@ -1,7 +1,6 @@
 package config
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -139,14 +138,4 @@ func (o *Output) UsesContent() bool {
 		return true
 	}
 	return o.PathTemplate != nil && (o.PathTemplate.Uses(pathtemplate.VarColumn) || o.PathTemplate.Uses(pathtemplate.VarHeader))
-}
-
-// String describes the event time for plan: "column:created_at, fallback
-// ingest, timezone UTC".
-func (e EventTime) String() string {
-	s := fmt.Sprintf("%s, fallback %s, timezone %s", e.Source(), e.Fallback(), e.Zone())
-	if e.Unit != "" {
-		s += ", unit " + e.Unit
-	}
-	return s
 }

@@ -22,15 +22,23 @@ func (o *Output) FormatsOptions() formats.Options {
 		OmitPayload:  !o.KeepPayload,
 		OnTypeError:  o.OnTypeError,
 	}
-	if o.Format != formats.Parquet {
+	if o.Format == formats.Parquet {
 		// The other formats write the records as they are; typed columns
 		// serve paths and event time only.
-		return opts
+		opts.Columns = o.TypedColumns()
 	}
+	return opts
+}
+
+// TypedColumns returns [[output.columns]] as formats reads them, in their
+// order: the parquet encoder's columns, and what paths and event time read
+// from payloads with every format.
+func (o *Output) TypedColumns() []formats.Column {
+	var cols []formats.Column
 	for _, col := range o.Columns {
-		opts.Columns = append(opts.Columns, formats.Column{
+		cols = append(cols, formats.Column{
 			Name: col.Name, Source: col.Source, Type: col.Type, Unit: col.Unit, Coerce: col.Coerce,
 		})
 	}
-	return opts
+	return cols
 }

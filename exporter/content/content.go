@@ -28,11 +28,9 @@ type Reader struct {
 	text   []byte // the fields' text
 	ends   []int  // where each field's text ends in text
 
-	timeCol  int    // index in names of time_source's column, or -1
-	header   string // time_source's header, or ""
+	et       config.EventTime
+	timeCol  int // index in names of time_source's column, or -1
 	timeText formats.TimeText
-	reject   bool // time_fallback = "reject"
-	loc      *time.Location
 }
 
 // New returns the Reader out asks for, or nil when paths depend on the
@@ -41,17 +39,15 @@ func New(out *config.Output, tableCols bool) (*Reader, error) {
 	if !out.UsesContent() && !tableCols {
 		return nil, nil
 	}
-	c := &Reader{timeCol: -1, header: out.Time.Header, reject: out.Time.Reject, loc: out.Time.Location}
+	c := &Reader{et: out.Time, timeCol: -1}
 	if len(out.Columns) > 0 {
-		cols := make([]formats.Column, len(out.Columns))
 		for i, col := range out.Columns {
-			cols[i] = formats.Column{Name: col.Name, Source: col.Source, Type: col.Type, Unit: col.Unit, Coerce: col.Coerce}
 			c.names = append(c.names, col.Name)
 			if col.Name == out.Time.Column {
 				c.timeCol = i
 			}
 		}
-		ext, err := formats.NewExtractor(cols, out.OnTypeError)
+		ext, err := formats.NewExtractor(out.TypedColumns(), out.OnTypeError)
 		if err != nil {
 			return nil, err
 		}
@@ -67,7 +63,7 @@ func New(out *config.Output, tableCols bool) (*Reader, error) {
 		c.fields = make([]pathtemplate.Field, len(c.shown))
 		c.ends = make([]int, len(c.shown))
 	}
-	if c.header != "" {
+	if c.et.Header != "" {
 		tt, err := formats.NewTimeText(out.Time.Unit)
 		if err != nil {
 			return nil, err
@@ -95,7 +91,7 @@ func (e *NoEventTimeError) Error() string {
 // error is a *formats.TypeError from a column, or a *NoEventTimeError
 // when time_fallback is "reject"; the message is then rejected.
 func (c *Reader) Read(data []byte, headers map[string][]string, ingest time.Time, v *pathtemplate.Values) (fellBack bool, err error) {
-	v.Location, v.Headers = c.loc, headers
+	v.Location, v.Headers = c.et.Location, headers
 	if c.ext != nil {
 		if c.vals, err = c.ext.Extract(data); err != nil {
 			return false, err
@@ -112,7 +108,7 @@ func (c *Reader) Read(data []byte, headers map[string][]string, ingest time.Time
 		}
 		v.Columns = c.fields
 	}
-	if c.timeCol < 0 && c.header == "" {
+	if c.et.Ingest() {
 		v.Time = ingest
 		return false, nil
 	}
@@ -120,8 +116,8 @@ func (c *Reader) Read(data []byte, headers map[string][]string, ingest time.Time
 	switch {
 	case why == "":
 		v.Time = ts
-	case c.reject:
-		return false, &NoEventTimeError{Source: c.source(), Why: why}
+	case c.et.Reject:
+		return false, &NoEventTimeError{Source: c.et.Source(), Why: why}
 	default:
 		v.Time, fellBack = ingest, true
 	}
@@ -132,8 +128,8 @@ func (c *Reader) Read(data []byte, headers map[string][]string, ingest time.Time
 // in [[output.columns]] order; they are valid until the next Read.
 func (c *Reader) Values() []formats.Value { return c.vals }
 
-// eventTime returns the message's event time from its time source, or why
-// it has none.
+// eventTime returns the message's event time from its time source, a
+// column or a header, or why it has none.
 func (c *Reader) eventTime(headers map[string][]string) (time.Time, string) {
 	switch {
 	case c.timeCol >= 0:
@@ -141,29 +137,21 @@ func (c *Reader) eventTime(headers map[string][]string) (time.Time, string) {
 			return ts, ""
 		}
 		return time.Time{}, "the payload has no value for column " + c.names[c.timeCol]
-	case c.header != "":
-		h := headers[c.header]
+	default:
+		name := c.et.Header
+		h := headers[name]
 		if len(h) == 0 {
-			return time.Time{}, "the message has no header " + c.header
+			return time.Time{}, "the message has no header " + name
 		}
 		ts, err := c.timeText.Parse(h[0])
 		if err != nil {
 			if errors.Is(err, formats.ErrNoTime) {
-				return time.Time{}, "header " + c.header + " is empty"
+				return time.Time{}, "header " + name + " is empty"
 			}
-			return time.Time{}, fmt.Sprintf("header %s %q: %v", c.header, truncate(h[0], 64), err)
+			return time.Time{}, fmt.Sprintf("header %s %q: %v", name, truncate(h[0], 64), err)
 		}
 		return ts, ""
 	}
-	return time.Time{}, "no time source"
-}
-
-// source returns time_source as written.
-func (c *Reader) source() string {
-	if c.timeCol >= 0 {
-		return "column:" + c.names[c.timeCol]
-	}
-	return "header:" + c.header
 }
 
 // truncate cuts s to at most n bytes.
