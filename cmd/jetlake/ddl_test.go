@@ -48,6 +48,29 @@ func runDDL(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, o.String(), e.String()
 }
 
+// wantDDLGolden compares ddl's output with testdata/ddl/<name>.sql, or
+// writes it there with -update.
+func wantDDLGolden(t *testing.T, name, out string) {
+	t.Helper()
+	golden := filepath.Join("testdata", "ddl", name+".sql")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./cmd/jetlake -run DDL -update)", err)
+	}
+	if out != string(want) {
+		t.Errorf("output differs from %s (go test ./cmd/jetlake -run DDL -update rewrites it):\n--- got\n%s--- want\n%s", golden, out, want)
+	}
+}
+
 func TestDDLGolden(t *testing.T) {
 	formats := []struct{ name, output string }{
 		{"json_lines", `format = "json_lines"`},
@@ -114,23 +137,7 @@ type = "json"`},
 					if code != 0 {
 						t.Fatalf("exit %d: %s", code, errOut)
 					}
-					golden := filepath.Join("testdata", "ddl", name+".sql")
-					if *update {
-						if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-							t.Fatal(err)
-						}
-						if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
-							t.Fatal(err)
-						}
-						return
-					}
-					want, err := os.ReadFile(golden)
-					if err != nil {
-						t.Fatalf("%v (run go test ./cmd/jetlake -run DDLGolden -update)", err)
-					}
-					if out != string(want) {
-						t.Errorf("output differs from %s (go test ./cmd/jetlake -run DDLGolden -update rewrites it):\n--- got\n%s--- want\n%s", golden, out, want)
-					}
+					wantDDLGolden(t, name, out)
 				})
 			}
 		}
@@ -389,20 +396,7 @@ type = "string"`, "{stream}/dt={date}/tenant={column:tenant}/{header:X-Region}",
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
-			golden := filepath.Join("testdata", "ddl", "json_lines.content."+engine+".sql")
-			if *update {
-				if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test ./cmd/jetlake -run DDLProjectsContent -update)", err)
-			}
-			if out != string(want) {
-				t.Errorf("output differs from %s:\n--- got\n%s--- want\n%s", golden, out, want)
-			}
+			wantDDLGolden(t, "json_lines.content."+engine, out)
 			for _, note := range []string{"partition tenant is injected", "partition x_region is injected", "hold the event time (time_source column:created_at, rendered in Europe/Berlin)"} {
 				if !strings.Contains(errOut, note) {
 					t.Errorf("the notes do not say %q:\n%s", note, errOut)

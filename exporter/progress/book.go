@@ -324,11 +324,18 @@ func (b *Book) commit(ikey string, seqs Seqs) {
 // they are acked, not written again.
 func (b *Book) Rewound() {
 	for _, c := range b.retired {
-		if set, ok := c.seqs(); ok {
-			b.committed.AddAll(set.Ranges())
-			c.set, c.encoded = set, nil
-		}
+		b.recommit(c)
 	}
+}
+
+// recommit makes the sequences of stored batch c committed again, its
+// set decoded once.
+func (b *Book) recommit(c *retired) {
+	if set, ok := c.seqs(); ok {
+		b.committed.AddAll(set.Ranges())
+		c.set = set
+	}
+	c.encoded = nil
 }
 
 // seqs returns the sequences of a stored batch: decoded from its intent's
@@ -352,11 +359,6 @@ func (b *Book) expand(seq uint64) {
 		if len(c.encoded) == 0 || seq < c.first || seq > c.last {
 			continue
 		}
-		var set Seqs
-		if err := set.UnmarshalJSON(c.encoded); err == nil {
-			b.committed.AddAll(set.Ranges())
-			c.set = set
-		}
-		c.encoded = nil
+		b.recommit(c)
 	}
 }
