@@ -35,11 +35,14 @@ const (
 // once, each with its own consumer.
 func TestUntilIdleShowsProgress(t *testing.T) {
 	t.Parallel()
+	ns, ms := shared.NATS(t), shared.MinIO(t) // an integration test: skipped under -short
+	// script(1) comes with util-linux (Debian's essential bsdutils): a
+	// machine without it can not run this check, which is a failure, not
+	// a reason to skip it.
 	scriptPath, err := exec.LookPath("script")
 	if err != nil {
-		t.Skip("script(1) is not installed: no pty to run jetlake in")
+		t.Fatalf("script(1) is not installed: no pty to run jetlake in: %v", err)
 	}
-	ns, ms := shared.NATS(t), shared.MinIO(t)
 	ctx := context.Background()
 	js := streamAndBucket(t, ns, ms, "backfill", jetstream.StreamConfig{})
 	start := time.Now()
