@@ -44,9 +44,12 @@ func (b *batch) Append(r *Record) error {
 		if len(b.deferred) > 0 {
 			b.drain()
 		}
-		if b.pend.len() >= chunkSize {
+		if first := b.stream.chunks == 0; b.pend.len() >= b.chunkAt(first) {
 			// The chunk ends before r, so r stays uncompressed for DropLast.
-			b.compressPending(false)
+			// The batch's first chunk is compressed at once: until it is,
+			// how its records compress is a guess from other records,
+			// which may compress far better (see chunkAt).
+			b.compressPending(first)
 		}
 		b.prevPend = b.pend.len()
 		b.prevKnown = b.pendKnown
@@ -242,7 +245,7 @@ func (b *batch) measure() {
 	// learned from such records alone: large records that compress well
 	// would otherwise make small ones that compress badly look small.
 	ratio := b.codec.learned()
-	if in := b.outIn - b.outKnown.raw; in >= minLearn {
+	if in := b.outIn - b.outKnown.raw; in >= int64(min(minLearn, b.chunkAt(true))) {
 		// The batch's own chunks say best how its records compress.
 		ratio = float64(max(int64(out-header)-b.outKnown.comp, 0)) / float64(in)
 	}
@@ -255,6 +258,27 @@ func (b *batch) measure() {
 type known struct{ raw, comp int64 }
 
 func (k *known) add(raw, comp int64) { k.raw, k.comp = k.raw+raw, k.comp+comp }
+
+// minFirstChunk is the smallest first chunk of a batch (see chunkAt).
+const minFirstChunk = 4 << 10
+
+// chunkAt returns how many uncompressed bytes a chunk of the batch
+// gathers before it is compressed: chunkSize, except for the first chunk
+// of a batch with a known Options.TargetSize, which ends at a quarter of
+// it (at least minFirstChunk, at most chunkSize). Until a batch has a
+// chunk compressed, its size is guessed with the ratio of the encoder's
+// other batches, or a prior that fits compressible JSON: records that
+// hardly compress would fill the first object of a subject to several
+// times the target before a chunk of chunkSize told how they compress.
+// A quarter of the target tells early, and still spans enough records
+// for a ratio. It depends on the options alone, so the same records
+// always compress to the same bytes.
+func (b *batch) chunkAt(first bool) int {
+	if !first || b.opts.TargetSize <= 0 {
+		return chunkSize
+	}
+	return int(min(max(b.opts.TargetSize/4, minFirstChunk), chunkSize))
+}
 
 // measureAt is the size from which a record is measured on its own: a
 // quarter of Options.TargetSize, or of a chunk when that is unknown.
@@ -321,7 +345,7 @@ func (b *batch) Finish() (Body, error) {
 		// The closing bracket is chunked like a record, so a batch that
 		// had a record dropped compresses exactly like one that never
 		// had it.
-		if b.pend.len() >= chunkSize {
+		if b.pend.len() >= b.chunkAt(b.stream.chunks == 0) {
 			b.compressPending(true)
 		}
 		b.appendPendingByte(']')

@@ -365,3 +365,95 @@ func TestBadlyCompressingRecordsBetweenLargeOnesStayNearTheLimit(t *testing.T) {
 		}
 	}
 }
+
+// randomBase64Records returns n payloads of random base64 text of about
+// size bytes: JSON Lines writes them as strings that compress little.
+func randomBase64Records(rng *rand.Rand, n, size int) []*Record {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	recs := make([]*Record, n)
+	for i := range recs {
+		data := make([]byte, size-50+rng.IntN(100))
+		for j := range data {
+			data[j] = alphabet[rng.IntN(len(alphabet))]
+		}
+		recs[i] = &Record{Stream: "EVENTS", Subject: "events.blob", Sequence: uint64(i + 1), Data: data}
+	}
+	return recs
+}
+
+// The first object of a new encoder holds records whose compression is
+// not known yet: whether they compress well or hardly at all, it stays
+// within 1.1 × the limit, as every object after it does. Batches are
+// filled as buffer.Set.Add fills them, with the exporter's options, with
+// chunks compressed after every append and with every chunk left to
+// Finish, for limits smaller than, equal to and larger than a chunk.
+func TestTheFirstObjectStaysWithinTheLimitWhateverTheRecordsCompressTo(t *testing.T) {
+	t.Parallel()
+	pools := []struct {
+		name string
+		recs []*Record
+	}{
+		{"random base64", randomBase64Records(rand.New(rand.NewPCG(21, 22)), 1200, 1400)},
+		{"realistic JSON", realisticRecords()},
+	}
+	for _, pool := range pools {
+		for _, c := range []Compression{Zstd, Gzip} {
+			for _, limit := range []int{64 << 10, 256 << 10, 1 << 20} {
+				for _, compressed := range []bool{true, false} {
+					name := fmt.Sprintf("%s/%s/%dKiB/compressed-after-append=%v", pool.name, c, limit>>10, compressed)
+					t.Run(name, func(t *testing.T) {
+						t.Parallel()
+						e, err := New(Options{Format: JSONLines, Compression: c, Metadata: true, DeferCompression: true, TargetSize: int64(limit)})
+						if err != nil {
+							t.Fatal(err)
+						}
+						src := e.(ChunkSource)
+						var chunks []*Chunk
+						b := e.NewBatch()
+						var sizes []string
+						objects := 0
+						seal := func() {
+							n := b.Len()
+							body, err := b.Finish()
+							if err != nil {
+								t.Fatal(err)
+							}
+							objects++
+							r := float64(body.Len()) / float64(limit)
+							sizes = append(sizes, fmt.Sprintf("%.2f", r))
+							if n > 1 && r > 1.1 {
+								t.Errorf("object %d: %d records in %d bytes, %.2f × the %d limit", objects, n, body.Len(), r, limit)
+							}
+							b.Reset()
+						}
+						for _, r := range pool.recs {
+							if objects == 3 {
+								break
+							}
+							if err := b.Append(r); err != nil {
+								t.Fatal(err)
+							}
+							if compressed {
+								chunks = src.TakeChunks(chunks[:0])
+								for _, c := range chunks {
+									c.Compress()
+								}
+							}
+							if b.Len() > 1 && b.Size() > limit {
+								b.DropLast()
+								seal()
+								if err := b.Append(r); err != nil {
+									t.Fatal(err)
+								}
+							}
+							if b.Size() >= limit {
+								seal()
+							}
+						}
+						t.Logf("objects / limit: %s", strings.Join(sizes, " "))
+					})
+				}
+			}
+		}
+	}
+}
