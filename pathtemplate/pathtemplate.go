@@ -16,7 +16,15 @@
 // subjects never render to the same directory. A value that is empty, "." or
 // ".." is encoded as well, so a rendered key never contains "//" or a relative
 // segment, and a value longer than MaxValueLen is shortened with a hash so
-// keys stay within S3's 1024-byte limit.
+// keys stay within S3's 1024-byte limit. A value that starts a segment and
+// begins with "_jetlake" has its leading "_" written as "%5F", so that no
+// publisher's value can name a folder of jetlake's own (OwnDir); "%" is
+// always escaped, so the escaping stays injective.
+//
+// The time variables render the years 1 to 9999, the four digits {year}
+// and {date} are budgeted: a time outside them (in the template's zone)
+// renders as the first or the last minute of that range. Callers take a
+// time outside it for no time at all (InRange) before it gets here.
 package pathtemplate
 
 import (
@@ -333,6 +341,34 @@ func (t *Template) Names(v Var) []string {
 	return names
 }
 
+// MaxDirLen returns the longest directory the template renders for a
+// stream and a consumer: a subject, a subject token, a column or a header
+// takes at most MaxValueLen bytes, {date} 10, {year} 4 and the other time
+// variables 2, whatever the message. The stream and the consumer are
+// counted as if they started a segment (AppendSegment), the longer form.
+func (t *Template) MaxDirLen(stream, consumer string) int {
+	n := 0
+	for _, p := range t.parts {
+		switch p.Var {
+		case VarLiteral:
+			n += len(p.Text)
+		case VarStream:
+			n += len(AppendSegment(nil, stream))
+		case VarConsumer:
+			n += len(AppendSegment(nil, consumer))
+		case VarSubject, VarSubjectToken, VarColumn, VarHeader:
+			n += MaxValueLen
+		case VarDate:
+			n += len("2006-01-02")
+		case VarYear:
+			n += len("2006")
+		default: // month, day, hour, minute
+			n += 2
+		}
+	}
+	return n
+}
+
 // Values are what a template is rendered from.
 type Values struct {
 	Stream   string
@@ -361,25 +397,58 @@ type Field struct {
 // ErrKeyTooLong is returned when a rendered key exceeds MaxKeyLen.
 var ErrKeyTooLong = errors.New("pathtemplate: object key longer than 1024 bytes")
 
+// MinYear and MaxYear bound the years the time variables render: the
+// four digits {year} and {date} take.
+const (
+	MinYear = 1
+	MaxYear = 9999
+)
+
+// InRange reports whether t's year is within MinYear and MaxYear both in
+// UTC and in loc (UTC when nil), so that a directory renders t as it is.
+// An event time outside is no event time.
+func InRange(t time.Time, loc *time.Location) bool {
+	if y := t.UTC().Year(); y < MinYear || y > MaxYear {
+		return false
+	}
+	if loc != nil {
+		if y := t.In(loc).Year(); y < MinYear || y > MaxYear {
+			return false
+		}
+	}
+	return true
+}
+
 // AppendDir appends the rendered directory to dst and returns the extended
 // buffer. It does not allocate when dst has room.
 func (t *Template) AppendDir(dst []byte, v *Values) []byte {
-	ts := v.Time.UTC()
-	if v.Location != nil {
-		ts = v.Time.In(v.Location)
+	loc := v.Location
+	if loc == nil {
+		loc = time.UTC
 	}
+	ts := v.Time.In(loc)
+	// A year outside the four digits would render a sign or a fifth
+	// digit: a key longer than config budgets, or one the store refuses.
+	if y := ts.Year(); y < MinYear {
+		ts = time.Date(MinYear, 1, 1, 0, 0, 0, 0, loc)
+	} else if y > MaxYear {
+		ts = time.Date(MaxYear, 12, 31, 23, 59, 0, 0, loc)
+	}
+	start := len(dst)
 	for _, p := range t.parts {
+		// A value starting a segment must not start it with OwnDir.
+		seg := len(dst) == start || dst[len(dst)-1] == '/'
 		switch p.Var {
 		case VarLiteral:
 			dst = append(dst, p.Text...)
 		case VarStream:
-			dst = AppendEscaped(dst, v.Stream)
+			dst = appendEscapedAt(dst, v.Stream, seg)
 		case VarSubject:
-			dst = AppendEscaped(dst, v.Subject)
+			dst = appendEscapedAt(dst, v.Subject, seg)
 		case VarSubjectToken:
-			dst = AppendEscaped(dst, subjectToken(v.Subject, p.Token))
+			dst = appendEscapedAt(dst, subjectToken(v.Subject, p.Token), seg)
 		case VarConsumer:
-			dst = AppendEscaped(dst, v.Consumer)
+			dst = appendEscapedAt(dst, v.Consumer, seg)
 		case VarDate:
 			dst = appendInt(dst, ts.Year(), 4)
 			dst = append(dst, '-')
@@ -397,10 +466,10 @@ func (t *Template) AppendDir(dst []byte, v *Values) []byte {
 		case VarMinute:
 			dst = appendInt(dst, ts.Minute(), 2)
 		case VarColumn:
-			dst = appendColumn(dst, v.Columns, p.Text)
+			dst = appendColumn(dst, v.Columns, p.Text, seg)
 		case VarHeader:
 			if h := v.Headers[p.Text]; len(h) > 0 {
-				dst = AppendEscaped(dst, h[0])
+				dst = appendEscapedAt(dst, h[0], seg)
 			} else {
 				dst = append(dst, MissingValue...)
 			}
@@ -410,14 +479,14 @@ func (t *Template) AppendDir(dst []byte, v *Values) []byte {
 }
 
 // appendColumn appends the value of the column named name in cols, or
-// MissingValue.
-func appendColumn(dst []byte, cols []Field, name string) []byte {
+// MissingValue; seg says the value starts a segment.
+func appendColumn(dst []byte, cols []Field, name string, seg bool) []byte {
 	for i := range cols {
 		if f := &cols[i]; f.Name == name {
 			if f.Missing {
 				break
 			}
-			return appendEscaped(dst, f.Text)
+			return appendEscapedAt(dst, f.Text, seg)
 		}
 	}
 	return append(dst, MissingValue...)
@@ -463,8 +532,22 @@ func AppendEscaped(dst []byte, value string) []byte {
 	return appendEscaped(dst, value)
 }
 
+// AppendSegment appends value escaped as AppendEscaped does, as the start
+// of a path segment: a value beginning with OwnDir has its leading "_"
+// written as "%5F", so that the segment can not be mistaken for the
+// folder of jetlake's own objects.
+func AppendSegment(dst []byte, value string) []byte {
+	return appendEscapedAt(dst, value, true)
+}
+
 // appendEscaped is AppendEscaped of a string or bytes.
 func appendEscaped[T string | []byte](dst []byte, value T) []byte {
+	return appendEscapedAt(dst, value, false)
+}
+
+// appendEscapedAt is AppendEscaped of a string or bytes, or AppendSegment
+// when seg is true.
+func appendEscapedAt[T string | []byte](dst []byte, value T, seg bool) []byte {
 	switch string(value) {
 	case "":
 		return append(dst, "%00"...)
@@ -474,7 +557,12 @@ func appendEscaped[T string | []byte](dst []byte, value T) []byte {
 		return append(dst, "%2E%2E"...)
 	}
 	start := len(dst)
-	for i := 0; i < len(value); i++ {
+	i := 0
+	if seg && len(value) >= len(OwnDir) && string(value[:len(OwnDir)]) == OwnDir {
+		dst = append(dst, "%5F"...)
+		i = 1
+	}
+	for ; i < len(value); i++ {
 		c := value[i]
 		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' {
 			dst = append(dst, c)
@@ -509,16 +597,31 @@ func fnv1a[T string | []byte](s T) uint64 {
 	return h
 }
 
+// appendInt appends v in decimal, zero-padded to width digits (at most
+// 20), after a "-" when v is negative. It takes any int: a time variable
+// gets numbers its caller bounded, and a sign must never come out as other
+// bytes.
 func appendInt(dst []byte, v, width int) []byte {
-	var b [20]byte
+	var b [21]byte
 	i := len(b)
-	for v >= 10 || width > 1 {
-		i--
-		b[i] = byte('0' + v%10)
-		v /= 10
-		width--
+	// Digits are taken from a non-positive number, so that the most
+	// negative int needs no negation.
+	n := v
+	if n > 0 {
+		n = -n
 	}
-	i--
-	b[i] = byte('0' + v)
+	for {
+		i--
+		b[i] = byte('0' - n%10)
+		n /= 10
+		width--
+		if n == 0 && width <= 0 {
+			break
+		}
+	}
+	if v < 0 {
+		i--
+		b[i] = '-'
+	}
 	return append(dst, b[i:]...)
 }
