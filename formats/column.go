@@ -265,15 +265,31 @@ func (c *typedColumn) convertNumber(v, str []byte) (x cell, reason string) {
 	return x, ""
 }
 
+// The microseconds since the epoch of the first and the last instant of
+// the years 1 to 9999, the timestamps a column takes: a path's {year} and
+// {date} have four digits for the year, and Iceberg's hour() overflows an
+// int32 past the year 245,000.
+const (
+	minTimestamp = -62135596800_000000
+	maxTimestamp = 253402300799_999999
+)
+
+// outOfYears is the reason of a timestamp outside minTimestamp and
+// maxTimestamp.
+const outOfYears = "a timestamp outside the years 0001 to 9999"
+
 // convertTimestamp converts v for a timestamp column to microseconds since
 // the epoch: an RFC 3339 string, or with Unit an epoch number (with Coerce
-// also a string whose contents str are one). A non-empty reason means v has
-// the wrong type or is out of range.
+// also a string whose contents str are one), within the years 1 to 9999 in
+// UTC. A non-empty reason means v has the wrong type or is out of range.
 func (c *typedColumn) convertTimestamp(v, str []byte) (int64, string) {
 	var epoch []byte
 	switch {
 	case v[0] == '"':
 		if t, err := time.Parse(time.RFC3339, string(str)); err == nil {
+			if us := t.UnixMicro(); us < minTimestamp || us > maxTimestamp {
+				return 0, outOfYears
+			}
 			return t.UnixMicro(), ""
 		}
 		if !c.Coerce || !isJSONNumber(str) {
@@ -291,6 +307,9 @@ func (c *typedColumn) convertTimestamp(v, str []byte) (int64, string) {
 	n, _, ok := decimalToInt(epoch, c.scale)
 	if !ok {
 		return 0, "overflows a timestamp"
+	}
+	if n < minTimestamp || n > maxTimestamp {
+		return 0, outOfYears
 	}
 	return n, ""
 }

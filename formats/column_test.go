@@ -243,6 +243,16 @@ func TestConvert(t *testing.T) {
 		{col(TypeTimestamp, unit("ns")), `-1`, int64(-1), ""},
 		{col(TypeTimestamp, unit("s")), `9223372036855`, nil, "overflows a timestamp"},
 		{col(TypeTimestamp, unit("s")), `1e400`, nil, "overflows a timestamp"},
+		// years 1 to 9999 only: a key and Iceberg's hour() have no room
+		// for more (hour() overflows an int32 past the year 245,000)
+		{col(TypeTimestamp, unit("s")), `253402300799`, micros("9999-12-31T23:59:59Z"), ""},
+		{col(TypeTimestamp, unit("s")), `253402300800`, nil, "a timestamp outside the years 0001 to 9999"},
+		{col(TypeTimestamp, unit("s")), `-62135596800`, micros("0001-01-01T00:00:00Z"), ""},
+		{col(TypeTimestamp, unit("s")), `-62135596800.000001`, nil, "a timestamp outside the years 0001 to 9999"},
+		{col(TypeTimestamp, unit("ms")), `-100676332800000`, nil, "a timestamp outside the years 0001 to 9999"},
+		{col(TypeTimestamp, unit("us")), `9223372036854775807`, nil, "a timestamp outside the years 0001 to 9999"},
+		{ts, `"0000-12-31T23:59:59Z"`, nil, "a timestamp outside the years 0001 to 9999"},
+		{ts, `"0001-01-01T00:30:00+01:00"`, nil, "a timestamp outside the years 0001 to 9999"},
 		{col(TypeTimestamp, unit("ms")), `"1764399600123"`, nil, "a string that is not an RFC 3339 timestamp"},
 		{col(TypeTimestamp, unit("ms"), coerce), `"1764399600123"`, micros("2025-11-29T07:00:00.123Z"), ""},
 		{col(TypeTimestamp, unit("ms"), coerce), `"2026-11-29T07:00:00Z"`, micros("2026-11-29T07:00:00Z"), ""},

@@ -87,7 +87,9 @@ func (e *NoEventTimeError) Error() string {
 // Read reads data and headers, and sets what v renders from them: the
 // columns' values, the headers, the event time (ingest, the JetStream
 // timestamp, when there is none and the fallback allows it) and the time
-// zone. fellBack reports that the event time fell back to ingest. The
+// zone. An event time whose year is outside pathtemplate.MinYear and
+// MaxYear, in UTC or in the connector's zone, is none: a key has four
+// digits for it. fellBack reports that the event time fell back to ingest. The
 // error is a *formats.TypeError from a column, or a *NoEventTimeError
 // when time_fallback is "reject"; the message is then rejected.
 func (c *Reader) Read(data []byte, headers map[string][]string, ingest time.Time, v *pathtemplate.Values) (fellBack bool, err error) {
@@ -113,6 +115,13 @@ func (c *Reader) Read(data []byte, headers map[string][]string, ingest time.Time
 		return false, nil
 	}
 	ts, why := c.eventTime(headers)
+	if why == "" && !pathtemplate.InRange(ts, c.et.Location) {
+		// Its year would not fit the four digits a key has for it.
+		why = fmt.Sprintf("%s is outside the years %04d to %04d", ts.UTC().Format(time.RFC3339Nano), pathtemplate.MinYear, pathtemplate.MaxYear)
+		if c.et.Location != nil {
+			why += " (in UTC and in " + c.et.Location.String() + ")"
+		}
+	}
 	switch {
 	case why == "":
 		v.Time = ts

@@ -2,6 +2,7 @@ package content
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -160,5 +161,59 @@ func BenchmarkRenderEnvelope(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		buf = tpl.AppendDir(buf[:0], &v)
+	}
+}
+
+// An event time outside the years 1 to 9999 (in UTC or in the connector's
+// zone) is no event time: its message falls back or is rejected, saying
+// why, and never renders a key from it. A typed column's value outside
+// them in UTC is a type error, which on_type_error decides.
+func TestAnEventTimeOutsideTheYears1To9999IsNone(t *testing.T) {
+	ingest := time.Date(2026, 12, 3, 15, 0, 0, 0, time.UTC)
+	east := time.FixedZone("east", 3600)
+	west := time.FixedZone("west", -3600)
+	tests := []struct {
+		name    string
+		et      config.EventTime
+		data    string
+		headers map[string][]string
+		typeErr bool // the column's value is a type error
+	}{
+		{"header ms, year -1221", config.EventTime{Header: "Event-Time", Unit: "ms"}, `{}`, map[string][]string{"Event-Time": {"-100676332800000"}}, false},
+		{"header ms, year 33658", config.EventTime{Header: "Event-Time", Unit: "ms"}, `{}`, map[string][]string{"Event-Time": {"999999999999999"}}, false},
+		{"header us, the largest int64", config.EventTime{Header: "Event-Time", Unit: "us"}, `{}`, map[string][]string{"Event-Time": {"9223372036854775807"}}, false},
+		{"header RFC 3339, year 0", config.EventTime{Header: "Event-Time", Unit: "ms"}, `{}`, map[string][]string{"Event-Time": {"0000-06-01T00:00:00Z"}}, false},
+		{"column, year 0", config.EventTime{Column: "created_at"}, `{"created_at":"0000-12-31T23:00:00Z"}`, nil, true},
+		{"column, year 10000 in its zone", config.EventTime{Column: "created_at", Location: east}, `{"created_at":"9999-12-31T23:30:00Z"}`, nil, false},
+		{"column, year 0 in its zone", config.EventTime{Column: "created_at", Location: west}, `{"created_at":"0001-01-01T00:30:00Z"}`, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := New(contentOutput(t, tt.et), false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := pathtemplate.Values{Stream: "S", Time: ingest}
+			fellBack, err := c.Read([]byte(tt.data), tt.headers, ingest, &v)
+			if tt.typeErr {
+				var te *formats.TypeError
+				if !errors.As(err, &te) || !strings.Contains(err.Error(), "outside the years 0001 to 9999") {
+					t.Errorf("err %v, want a TypeError saying the time is outside the years 0001 to 9999", err)
+				}
+				return
+			}
+			if err != nil || !fellBack || !v.Time.Equal(ingest) {
+				t.Errorf("time_fallback ingest: fell back %v, time %v, err %v; want the ingest time", fellBack, v.Time, err)
+			}
+			tt.et.Reject = true
+			if c, err = New(contentOutput(t, tt.et), false); err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.Read([]byte(tt.data), tt.headers, ingest, &v)
+			var ne *NoEventTimeError
+			if !errors.As(err, &ne) || !strings.Contains(ne.Why, "outside the years 0001 to 9999") {
+				t.Errorf("time_fallback reject: err %v, want a NoEventTimeError saying the time is outside the years 0001 to 9999", err)
+			}
+		})
 	}
 }
