@@ -26,6 +26,7 @@ const (
 	defaultMaxFileAge         = time.Minute
 	defaultMaxBufferedBytes   = 256 * mib
 	defaultRowGroupSize       = 64 * mib
+	defaultMaxOpenDirectories = 4096
 
 	minAckWait            = 10 * time.Second
 	maxUploadConcurrency  = 64
@@ -34,6 +35,7 @@ const (
 	minRowGroupSize       = mib
 	maxRowGroupSize       = gib
 	maxMessagesPerFile    = 10_000_000
+	maxOpenDirectories    = 10_000_000
 	minDerivedAckPending  = 1000
 	maxDerivedAckPending  = MaxDerivedAckPending
 	derivedAckPendingUnit = 256 // bytes of max_buffered_bytes per pending message

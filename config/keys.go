@@ -237,6 +237,8 @@ var (
 				Allowed: "The directory of each file, below `s3.prefix`; see [Path templates](#path-templates)."},
 			{Name: "group_by", Type: "string", Default: quoted(GroupBySubject),
 				Allowed: "`subject`: one file per subject and directory. `path`: one file per directory, with the messages of all subjects that render to it — for subjects of high cardinality."},
+			{Name: "max_open_directories", Type: "integer", Default: intValue(defaultMaxOpenDirectories),
+				Allowed: "`0` (no cap) to `10000000`: how many directories the connector writes at once when they depend on the messages (a `{column:…}` or `{header:…}` in `path_template`, or a `time_source` other than `ingest`), or how many partitions of an Iceberg table. A directory counts from its first message until `max_file_age` after its last. A message that would open one more is written under `_jetlake/rejected/` with reason `cardinality` (counted in `jetlake_messages_rejected_total`): a publisher that sends many distinct values costs rejected objects, not an object per message. Paths of the JetStream timestamp, subject and stream alone are not capped. See [Operations](operations.md#publisher-chosen-cardinality)."},
 			{Name: "include_metadata", Type: "boolean", Default: "`true`",
 				Allowed: "Write stream, subject, sequence and timestamp with every message. Not for `raw`, which writes the payloads alone: set there, it is an error."},
 			{Name: "include_headers", Type: "boolean", Default: "`false`",

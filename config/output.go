@@ -60,8 +60,8 @@ func (c *checker) outputFormat(t map[string]any, p keyPath, o *outputCheck) bool
 	return true
 }
 
-// outputLayout checks how messages are filed into objects: path_template
-// and group_by.
+// outputLayout checks how messages are filed into objects: path_template,
+// group_by and max_open_directories.
 func (c *checker) outputLayout(t map[string]any, p keyPath, o *outputCheck) {
 	if src, ok := c.str(t, p, "path_template", defaultPathTemplate); ok {
 		tpl, err := pathtemplate.Parse(src)
@@ -81,6 +81,13 @@ func (c *checker) outputLayout(t map[string]any, p keyPath, o *outputCheck) {
 			o.GroupBy = g
 		default:
 			c.report(p.key("group_by"), "%q is not a grouping; allowed: subject (one file per subject and directory), path (one file per directory)", g)
+		}
+	}
+	if n, ok := c.integer(t, p, "max_open_directories", defaultMaxOpenDirectories); ok {
+		if n < 0 || n > maxOpenDirectories {
+			c.report(p.key("max_open_directories"), "%d is out of range; allowed: 0 (no cap) to %d", n, maxOpenDirectories)
+		} else {
+			o.MaxOpenDirectories = int(n)
 		}
 	}
 }

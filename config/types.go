@@ -179,6 +179,11 @@ type Output struct {
 	OnTypeError     formats.TypeErrorPolicy // parquet only: formats.RejectTypeErrors (default) or NullTypeErrors
 	Columns         []Column                // typed columns: parquet columns, in file order; with every format, what paths and event time read
 	Time            EventTime               // the time paths take: ingest time by default
+
+	// MaxOpenDirectories caps the directories (table partitions) written
+	// at once when they depend on the content (or the connector writes a
+	// table); 0: no cap. Default 4096.
+	MaxOpenDirectories int
 }
 
 // Column is one [[output.columns]] entry: a typed column whose values come

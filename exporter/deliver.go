@@ -2,8 +2,10 @@ package exporter
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -136,6 +138,10 @@ func (r *runner) buffer(d delivery, s *streamState, md jsclient.AckInfo) bool {
 	} else {
 		r.intake.dirBuf = out.PathTemplate.AppendDir(r.intake.dirBuf[:0], &r.intake.tplVals)
 	}
+	if !r.dirs.admit(r.intake.dirBuf, r.chores.lastMsg) {
+		r.reject(d.stream, s, msg, &CardinalityError{Dir: string(r.intake.dirBuf), Max: r.dirs.max})
+		return false
+	}
 	// A group starts with the stream's index, so that two [[streams]]
 	// entries never share a buffer.
 	r.intake.grpBuf = strconv.AppendInt(r.intake.grpBuf[:0], int64(d.stream), 10)
@@ -224,27 +230,53 @@ func (r *runner) reject(idx int, s *streamState, msg jetstream.Msg, reason error
 	// messages counts by.
 	group := strconv.AppendInt(nil, int64(idx), 10)
 	group = append(group, 0)
-	group = append(group, rejectKind(reason)...)
+	kind := rejectKind(reason)
+	group = append(group, kind...)
 	ref := jsclient.AckRef(msg.Reply())
 	if err := r.rej.Add(group, dir, &rec, rec.Sequence, rec.Time, ref, r.chores.lastMsg); err != nil {
 		r.poison(s, msg, fmt.Errorf("rejected (%v) and not writable as JSON: %w", reason, err))
 		return
 	}
 	r.mem.heldMem += ref.Mem()
-	r.log.Warn("message rejected", "stream", s.cfg.Stream, "subject", rec.Subject, "sequence", rec.Sequence, "reason", reason.Error())
+	// Counted for a summary every rejectLogEvery, not logged one by one:
+	// a publisher must not set the log's rate.
+	r.rejected.add(s.cfg.Stream, kind, rec.Sequence, r.chores.lastMsg)
+	if r.log.Enabled(context.Background(), slog.LevelDebug) {
+		r.log.Debug("message rejected", "stream", s.cfg.Stream, "subject", rec.Subject, "sequence", rec.Sequence,
+			"reason", rejectDetail(reason, r.e.opts.LogPayloads))
+	}
 	r.relieve()
 	r.takeSealed()
 }
 
 // rejectKind is the reason label of jetlake_messages_rejected_total:
-// "event_time" for a message without an event time, "type" for a value a
-// typed column refuses.
+// "event_time" for a message without an event time, "cardinality" for one
+// beyond max_open_directories, "type" for a value a typed column refuses.
 func rejectKind(reason error) string {
 	var ne *content.NoEventTimeError
-	if errors.As(reason, &ne) {
+	var ce *CardinalityError
+	switch {
+	case errors.As(reason, &ne):
 		return "event_time"
+	case errors.As(reason, &ce):
+		return "cardinality"
 	}
 	return "type"
+}
+
+// rejectDetail says why a message was rejected, for the log: without the
+// bytes of its payload or headers the reason quotes, unless payloads (the
+// operator asked for them: run -log-payloads).
+func rejectDetail(reason error, payloads bool) string {
+	var ce *CardinalityError
+	switch {
+	case payloads:
+		return reason.Error()
+	case errors.As(reason, &ce):
+		// The directory is rendered from the payload.
+		return fmt.Sprintf("cardinality: one directory more than the %d written at once (max_open_directories)", ce.Max)
+	}
+	return content.Redacted(reason)
 }
 
 // poison records a message that can be written in no form: a loss marker,

@@ -46,6 +46,11 @@ type Options struct {
 	// ReadyUploadFailure is how long uploads may fail in a row before
 	// Ready reports the exporter unready; zero means one minute.
 	ReadyUploadFailure time.Duration
+	// LogPayloads logs, at debug level, the reason a message was rejected
+	// with the bytes of its payload or headers it quotes (a value a typed
+	// column refused, a header that held no time). Without it, logs quote
+	// none: they may be personal data, and are the publisher's to choose.
+	LogPayloads bool
 }
 
 // Exporter runs one connector.

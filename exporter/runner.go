@@ -24,6 +24,11 @@ type runner struct {
 	groups  []*partGroup // the partitioned entries, whose partitions are among streams
 	set     *batchSet    // data
 	rej     *batchSet    // rejected messages
+	// dirs caps the directories open at once when publishers choose
+	// them; nil when they do not.
+	dirs *openDirs
+	// rejected counts the rejected messages for the log's summary.
+	rejected rejections
 
 	wires  wires   // the channels between the loop and everything else
 	intake intake  // what adding one message reuses
@@ -110,6 +115,10 @@ func newRunner(e *Exporter, streams []*streamState) *runner {
 		MaxAge:      rot.MaxFileAge,
 		Overhead:    bodyOverhead,
 	}
+	var dirs *openDirs
+	if e.content != nil || e.table != nil {
+		dirs = newOpenDirs(e.cfg.Output.MaxOpenDirectories, rot.MaxFileAge)
+	}
 	return &runner{
 		e:       e,
 		log:     e.log,
@@ -118,7 +127,8 @@ func newRunner(e *Exporter, streams []*streamState) *runner {
 		set:     buffer.New[jsclient.AckRef, formats.Record](e.enc.NewBatch, limits),
 		// Rejected messages wait in their own buffers, one object per stream
 		// and day, under _jetlake/rejected/.
-		rej: buffer.New[jsclient.AckRef, formats.Record](e.rejEnc.NewBatch, limits),
+		rej:  buffer.New[jsclient.AckRef, formats.Record](e.rejEnc.NewBatch, limits),
+		dirs: dirs,
 		wires: wires{
 			in:       make(chan delivery, 64),
 			fatal:    make(chan error, len(streams)+1),
@@ -202,6 +212,7 @@ func (r *runner) run(ctx context.Context) error {
 	defer cancelUploads()
 	stopWorkers := r.startWorkers(uctx)
 	defer func() {
+		r.rejected.report(r.log, time.Now(), true, r.e.cfg.S3.Prefix)
 		close(r.wires.quit)
 		for _, s := range r.streams {
 			if s.cc != nil {
@@ -438,6 +449,8 @@ func (r *runner) loop(ctx context.Context) error {
 		case now := <-tick.C:
 			r.set.Expire(now)
 			r.rej.Expire(now)
+			r.dirs.sweep(now)
+			r.rejected.report(r.log, now, false, r.e.cfg.S3.Prefix)
 			r.takeSealed()
 			r.keepQueuedInProgress(now)
 			if now.Sub(r.chores.lastGauge) >= 5*time.Second {
@@ -550,6 +563,9 @@ func (r *runner) gauges(now time.Time) {
 	}
 	m.OldestBuffered.WithLabelValues(name).Set(age)
 	m.OpenBuffers.WithLabelValues(name).Set(float64(r.set.Open()))
+	if r.dirs != nil {
+		m.OpenDirectories.WithLabelValues(name).Set(float64(r.dirs.open()))
+	}
 	// Summed by stream: the partitions of one stream share its labels.
 	held := map[string]int{}
 	newest := map[string]time.Time{}

@@ -292,7 +292,7 @@ func cmdRun(args []string, stderr io.Writer) int {
 
 	setMemoryLimit(enabled, log)
 	reg, metrics := newRegistry()
-	exps, err := newExporters(enabled, exporter.Options{Logger: log, UntilIdle: f.untilIdle, Version: versionString(), Metrics: metrics})
+	exps, err := newExporters(enabled, exporter.Options{Logger: log, UntilIdle: f.untilIdle, Version: versionString(), Metrics: metrics, LogPayloads: f.logPayloads})
 	if err != nil {
 		fmt.Fprintf(stderr, "jetlake run: %v\n", err)
 		return exitFailure
@@ -323,7 +323,7 @@ func cmdRun(args []string, stderr io.Writer) int {
 // runFlags are the flags of jetlake run.
 type runFlags struct {
 	path, logFormat, logLevel, metricsAddr, cpuProfile string
-	untilIdle                                          bool
+	untilIdle, logPayloads                             bool
 }
 
 // parseRunFlags parses the arguments of jetlake run. On a usage error it
@@ -338,6 +338,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, bool) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve /metrics, /healthz and /readyz on this address, e.g. 127.0.0.1:9464 (off by default)")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (for go tool pprof)")
+	fs.BoolVar(&f.logPayloads, "log-payloads", false, "with -log-level debug, log each rejected message's reason with the value it quotes from the payload or a header (may be personal data; off: no payload bytes are logged)")
 	if err := fs.Parse(args); err != nil {
 		return f, false
 	}

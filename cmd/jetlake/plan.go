@@ -26,6 +26,7 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 	path := fs.String("config", "", "connector file or directory of *.toml files")
 	cleanup := fs.Bool("cleanup", false, "remove the probe object afterwards (needs s3:DeleteObject)")
 	timeout := fs.Duration("timeout", 10*time.Second, "time limit of each network call")
+	showPayloads := fs.Bool("show-payloads", false, "print the value a sample message was rejected for (may be personal data; off: the column and what is wrong only)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -48,7 +49,7 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
-		res := plan.Run(ctx, c, plan.Options{Cleanup: *cleanup, Timeout: *timeout, Now: time.Now().UTC()})
+		res := plan.Run(ctx, c, plan.Options{Cleanup: *cleanup, Timeout: *timeout, Now: time.Now().UTC(), ShowPayloads: *showPayloads})
 		printPlan(stdout, c, res, *cleanup)
 		failed += res.Count(plan.Fail)
 		warned += res.Count(plan.Warn)
@@ -294,6 +295,10 @@ func (w *effectiveWriter) output(o config.Output, iceberg bool) {
 	if !iceberg {
 		w.kv("path_template", o.PathTemplate.String(), "")
 		w.kv("group_by", o.GroupBy, "")
+	}
+	if o.UsesContent() || iceberg {
+		// Capped only where the messages choose their directories.
+		w.kv("max_open_directories", o.MaxOpenDirectories, "")
 	}
 	w.kv("include_metadata", o.IncludeMetadata, "")
 	w.kv("include_headers", o.IncludeHeaders, "")

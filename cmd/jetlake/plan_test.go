@@ -650,3 +650,34 @@ partitioning = ["day(created_at)", "tenant"]
 		}
 	}
 }
+
+// TestPlanPrintsARejectedSampleWithoutItsValueUnlessAsked: the reason a
+// sample message would be rejected for names the column and what is
+// wrong, not the value, which is the publisher's and may be personal data;
+// -show-payloads prints it.
+func TestPlanPrintsARejectedSampleWithoutItsValueUnlessAsked(t *testing.T) {
+	const secret = "ada.lovelace@example.com"
+	publishPlanMessages(t, "PLANREJECT",
+		"planreject.a", `{"tenant":"acme","created_at":"`+secret+`"}`,
+		"planreject.a", `{"tenant":"acme","created_at":"2026-10-01T08:00:00Z"}`)
+	path := writeFile(t, "plan.toml", planFileBody(t, shared.NATS(t).URL, "PLANREJECT", "planreject", "plan", "")+`
+[output]
+path_template = "{stream}/dt={date}/tenant={column:tenant}"
+time_source = "column:created_at"
+`+createdAtAndTenant)
+	const rejected = "sequence 1: rejected, to s3://plan/raw/_jetlake/rejected/: column created_at (source created_at): a string that is not an RFC 3339 timestamp is not a timestamp"
+	code, out, errOut := jetlakeEnv(t, shared.MinIO(t).ClientEnv(), "plan", "-config", path)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, rejected) || strings.Contains(out+errOut, secret) {
+		t.Errorf("output lacks %q, or quotes the value %q:\n%s%s", rejected, secret, out, errOut)
+	}
+	code, out, errOut = jetlakeEnv(t, shared.MinIO(t).ClientEnv(), "plan", "-show-payloads", "-config", path)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, `value "`+secret+`"`) {
+		t.Errorf("with -show-payloads, the output lacks the value %q:\n%s", secret, out)
+	}
+}

@@ -32,9 +32,11 @@ type Metrics struct {
 	BufferedPeak     *prometheus.GaugeVec
 	OldestBuffered   *prometheus.GaugeVec
 	OpenBuffers      *prometheus.GaugeVec
-	Pending          *prometheus.GaugeVec
-	AckPending       *prometheus.GaugeVec
-	Freshness        *prometheus.GaugeVec
+	// OpenDirectories counts the directories max_open_directories caps.
+	OpenDirectories *prometheus.GaugeVec
+	Pending         *prometheus.GaugeVec
+	AckPending      *prometheus.GaugeVec
+	Freshness       *prometheus.GaugeVec
 
 	// Iceberg tables, by connector and table.
 	Commits        *prometheus.CounterVec
@@ -92,6 +94,8 @@ func New(reg prometheus.Registerer) *Metrics {
 		OldestBuffered: gauge("oldest_buffered_age_seconds", "Age of the oldest open buffer.", "connector"),
 		OpenBuffers: gauge("open_buffers",
 			"Open buffers: one per directory (and subject, with group_by subject) receiving messages; partitions by payload fields or headers open one per distinct value.", "connector"),
+		OpenDirectories: gauge("open_directories",
+			"Directories counted against max_open_directories (written to within max_file_age), when paths depend on the messages' content or the connector writes a table.", "connector"),
 		Pending:    gauge("consumer_pending_messages", "Messages in the stream not yet delivered to the consumer.", cs...),
 		AckPending: gauge("consumer_ack_pending_messages", "Messages delivered to the consumer and not yet acked.", cs...),
 		Freshness:  gauge("freshness_seconds", "Now minus the timestamp of the newest exported message.", cs...),
@@ -150,7 +154,7 @@ func gauge(name, help string, labels ...string) *prometheus.GaugeVec {
 // collectors lists every metric, for registration.
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.Received, m.Redelivered, m.Acked, m.Objects, m.Bytes, m.UploadSeconds,
-		m.ObjectBytes, m.UploadErrors, m.Lost, m.Rejected, m.Untrusted, m.ConsumerRebuilds, m.BufferedMessages, m.BufferedBytes, m.BufferedPeak, m.OldestBuffered, m.OpenBuffers, m.EventTimeFallback,
+		m.ObjectBytes, m.UploadErrors, m.Lost, m.Rejected, m.Untrusted, m.ConsumerRebuilds, m.BufferedMessages, m.BufferedBytes, m.BufferedPeak, m.OldestBuffered, m.OpenBuffers, m.OpenDirectories, m.EventTimeFallback,
 		m.Pending, m.AckPending, m.Freshness, m.Commits, m.CommitSeconds, m.CommitFiles, m.LastCommit, m.TableSnapshots, m.Expired, m.CompactedFiles, m.CompactedBytes, m.DataFiles, m.SmallFiles, m.Compactable, m.OldestClosed, m.MetadataBytes, m.Orphans,
 		m.PartitionsHeld, m.PartitionsStalled, m.LeaseRenewals, m.Handovers, m.HandoverSeconds}
 }

@@ -65,6 +65,9 @@ type Options struct {
 	Cleanup bool          // remove the probe afterwards (needs s3:DeleteObject)
 	Timeout time.Duration // time limit of each network call
 	Now     time.Time     // the time of the sample keys' messages
+	// ShowPayloads prints the value a sample message was rejected for;
+	// without it, the reason names the column and what is wrong alone.
+	ShowPayloads bool
 }
 
 // maxSampleSubjects is how many concrete subjects a plan lists per

@@ -170,7 +170,13 @@ func (p *planner) contentSamples(ctx context.Context, nc *nats.Conn, s config.St
 		var line string
 		switch {
 		case err != nil:
-			line = fmt.Sprintf("sequence %d: rejected, to s3://%s/%s: %v", m.Seq, c.S3.Bucket, pathtemplate.KindPrefix(c.S3.Prefix, pathtemplate.Rejected), err)
+			// The reason quotes the payload, personal data maybe:
+			// only when asked for.
+			why := content.Redacted(err)
+			if p.o.ShowPayloads {
+				why = err.Error()
+			}
+			line = fmt.Sprintf("sequence %d: rejected, to s3://%s/%s: %s", m.Seq, c.S3.Bucket, pathtemplate.KindPrefix(c.S3.Prefix, pathtemplate.Rejected), why)
 		default:
 			var key string
 			var kerr error
