@@ -26,9 +26,6 @@ import (
 // record, why a typed column refused it.
 const RejectReasonHeader = "Jetlake-Reject-Reason"
 
-// pinHeader carries the pin id on messages of a pinned consumer.
-const pinHeader = "Nats-Pin-Id"
-
 // add buffers one message and seals what its arrival makes due.
 func (r *runner) add(d delivery) {
 	s, md, ok := r.admit(d)
@@ -59,12 +56,16 @@ func (r *runner) admit(d delivery) (*streamState, jsclient.AckInfo, bool) {
 	seq := md.StreamSeq
 	s.drained = md.Pending == 0
 	if s.cfg.Failover == config.FailoverPinned {
-		if pin := msg.Headers().Get(pinHeader); pin != "" && pin != s.pin {
-			// This instance was just pinned: recover what the previous
-			// active one left before exporting anything.
-			s.pin = pin
-			r.log.Info("pinned: this instance is active", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer)
-			r.takeOver(r.ctx, s)
+		if pin := jsclient.ServerPin(msg.Headers()); pin != "" && pin != s.pin && !s.takingOver {
+			if pin == s.notPin {
+				// A pin the server did not confirm: its messages are
+				// another instance's, or come again.
+				return s, md, false
+			}
+			// Maybe pinned just now: the server confirms it before this
+			// instance recovers what the previous active one left and
+			// exports anything; the stream's deliveries wait meanwhile.
+			r.confirmPin(s, pin)
 		}
 	}
 	if s.takingOver {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jetlake/jetlake/config"
@@ -40,6 +41,49 @@ func (e *Exporter) checkPin(ctx context.Context, s *streamState, pin string) err
 		return fmt.Errorf("%w (pinned when sealed %q, now %q)", errFenced, pin, pinned)
 	}
 	return nil
+}
+
+// confirmPin asks the consumer's leader, beside the loop, whether this
+// instance is pinned with pin, the pin id the server set on a message and
+// not the one this instance held. The stream's deliveries are parked
+// meanwhile. Confirmed, this instance takes the consumer over. Otherwise
+// the pin moved on already: it is remembered as not this instance's (its
+// messages come again to the instance pinned now), and the parked
+// deliveries are taken in again. When the leader does not answer, the
+// deliveries that carry pin are left to the server, which sends them again
+// after AckWait, and the next one asks again.
+func (r *runner) confirmPin(s *streamState, pin string) {
+	s.takingOver = true
+	js := r.e.js
+	r.beside(func() func() {
+		pinned, err := pin, error(nil)
+		if js != nil {
+			ctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
+			pinned, err = jsclient.Pinned(ctx, js, s.cfg.Stream, s.cfg.Consumer)
+			cancel()
+		}
+		return func() {
+			s.takingOver = false
+			if err == nil && pinned == pin {
+				s.pin = pin
+				r.log.Info("pinned: this instance is active", s.logAttrs()...)
+				r.takeOver(r.ctx, s)
+				return
+			}
+			parked := s.parked
+			s.parked = nil
+			if err != nil {
+				r.log.Warn("could not ask which instance is pinned; the messages of the new pin come again", s.logAttrs("error", err)...)
+				parked = slices.DeleteFunc(parked, func(d delivery) bool { return jsclient.ServerPin(d.msg.Headers()) == pin })
+			} else {
+				r.log.Info("a message came with a pin the server does not hold; left to the instance pinned now", s.logAttrs("pinned", pinned != "")...)
+				s.notPin = pin
+			}
+			for _, d := range parked {
+				r.add(d)
+			}
+		}
+	})
 }
 
 // forgetFenced deletes the intent (id) of a batch its fence stopped, when

@@ -20,23 +20,30 @@ import (
 // only after AckWait.
 func (r *runner) pull(s *streamState) error {
 	i := slices.Index(r.streams, s)
-	opts := []jetstream.PullConsumeOpt{
-		jetstream.PullMaxMessagesWithBytesLimit(min(max(s.cfg.MaxAckPending, 1), 1000), r.pullBytes()),
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { r.pullError(s, err) }),
-	}
-	if s.cfg.Failover == config.FailoverPinned {
-		// A pull request well within the pinned TTL: the server unpins a
-		// client that sent none for that long, even an idle one, and the
-		// next pull then takes the pin over again with a recovery.
-		opts = append(opts, jetstream.PullPriorityGroup(jsclient.PriorityGroup),
-			jetstream.PullExpiry(max(s.cfg.PriorityTimeout/3, time.Second)))
-	}
-	cc, err := s.cons.Consume(func(msg jetstream.Msg) {
+	handle := func(msg jetstream.Msg) {
 		select {
 		case r.wires.in <- delivery{stream: i, msg: msg}:
 		case <-r.wires.quit:
 		}
-	}, opts...)
+	}
+	batch, maxBytes := min(max(s.cfg.MaxAckPending, 1), 1000), r.pullBytes()
+	var cc jetstream.ConsumeContext
+	var err error
+	if s.cfg.Failover == config.FailoverPinned {
+		// Requests that carry the pin the server set, where Consume sends
+		// the first value of a message's Nats-Pin-Id, a publisher's when
+		// it set one (see jsclient.PullPinned). A request well within the
+		// pinned TTL: the server unpins a client that sent none for that
+		// long, even an idle one, and the next pull then takes the pin
+		// over again with a recovery.
+		cc, err = jsclient.PullPinned(r.e.js, s.cfg.Stream, s.cfg.Consumer, jsclient.PullOptions{
+			Batch: batch, MaxBytes: maxBytes, Expires: max(s.cfg.PriorityTimeout/3, time.Second),
+		}, handle, func(err error) { r.pullError(s, err) })
+	} else {
+		cc, err = s.cons.Consume(handle,
+			jetstream.PullMaxMessagesWithBytesLimit(batch, maxBytes),
+			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { r.pullError(s, err) }))
+	}
 	if err != nil {
 		err = fmt.Errorf("stream %s, consumer %s: consume: %w", s.cfg.Stream, s.cfg.Consumer, err)
 		r.fail(err)

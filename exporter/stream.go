@@ -35,6 +35,7 @@ type streamState struct {
 	book      progress.Book
 	unsure    map[string]*unresolved // intents whose object was missing, by intent key
 	pin       string                 // Nats-Pin-Id of the last message on a pinned consumer
+	notPin    string                 // a later pin the server did not confirm
 	recovered int                    // intents recovered at start
 
 	// A partition of a partitioned entry: its lease and handover, and the

@@ -1,7 +1,8 @@
 // Package jsclient is how jetlake talks to JetStream: the connection's
 // options, the JetStream context, the settings of the consumers jetlake
-// creates and the one check of an existing consumer, permissions
-// violations and the grant each needs, and subject lookups.
+// creates and the one check of an existing consumer, the pulls of pinned
+// consumers, permissions violations and the grant each needs, and subject
+// lookups.
 package jsclient
 
 import (
