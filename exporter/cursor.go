@@ -191,10 +191,11 @@ func (e *Exporter) findConsumer(ctx context.Context, s *streamState, from uint64
 	})
 }
 
-// recordStart returns the first sequence s's export record does not hold:
-// every sequence below it is exported. 0 when there is no record of this
-// stream, or when the record claims sequences the stream never had and is
-// not believed.
+// recordStart returns the first sequence s's export record (with what the
+// record rebuilt from the lake at set-up says) does not hold: every
+// sequence below it is exported. 0 when there is no record of this stream,
+// or when the record claims sequences the stream never had and is not
+// believed.
 func (e *Exporter) recordStart(ctx context.Context, s *streamState) (uint64, error) {
 	if e.intents == nil {
 		return 0, nil
@@ -203,20 +204,29 @@ func (e *Exporter) recordStart(ctx context.Context, s *streamState) (uint64, err
 	var bad *state.UnreadableRecordError
 	switch {
 	case errors.As(err, &bad):
-		return 0, nil
+		rec = nil
 	case err != nil:
 		return 0, err
-	case rec == nil:
+	}
+	var floor uint64
+	have := false
+	if rec != nil {
+		si, err := s.stream.Info(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("stream info: %w", err)
+		}
+		if state.Judge(rec, s.created, si.State.LastSeq) == state.Believed {
+			floor, have = rec.Floor, true
+		}
+	}
+	if r := s.rebuilt; r != nil && r.StreamCreated.Equal(s.created) && r.Claims() > 0 {
+		floor, _ = state.Merged(floor, nil, r)
+		have = true
+	}
+	if !have {
 		return 0, nil
 	}
-	si, err := s.stream.Info(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("stream info: %w", err)
-	}
-	if state.Judge(rec, s.created, si.State.LastSeq) != state.Believed {
-		return 0, nil
-	}
-	return rec.Floor + 1, nil
+	return floor + 1, nil
 }
 
 // checkCursor compares what a walk found with where the consumer is: the

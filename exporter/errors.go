@@ -11,6 +11,7 @@ import (
 
 	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/objstore"
+	"github.com/jetlake/jetlake/exporter/state"
 )
 
 // The one classifier of errors: what stops a connector (permanent), what
@@ -20,11 +21,13 @@ import (
 // permanent reports whether err is one that waiting does not mend, and
 // that stops the connector: a wrong setting (jsclient.ConfigError), a
 // refusal of the store or server (objstore.PermanentError), or another
-// writer's object at a key (objstore.CollisionError).
+// writer's object at a key (objstore.CollisionError), a state bucket that
+// can lose entries by itself (state.UnsafeBucketError).
 func permanent(err error) bool {
 	var ce *jsclient.ConfigError
 	var coll *objstore.CollisionError
-	return errors.As(err, &ce) || objstore.IsPermanent(err) || errors.As(err, &coll)
+	var ub *state.UnsafeBucketError
+	return errors.As(err, &ce) || objstore.IsPermanent(err) || errors.As(err, &coll) || errors.As(err, &ub)
 }
 
 // retryable reports whether a set-up error may go away by itself: a network

@@ -74,6 +74,12 @@ type Exporter struct {
 	content *content.Reader
 
 	intents state.Store
+	// stateReplicas are the state bucket's replicas: fewer than a
+	// stream's, and the record is lost in an outage the stream survives.
+	stateReplicas int
+	// runCtx is Run's context, for set-up work that outlasts an attempt's
+	// deadline: listing a large lake to rebuild an export record.
+	runCtx context.Context
 	// wrapState, when set, wraps the state bucket: tests use it to stall
 	// it.
 	wrapState   func(state.Store) state.Store
@@ -212,6 +218,7 @@ type bucketChecker interface {
 func (e *Exporter) Run(ctx context.Context) error {
 	ctx, unwatch := e.perms.Context(ctx)
 	defer unwatch()
+	e.runCtx = ctx
 	nc, streams, err := e.setUp(ctx)
 	if nc != nil {
 		defer nc.Close()
@@ -313,6 +320,7 @@ func (e *Exporter) openState(ctx context.Context, js jetstream.JetStream) error 
 		return err
 	}
 	e.intents = kv
+	e.stateReplicas = kv.Replicas()
 	if e.wrapState != nil {
 		e.intents = e.wrapState(kv)
 	}

@@ -61,6 +61,9 @@ type streamState struct {
 	// the pulls, taken by the loop.
 	pullTrouble atomic.Pointer[string]
 	cur         cursor // the consumer as a cursor rebuilt from the record
+	// The export record rebuilt from the lake at set-up (see
+	// checkRecord), or nil: true whatever the bucket says since.
+	rebuilt *state.Record
 
 	filtered  bool             // the consumer sees only some of the stream's subjects
 	retained  bool             // work-queue or interest retention: see progress.Ledger.Retain
@@ -101,7 +104,8 @@ type delivery struct {
 // setupStream makes sure the consumer exists (created from the export
 // record when it is missing), records the stream's identity, recovers the
 // intents left by an earlier process, and resets the consumer to its ack
-// floor so unacked messages come back at once.
+// floor so unacked messages come back at once. An export record that is
+// missing or in doubt is rebuilt from the lake first (see checkRecord).
 func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *streamState) error {
 	stream, err := js.Stream(ctx, s.cfg.Stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -115,6 +119,14 @@ func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *s
 	s.created = si.Created.UTC()
 	s.intentPrefix = statekey.StreamIntents(e.cfg.Name, s.cfg.Stream, s.cfg.Consumer)
 	s.recordKey = statekey.Record(e.cfg.Name, s.cfg.Stream, s.cfg.Consumer)
+	if e.stateReplicas > 0 && e.stateReplicas < si.Config.Replicas {
+		e.log.Warn("the state bucket has fewer replicas than the stream: an outage the stream survives can lose the export records and intents",
+			"bucket", e.cfg.State.Bucket, "bucket_replicas", e.stateReplicas, "stream", s.cfg.Stream, "stream_replicas", si.Config.Replicas,
+			"fix", "state.replicas (for a bucket jetlake creates), or nats stream edit KV_"+e.cfg.State.Bucket+" --replicas")
+	}
+	if err := e.checkRecord(ctx, js, s); err != nil {
+		return fmt.Errorf("stream %s, consumer %s: export record: %w", s.cfg.Stream, s.cfg.Consumer, err)
+	}
 	from, err := e.recordStart(ctx, s)
 	if err != nil {
 		return fmt.Errorf("stream %s, consumer %s: export record: %w", s.cfg.Stream, s.cfg.Consumer, err)
@@ -125,7 +137,7 @@ func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *s
 	}
 	switch {
 	case did == jsclient.Made && from > 0:
-		e.log.Warn("the consumer was missing: created from the export record", s.logAttrs("deliver_from", from)...)
+		e.log.Warn("the consumer was missing: created from the export record", s.logAttrs("record_floor", from-1, "deliver_from", from)...)
 		e.m.ConsumerRebuilds.WithLabelValues(e.cfg.Name, s.cfg.Stream, rebuildMissing).Inc()
 	case did == jsclient.Rebuilt:
 		e.log.Info("the consumer is rebuilt from the export record where consumer_storage says", s.logAttrs(

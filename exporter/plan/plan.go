@@ -21,6 +21,7 @@ import (
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/jsclient"
+	"github.com/jetlake/jetlake/exporter/state"
 )
 
 // Status is the outcome of a check.
@@ -242,7 +243,7 @@ func (p *planner) checkStream(ctx context.Context, nc *nats.Conn, js jetstream.J
 func (p *planner) checkStateBucket(ctx context.Context, js jetstream.JetStream) {
 	b := p.c.State.Bucket
 	octx, cancel := p.op(ctx)
-	_, err := js.KeyValue(octx, b)
+	kv, err := js.KeyValue(octx, b)
 	cancel()
 	switch {
 	case errors.Is(err, jetstream.ErrBucketNotFound):
@@ -252,6 +253,42 @@ func (p *planner) checkStateBucket(ctx context.Context, js jetstream.JetStream) 
 	case err != nil:
 		p.add(Fail, "state bucket %s: %v", b, p.why(octx, err))
 	default:
+		p.checkBucketLimits(ctx, js, kv)
+	}
+}
+
+// checkBucketLimits fails a state bucket that can lose entries by itself
+// (run refuses it), and warns when it has fewer replicas than a stream.
+func (p *planner) checkBucketLimits(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue) {
+	b := p.c.State.Bucket
+	octx, cancel := p.op(ctx)
+	st, err := kv.Status(octx)
+	cancel()
+	if err != nil {
+		p.add(Fail, "state bucket %s: %v", b, p.why(octx, err))
+		return
+	}
+	bs, ok := st.(*jetstream.KeyValueBucketStatus)
+	if !ok || bs.StreamInfo() == nil {
 		p.add(OK, "state bucket %s: exists", b)
+		return
+	}
+	cfg := bs.StreamInfo().Config
+	if why := state.Unsafe(b, cfg); why != "" {
+		p.add(Fail, "state bucket %s: %s", b, why)
+		return
+	}
+	p.add(OK, "state bucket %s: exists (%s storage, %d replicas, no expiry)", b, cfg.Storage, max(cfg.Replicas, 1))
+	for _, s := range p.c.Streams {
+		octx, cancel := p.op(ctx)
+		st, err := js.Stream(octx, s.Stream)
+		cancel()
+		if err != nil {
+			continue // reported with the stream
+		}
+		if r := st.CachedInfo().Config.Replicas; r > max(cfg.Replicas, 1) {
+			p.add(Warn, "state bucket %s: %d replicas, fewer than stream %s's %d: an outage the stream survives can lose the export records and intents; nats stream edit KV_%s --replicas %d",
+				b, max(cfg.Replicas, 1), s.Stream, r, b, r)
+		}
 	}
 }

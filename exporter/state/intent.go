@@ -51,13 +51,15 @@ type Store interface {
 
 // KV is an intentStore on a JetStream key-value bucket.
 type KV struct {
-	kv jetstream.KeyValue
+	kv       jetstream.KeyValue
+	replicas int
 }
 
 // MaxValue bounds a value of the state bucket it creates.
 const MaxValue = 1 << 20
 
-// Open opens (creating if needed) the state bucket.
+// Open opens (creating if needed) the state bucket. An existing bucket
+// that can lose entries by itself (see Unsafe) is an *UnsafeBucketError.
 func Open(ctx context.Context, js jetstream.JetStream, bucket string, replicas int) (*KV, error) {
 	kv, err := js.KeyValue(ctx, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
@@ -79,7 +81,19 @@ func Open(ctx context.Context, js jetstream.JetStream, bucket string, replicas i
 	if err != nil {
 		return nil, fmt.Errorf("state bucket %s: %w", bucket, err)
 	}
-	return &KV{kv: kv}, nil
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("state bucket %s: %w", bucket, err)
+	}
+	out := &KV{kv: kv, replicas: 1}
+	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok && bs.StreamInfo() != nil {
+		cfg := bs.StreamInfo().Config
+		if why := Unsafe(bucket, cfg); why != "" {
+			return nil, &UnsafeBucketError{Bucket: bucket, Why: why}
+		}
+		out.replicas = max(cfg.Replicas, 1)
+	}
+	return out, nil
 }
 
 func (k *KV) Create(ctx context.Context, key string, value []byte) error {
