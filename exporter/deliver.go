@@ -119,6 +119,10 @@ func (r *runner) buffer(d delivery, s *streamState, md jsclient.AckInfo) bool {
 		r.poison(s, msg, fmt.Errorf("message of %d bytes can not fit in an object of at most %d bytes", len(r.intake.rec.Data), r.e.opts.MaxObjectSize))
 		return false
 	}
+	if why := s.takeRefused(seq); why != nil {
+		r.reject(d.stream, s, msg, why)
+		return false
+	}
 	r.intake.tplVals = pathtemplate.Values{Stream: s.cfg.Stream, Subject: r.intake.rec.Subject, Consumer: s.consumerName(), Time: ts}
 	if c := r.e.content; c != nil {
 		fellBack, err := c.Read(r.intake.rec.Data, msg.Headers(), ts, &r.intake.tplVals)
@@ -252,7 +256,8 @@ func (r *runner) reject(idx int, s *streamState, msg jetstream.Msg, reason error
 
 // rejectKind is the reason label of jetlake_messages_rejected_total:
 // "event_time" for a message without an event time, "cardinality" for one
-// beyond max_open_directories, "type" for a value a typed column refuses.
+// beyond max_open_directories, "key" for one whose object key the store
+// refused (keyRefused), "type" for a value a typed column refuses.
 func rejectKind(reason error) string {
 	var ne *content.NoEventTimeError
 	var ce *CardinalityError
@@ -261,6 +266,8 @@ func rejectKind(reason error) string {
 		return "event_time"
 	case errors.As(reason, &ce):
 		return "cardinality"
+	case keyError(reason) != nil:
+		return "key"
 	}
 	return "type"
 }

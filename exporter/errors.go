@@ -56,6 +56,8 @@ func errorKind(err error) string {
 		return "collision"
 	case objstore.IsPermanent(err):
 		return "permanent"
+	case keyError(err) != nil:
+		return "key"
 	case errors.As(err, &er) && (er.Code == "SlowDown" || er.StatusCode == 503):
 		return "throttled"
 	case errors.As(err, &er) && er.StatusCode >= 500:

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/formats"
@@ -41,11 +42,28 @@ func (s *MemStore) Put(_ context.Context, key string, body formats.Body, o objst
 	if s.puts <= s.n {
 		return s.err
 	}
+	if err := memKeyError(key); err != nil {
+		return err
+	}
 	if _, ok := s.objects[key]; ok && o.IfNoneMatch {
 		return fmt.Errorf("put %s: %w", key, objstore.ErrExists)
 	}
 	s.store(key, body.Bytes(), o.Metadata)
 	s.keys = append(s.keys, key)
+	return nil
+}
+
+// memKeyError refuses the keys S3 or MinIO refuse: longer than 1024 bytes,
+// not UTF-8, or with a segment longer than 255 bytes (MinIO's, a file
+// name on its disks).
+func memKeyError(key string) error {
+	bad := len(key) > 1024 || !utf8.ValidString(key)
+	for seg := range strings.SplitSeq(key, "/") {
+		bad = bad || len(seg) > 255
+	}
+	if bad {
+		return &objstore.KeyError{Key: key, Code: "XMinioInvalidObjectName", Err: fmt.Errorf("put %s: invalid object name", key)}
+	}
 	return nil
 }
 

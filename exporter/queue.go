@@ -389,6 +389,9 @@ func (r *runner) finish(res *result) error {
 	case res.stored:
 		r.log.Warn("object stored but not acked; its messages are acked when they come back",
 			"key", res.key, "messages", b.Len(), "error", res.err)
+	case keyError(res.err) != nil && j.set == r.set:
+		// Rejected keys are jetlake's own names, which a store takes.
+		r.keyRefused(s, b, keyError(res.err))
 	default:
 		r.log.Warn("batch not exported; its messages stay unacked and are redelivered",
 			"key", res.key, "messages", b.Len(), "error", res.err)

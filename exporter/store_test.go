@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -150,4 +151,21 @@ func storeContract(t *testing.T, st contractStore) {
 		t.Fatalf("conditional Put after Delete: %v", err)
 	}
 	wantBody(a, "three\n")
+
+	// A key the store refuses is a *KeyError, which the exporter does not
+	// retry: longer than 1024 bytes, not UTF-8, a segment longer than the
+	// 255 bytes MinIO takes.
+	for _, key := range []string{
+		"raw/" + strings.Repeat("k", 1100),
+		"raw/\xff/x.jsonl",
+		"raw/" + strings.Repeat("k", 256) + "/x.jsonl",
+	} {
+		var ke *objstore.KeyError
+		if err := put(key, "x\n", nil, true); !errors.As(err, &ke) || ke.Key != key {
+			t.Errorf("Put(%.40q...) = %v, want a KeyError naming the key", key, err)
+		}
+	}
+	if err := put("raw/"+strings.Repeat("k", 255)+"/x.jsonl", "x\n", nil, true); err != nil {
+		t.Errorf("Put with a segment of 255 bytes: %v", err)
+	}
 }

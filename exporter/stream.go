@@ -49,6 +49,9 @@ type streamState struct {
 	newest time.Time // timestamp of the newest exported message
 
 	poisoned *job // a poison marker that consecutive poison messages may still join
+	// The messages of batches whose key the store refused, rejected when
+	// they come back (keyRefused).
+	refused map[uint64]error
 
 	// A pinned consumer's takeover: recovery runs beside the loop, and
 	// the stream's deliveries wait meanwhile.

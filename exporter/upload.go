@@ -99,7 +99,9 @@ func (e *Exporter) storeBatch(ctx context.Context, j *job) *result {
 	}
 	res.key, err = pathtemplate.Key(prefix, b.Dir, b.First, b.Last, j.enc.Ext())
 	if err != nil {
-		res.err = err
+		// No store takes it: its messages are rejected (keyRefused).
+		long := string(pathtemplate.AppendKey(nil, prefix, []byte(b.Dir), b.First, b.Last, j.enc.Ext()))
+		res.err = &objstore.KeyError{Key: long, Err: err}
 		return res
 	}
 	st := j.stream
@@ -139,6 +141,9 @@ func (e *Exporter) storeBatch(ctx context.Context, j *job) *result {
 	}); res.err != nil {
 		if errors.Is(res.err, errFenced) && res.intentKey != "" {
 			e.forgetFenced(ctx, res, in.ID)
+		}
+		if keyError(res.err) != nil {
+			e.forgetRefused(ctx, res)
 		}
 		return res
 	}
@@ -238,8 +243,8 @@ func (c *batchSteps) ownedUntil() time.Time { return ownedUntil(c.progress, c.ac
 // for an instance whose link to NATS froze while a standby took over. It
 // keeps the messages in progress, with InProgress the server confirms, and
 // returns ErrAbandoned once it cannot: the AckWait is (nearly) spent. It
-// returns a *PermanentError or *CollisionError at once, and ctx's error
-// when ctx ends.
+// returns a *PermanentError, *CollisionError or *KeyError (a key the store
+// refuses is refused again) at once, and ctx's error when ctx ends.
 func (c *batchSteps) do(ctx context.Context, what string, step func(context.Context) error) error {
 	for attempt := 0; ; attempt++ {
 		if !time.Now().Before(uploadRenewAt(c.progress, c.ackWait)) {
@@ -263,7 +268,7 @@ func (c *batchSteps) do(ctx context.Context, what string, step func(context.Cont
 		}
 		c.e.uploadFailed()
 		c.e.m.UploadErrors.WithLabelValues(c.e.cfg.Name, c.stream, errorKind(err)).Inc()
-		if permanent(err) || errors.Is(err, errFenced) {
+		if permanent(err) || errors.Is(err, errFenced) || keyError(err) != nil {
 			return err
 		}
 		if ctx.Err() != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/minio/minio-go/v7/pkg/encrypt"
+	"github.com/minio/minio-go/v7/pkg/s3utils"
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/formats"
@@ -80,6 +81,32 @@ func IsPermanent(err error) bool {
 	return errors.As(err, &pe)
 }
 
+// KeyError is a store's refusal of an object key, such as MinIO's
+// XMinioInvalidObjectName for a segment longer than 255 bytes, or a key
+// longer than S3's 1024 bytes: retrying the same key will not mend it, but
+// it concerns that key alone, not the connector. The exporter sets the
+// batch's messages aside as rejected.
+type KeyError struct {
+	Key  string
+	Code string // the S3 error code, or "" when the client refused the key
+	Err  error
+}
+
+func (e *KeyError) Error() string {
+	return fmt.Sprintf("the store refuses the object key %q: %v", e.Key, e.Err)
+}
+
+func (e *KeyError) Unwrap() error { return e.Err }
+
+// keyCodes are the S3 error codes that refuse an object's key: MinIO's
+// (a segment over 255 bytes, "..", an empty segment, NUL), and AWS's.
+var keyCodes = map[string]bool{
+	"XMinioInvalidObjectName":   true,
+	"XMinioInvalidResourceName": true,
+	"InvalidObjectName":         true,
+	"KeyTooLongError":           true,
+}
+
 // permanentCodes are the S3 error codes that stop a connector: the
 // configuration or the account is wrong and waiting will not fix it. A
 // %s in a hint stands for the action the request needed.
@@ -96,9 +123,10 @@ var permanentCodes = map[string]string{
 }
 
 // classify wraps a minio error into a *PermanentError when retrying cannot
-// help; action is the IAM action the request needed (s3:PutObject for a
-// PUT), which the hint of a refusal names.
-func classify(err error, bucket, action string) error {
+// help, or into a *KeyError when the store refuses key, the key of a PUT
+// ("" for other requests); action is the IAM action the request needed
+// (s3:PutObject for a PUT), which the hint of a refusal names.
+func classify(err error, bucket, key, action string) error {
 	if err == nil {
 		return nil
 	}
@@ -109,6 +137,9 @@ func classify(err error, bucket, action string) error {
 			return fmt.Errorf("%w: %w", ErrExists, err)
 		case "NoSuchKey":
 			return fmt.Errorf("%w: %w", ErrNotFound, err)
+		}
+		if keyCodes[er.Code] && key != "" {
+			return &KeyError{Key: key, Code: er.Code, Err: err}
 		}
 		if hint, ok := permanentCodes[er.Code]; ok {
 			if strings.Contains(hint, "%s") {
@@ -257,9 +288,14 @@ func (s *S3Store) Put(ctx context.Context, key string, body formats.Body, o PutO
 	if o.IfNoneMatch {
 		opts.SetMatchETagExcept("*")
 	}
+	// minio-go refuses some keys itself (longer than 1024 bytes, not
+	// UTF-8) with a plain error, which would be retried for ever.
+	if err := s3utils.CheckValidObjectName(key); err != nil {
+		return &KeyError{Key: key, Err: err}
+	}
 	_, err := s.client.PutObject(ctx, s.bucket, key, body.NewReader(), body.Len(), opts)
 	if err != nil {
-		return classify(fmt.Errorf("put %s: %w", key, err), s.bucket, "s3:PutObject")
+		return classify(fmt.Errorf("put %s: %w", key, err), s.bucket, key, "s3:PutObject")
 	}
 	return nil
 }
@@ -285,7 +321,7 @@ func bodyCRC32C(body formats.Body) string {
 func (s *S3Store) Head(ctx context.Context, key string) (map[string]string, error) {
 	info, err := s.client.StatObject(ctx, s.bucket, key, minio.StatObjectOptions{})
 	if err != nil {
-		return nil, classify(fmt.Errorf("head %s: %w", key, err), s.bucket, "s3:GetObject")
+		return nil, classify(fmt.Errorf("head %s: %w", key, err), s.bucket, "", "s3:GetObject")
 	}
 	return info.UserMetadata, nil
 }
@@ -295,7 +331,7 @@ func (s *S3Store) Head(ctx context.Context, key string) (map[string]string, erro
 func (s *S3Store) CheckBucket(ctx context.Context) error {
 	ok, err := s.client.BucketExists(ctx, s.bucket)
 	if err != nil {
-		return classify(fmt.Errorf("check bucket %q: %w", s.bucket, err), s.bucket, "s3:ListBucket")
+		return classify(fmt.Errorf("check bucket %q: %w", s.bucket, err), s.bucket, "", "s3:ListBucket")
 	}
 	if !ok {
 		return &PermanentError{Code: "NoSuchBucket", Err: fmt.Errorf("bucket %q does not exist: create it or fix s3.bucket", s.bucket)}
@@ -310,7 +346,7 @@ func (s *S3Store) List(ctx context.Context, prefix string, fn func(key string, m
 	defer cancel()
 	for obj := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true, WithMetadata: true}) {
 		if obj.Err != nil {
-			return classify(fmt.Errorf("list %s: %w", prefix, obj.Err), s.bucket, "s3:ListBucket")
+			return classify(fmt.Errorf("list %s: %w", prefix, obj.Err), s.bucket, "", "s3:ListBucket")
 		}
 		var md map[string]string
 		if len(obj.UserMetadata) > 0 {
@@ -333,7 +369,7 @@ func (s *S3Store) ListModified(ctx context.Context, prefix string, fn func(key s
 	defer cancel()
 	for obj := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
 		if obj.Err != nil {
-			return classify(fmt.Errorf("list %s: %w", prefix, obj.Err), s.bucket, "s3:ListBucket")
+			return classify(fmt.Errorf("list %s: %w", prefix, obj.Err), s.bucket, "", "s3:ListBucket")
 		}
 		if err := fn(obj.Key, obj.LastModified); err != nil {
 			return err
@@ -346,12 +382,12 @@ func (s *S3Store) ListModified(ctx context.Context, prefix string, fn func(key s
 func (s *S3Store) Get(ctx context.Context, key string) ([]byte, error) {
 	obj, err := s.client.GetObject(ctx, s.bucket, key, minio.GetObjectOptions{})
 	if err != nil {
-		return nil, classify(fmt.Errorf("get %s: %w", key, err), s.bucket, "s3:GetObject")
+		return nil, classify(fmt.Errorf("get %s: %w", key, err), s.bucket, "", "s3:GetObject")
 	}
 	defer obj.Close()
 	body, err := io.ReadAll(obj)
 	if err != nil {
-		return nil, classify(fmt.Errorf("get %s: %w", key, err), s.bucket, "s3:GetObject")
+		return nil, classify(fmt.Errorf("get %s: %w", key, err), s.bucket, "", "s3:GetObject")
 	}
 	return body, nil
 }
@@ -361,7 +397,7 @@ func (s *S3Store) Get(ctx context.Context, key string) ([]byte, error) {
 // and commands that clean up after themselves (plan -cleanup) call it.
 func (s *S3Store) Delete(ctx context.Context, key string) error {
 	if err := s.client.RemoveObject(ctx, s.bucket, key, minio.RemoveObjectOptions{}); err != nil {
-		return classify(fmt.Errorf("delete %s: %w", key, err), s.bucket, "s3:DeleteObject")
+		return classify(fmt.Errorf("delete %s: %w", key, err), s.bucket, "", "s3:DeleteObject")
 	}
 	return nil
 }
