@@ -145,6 +145,16 @@ func TestPlanReportsConsumersThatDoNotFitWithTheFix(t *testing.T) {
 			},
 		},
 		{
+			name: "another connector's consumer", stream: "PLANOWNER", code: 1,
+			consumer: &jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: planMaxAckPending, MaxDeliver: -1, FilterSubject: "planowner.>",
+				Metadata: map[string]string{"jetlake_connector": "billing"}},
+			want: []string{
+				`FAIL  stream PLANOWNER, consumer planowner: belongs to connector "billing" (its metadata jetlake_connector), not to "planowner"`,
+				`set streams[1].consumer to another name, or, if connector "billing" is gone for good, set the consumer's jetlake_connector metadata to "planowner" or delete the consumer`,
+				"plan: 1 check failed",
+			},
+		},
+		{
 			name: "missing stream", stream: "PLANNOSTREAM", code: 1, noStream: true,
 			want: []string{"FAIL  stream PLANNOSTREAM: not found: create it, or fix streams[1].stream", "plan: 1 check failed"},
 		},

@@ -240,8 +240,9 @@ type ConsumerProblem struct {
 
 // CheckConsumer compares have, the configuration of an existing consumer,
 // with what connector c needs for its stream s. key names s in the
-// messages ("streams[2]"). The ack policy, MaxDeliver, headers-only
-// delivery and the priority policy are refused; AckWait, MaxAckPending,
+// messages ("streams[2]"). A consumer of another connector (OwnerRefusal),
+// the ack policy, MaxDeliver, headers-only delivery and the priority
+// policy are refused; AckWait, MaxAckPending,
 // the filter subjects and the pinned TTL are what run updates. No problems:
 // the consumer fits.
 func CheckConsumer(c *config.Connector, s config.Stream, key string, have jetstream.ConsumerConfig) []ConsumerProblem {
@@ -250,6 +251,9 @@ func CheckConsumer(c *config.Connector, s config.Stream, key string, have jetstr
 		out = append(out, ConsumerProblem{Refused: refused, Harmful: harmful, Msg: fmt.Sprintf(format, args...)})
 	}
 	rename := fmt.Sprintf("or set %s.consumer to another name", key)
+	if msg := OwnerRefusal(c.Name, key, have); msg != "" {
+		add(true, false, "%s", msg)
+	}
 	if have.AckPolicy != jetstream.AckExplicitPolicy {
 		add(true, false, "AckPolicy %s; jetlake needs explicit acks (buffers are uploaded out of stream order, so an ack of one message must not ack others): "+
 			"delete the consumer (jetlake re-creates it, starting at deliver_policy %q) %s", apiName(have.AckPolicy), s.DeliverPolicy, rename)
@@ -301,6 +305,28 @@ func CheckConsumer(c *config.Connector, s config.Stream, key string, have jetstr
 			config.FormatDuration(have.PinnedTTL), config.FormatDuration(want.PinnedTTL), key)
 	}
 	return out
+}
+
+// OwnerRefusal says why connector must not read the existing consumer
+// configured as have, or returns "": its metadata names another connector.
+// key names the [[streams]] entry in the fix, as in CheckConsumer ("":
+// none).
+// Two connectors on one consumer would each be delivered messages the
+// other never exports, and neither's export record would hold the whole
+// stream. A consumer without that metadata (made by hand, or by a release
+// that did not write it) is adopted, and given connector's name.
+func OwnerRefusal(connector, key string, have jetstream.ConsumerConfig) string {
+	owner, ok := have.Metadata[MetaConsumerConnector]
+	if !ok || owner == connector {
+		return ""
+	}
+	rename := "name another consumer in this connector's file"
+	if key != "" {
+		rename = fmt.Sprintf("set %s.consumer to another name", key)
+	}
+	return fmt.Sprintf("belongs to connector %q (its metadata %s), not to %q: two connectors on one consumer would each take messages the other then never exports; "+
+		"%s, or, if connector %q is gone for good, set the consumer's %s metadata to %q or delete the consumer",
+		owner, MetaConsumerConnector, connector, rename, owner, MetaConsumerConnector, connector)
 }
 
 // storageName says where a consumer keeps its state.
@@ -460,6 +486,9 @@ func Pinned(ctx context.Context, js jetstream.JetStream, stream, consumer string
 func Find(ctx context.Context, stream jetstream.Stream, connector string, s config.Stream, from func(context.Context) (uint64, error)) (cons jetstream.Consumer, made bool, err error) {
 	cons, err = stream.Consumer(ctx, s.Consumer)
 	if err == nil {
+		if msg := OwnerRefusal(connector, "", cons.CachedInfo().Config); msg != "" {
+			return nil, false, &ConfigError{Stream: s.Stream, Consumer: s.Consumer, Msg: msg}
+		}
 		return cons, false, nil
 	}
 	if !errors.Is(err, jetstream.ErrConsumerNotFound) {
@@ -471,8 +500,13 @@ func Find(ctx context.Context, stream jetstream.Stream, connector string, s conf
 	}
 	cons, err = stream.CreateConsumer(ctx, ConsumerFrom(Settings(connector, s), start))
 	if errors.Is(err, jetstream.ErrConsumerExists) {
-		// Another instance re-created it first.
+		// Another instance re-created it first, or another connector.
 		cons, err = stream.Consumer(ctx, s.Consumer)
+		if err == nil {
+			if msg := OwnerRefusal(connector, "", cons.CachedInfo().Config); msg != "" {
+				return nil, false, &ConfigError{Stream: s.Stream, Consumer: s.Consumer, Msg: msg}
+			}
+		}
 		return cons, false, err
 	}
 	if err != nil {

@@ -46,6 +46,23 @@ func TestCheckConsumerRefusesWhatRunCannotChangeAndListsWhatItUpdates(t *testing
 		{name: "one filter as a list fits", s: s, have: with(fits, func(h *jetstream.ConsumerConfig) {
 			h.FilterSubject, h.FilterSubjects = "", []string{"orders.>"}
 		})},
+		{name: "its own", s: s, have: with(fits, func(h *jetstream.ConsumerConfig) {
+			h.Metadata = map[string]string{jsclient.MetaConsumerConnector: "orders"}
+		})},
+		{name: "without an owner (made by hand or an old release)", s: s, have: with(fits, func(h *jetstream.ConsumerConfig) {
+			h.Metadata = map[string]string{"team": "billing"}
+		})},
+		{name: "another connector's", s: s, have: with(fits, func(h *jetstream.ConsumerConfig) {
+			h.Metadata = map[string]string{jsclient.MetaConsumerConnector: "billing"}
+		}), want: []problem{
+			{refused: true, msg: `belongs to connector "billing" (its metadata jetlake_connector), not to "orders": two connectors on one consumer would each take messages the other then never exports; ` +
+				`set streams[2].consumer to another name, or, if connector "billing" is gone for good, set the consumer's jetlake_connector metadata to "orders" or delete the consumer`},
+		}},
+		{name: "an empty owner is another connector's", s: s, have: with(fits, func(h *jetstream.ConsumerConfig) {
+			h.Metadata = map[string]string{jsclient.MetaConsumerConnector: ""}
+		}), want: []problem{
+			{refused: true, msg: `belongs to connector ""`},
+		}},
 		{name: "AckAll", s: s, have: with(fits, func(h *jetstream.ConsumerConfig) { h.AckPolicy = jetstream.AckAllPolicy }), want: []problem{
 			{refused: true, msg: `AckPolicy all; jetlake needs explicit acks (buffers are uploaded out of stream order, so an ack of one message must not ack others): delete the consumer (jetlake re-creates it, starting at deliver_policy "all") or set streams[2].consumer to another name`},
 		}},
