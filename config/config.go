@@ -124,6 +124,7 @@ func Load(path string) ([]*Connector, error) {
 		conns = append(conns, conn)
 	}
 	all = append(all, overlaps(placed)...)
+	all = append(all, nested(placed)...)
 	if len(all) > 0 {
 		return nil, all
 	}

@@ -167,26 +167,7 @@ func (c *checker) checkTemplate(conn *Connector, out outputCheck, s3ok bool) {
 // maxDirLen is the longest directory tpl renders for stream s: the stream and
 // consumer names are known, a subject may render to MaxValueLen bytes.
 func maxDirLen(tpl *pathtemplate.Template, s Stream) int {
-	n := 0
-	for _, part := range tpl.Parts() {
-		switch part.Var {
-		case pathtemplate.VarLiteral:
-			n += len(part.Text)
-		case pathtemplate.VarStream:
-			n += len(pathtemplate.AppendEscaped(nil, s.Stream))
-		case pathtemplate.VarConsumer:
-			n += len(pathtemplate.AppendEscaped(nil, s.Consumer))
-		case pathtemplate.VarSubject, pathtemplate.VarSubjectToken, pathtemplate.VarColumn, pathtemplate.VarHeader:
-			n += pathtemplate.MaxValueLen
-		case pathtemplate.VarDate:
-			n += len("2006-01-02")
-		case pathtemplate.VarYear:
-			n += len("2006")
-		default: // month, day, hour, minute
-			n += 2
-		}
-	}
-	return n
+	return tpl.MaxDirLen(s.Stream, s.Consumer)
 }
 
 // join lists values for a message: "a, b, c".

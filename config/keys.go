@@ -282,9 +282,9 @@ var (
 		name: "state", where: "in [state]", header: "[state]",
 		keys: []Key{
 			{Name: "bucket", Type: "string", Default: quoted(DefaultStateBucket),
-				Allowed: "A JetStream key-value bucket name (letters, digits, `_`, `-`); created on first use. Connectors may share it: keys carry the connector, stream and consumer."},
+				Allowed: "A JetStream key-value bucket name (letters, digits, `_`, `-`); created on first use, on disk, with no TTL. Connectors may share it: keys carry the connector, stream and consumer. An existing bucket that can lose entries by itself (memory storage, a TTL, limits that drop the oldest entries) is refused: it holds the export records jetlake resumes from."},
 			{Name: "replicas", Type: "integer", Default: "`1`",
-				Allowed: "`1`–`5`: replicas when the bucket is created (3 on a JetStream cluster)."},
+				Allowed: "`1`–`5`: replicas when the bucket is created (3 on a JetStream cluster). A bucket with fewer replicas than a stream is a warning at start and in `plan`."},
 		},
 	}
 	icebergSpec = spec{

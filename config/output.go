@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -73,6 +74,9 @@ func (c *checker) outputLayout(t map[string]any, p keyPath, o *outputCheck) {
 			c.report(p.key("path_template"), "%q: %v", src, err)
 		default:
 			o.PathTemplate = tpl
+			if msg := placement(tpl); msg != "" {
+				c.report(p.key("path_template"), "%q: %s", src, msg)
+			}
 		}
 	}
 	if g, ok := c.str(t, p, "group_by", GroupBySubject); ok {
@@ -253,3 +257,82 @@ func (c *checker) column(t map[string]any, p keyPath) (Column, bool) {
 // columnName is what a typed column may be called: a lower-case SQL
 // identifier that Athena, Trino and DuckDB take without quoting.
 var columnName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+
+// placement says why a path template would let a publisher choose where
+// objects go beside the connector's folders, or "" when it does not. Its
+// first segment holds literal text, {stream} or {consumer}, which the
+// connector's configuration chooses, or a time variable, so that no
+// payload, header or subject names another table's folder under the
+// prefix; and no segment's literal
+// text starts with pathtemplate.OwnDir, or with the start of it before a
+// variable, where loss markers and rejected messages are read from. (A
+// value that starts a segment never renders as OwnDir: see pathtemplate.)
+func placement(tpl *pathtemplate.Template) string {
+	seg := 0         // the segment's index
+	lead := ""       // the segment's literal text before its first variable
+	onlyText := true // the segment had no variable yet
+	ownDir := func() string {
+		start := fmt.Sprintf("starts with %q", pathtemplate.OwnDir)
+		if !strings.HasPrefix(lead, pathtemplate.OwnDir) {
+			start = fmt.Sprintf("starts with %q, which a value could complete to %q", lead, pathtemplate.OwnDir)
+		}
+		return fmt.Sprintf("segment %d %s, the folder of jetlake's own objects (loss markers, rejected messages); name it otherwise", seg+1, start)
+	}
+	for _, p := range tpl.Parts() {
+		if p.Var != pathtemplate.VarLiteral {
+			if onlyText && (strings.HasPrefix(lead, pathtemplate.OwnDir) || lead != "" && strings.HasPrefix(pathtemplate.OwnDir, lead)) {
+				return ownDir()
+			}
+			onlyText = false
+			if seg == 0 && chosen(p.Var) {
+				return fmt.Sprintf("its first segment holds %s, which the messages choose: a publisher could aim objects at another table's folder or at %s/; start the template with literal text or {stream}, such as \"{stream}/%s\"",
+					varText(p), pathtemplate.OwnDir, tpl.String())
+			}
+			continue
+		}
+		rest := p.Text
+		for {
+			piece, after, more := strings.Cut(rest, "/")
+			if onlyText {
+				lead += piece
+			}
+			if !more {
+				break
+			}
+			if onlyText && strings.HasPrefix(lead, pathtemplate.OwnDir) {
+				return ownDir()
+			}
+			seg, lead, onlyText, rest = seg+1, "", true, after
+		}
+	}
+	if onlyText && strings.HasPrefix(lead, pathtemplate.OwnDir) {
+		return ownDir()
+	}
+	return ""
+}
+
+// chosen reports whether the messages choose what v renders: their
+// subject, a payload's column or a header. (Time variables render digits
+// and "-" only; the event time bounds them.)
+func chosen(v pathtemplate.Var) bool {
+	switch v {
+	case pathtemplate.VarSubject, pathtemplate.VarSubjectToken, pathtemplate.VarColumn, pathtemplate.VarHeader:
+		return true
+	}
+	return false
+}
+
+// varText writes a template variable as a template holds it.
+func varText(p pathtemplate.Part) string {
+	switch p.Var {
+	case pathtemplate.VarSubject:
+		return "{subject}"
+	case pathtemplate.VarSubjectToken:
+		return fmt.Sprintf("{subject:%d}", p.Token)
+	case pathtemplate.VarColumn:
+		return "{column:" + p.Text + "}"
+	case pathtemplate.VarHeader:
+		return "{header:" + p.Text + "}"
+	}
+	return "a variable"
+}

@@ -106,3 +106,49 @@ func overlaps(conns []placedConnector) Errors {
 	}
 	return probs
 }
+
+// inside reports whether the folder key lies in the folder dir, or is it;
+// every folder lies in the empty prefix, the whole bucket.
+func inside(key, dir string) bool {
+	return dir == "" || within(key, dir)
+}
+
+// nested reports connectors that write under the prefix of a connector of
+// bare objects (one without [iceberg]) on the same bucket, or share it:
+// its path template puts objects in folders its messages' values name, so
+// a publisher could aim them at the other connector's objects, loss markers
+// or table, and verify of either would read the other's objects as its
+// own. Each problem is reported once, in the file of the connector inside
+// (of the one that loads later when the two share a prefix), and names the
+// other connector.
+func nested(conns []placedConnector) Errors {
+	var probs Errors
+	prefix := keyPath{}.key("s3").key("prefix")
+	for i, x := range conns {
+		for j, y := range conns {
+			if i == j || y.conn.Iceberg != nil || x.conn.S3.Bucket != y.conn.S3.Bucket || !inside(x.conn.S3.Prefix, y.conn.S3.Prefix) {
+				continue
+			}
+			if x.conn.S3.Prefix == y.conn.S3.Prefix && x.conn.Iceberg == nil && j > i {
+				continue // reported in y's file
+			}
+			msg := fmt.Sprintf("connector %q writes under s3://%s/%s, inside the prefix of connector %q (%s), s3://%s/%s, whose folders its messages name: one connector's messages could write among the other's objects, and verify would read them as its own; give each connector a prefix outside the other's",
+				x.conn.Name, x.conn.S3.Bucket, folderText(x.conn.S3.Prefix), y.conn.Name, y.at(prefix), y.conn.S3.Bucket, folderText(y.conn.S3.Prefix))
+			if x.conn.S3.Prefix == y.conn.S3.Prefix {
+				msg = fmt.Sprintf("connector %q writes under s3://%s/%s, the prefix of connector %q (%s) too: each would take the other's objects and loss markers for its own; give each connector a prefix of its own",
+					x.conn.Name, x.conn.S3.Bucket, folderText(x.conn.S3.Prefix), y.conn.Name, y.at(prefix))
+			}
+			probs = append(probs, &Problem{File: x.conn.File, Line: x.lines.line(prefix), Key: prefix.String(), Msg: msg})
+		}
+	}
+	return probs
+}
+
+// folderText writes a prefix as a folder: "lake/", or "" for the whole
+// bucket.
+func folderText(prefix string) string {
+	if prefix == "" {
+		return ""
+	}
+	return prefix + "/"
+}

@@ -12,17 +12,21 @@ import (
 // markers, as ranges) and the consumer are the evidence.
 
 // Base returns the sequence up to which every sequence is exported or out
-// of scope, by the consumer's ack floor when there is a consumer (found),
-// else by lake, what the lake holds of the stream (sorted, disjoint
+// of scope, by lake, what the lake holds of the stream (sorted, disjoint
 // ranges): the sequences below the lowest one it holds were never in the
 // connector's scope (it started later, with deliver_policy "new" or after
 // the stream had removed them) or left the lake with the oldest objects.
-// Only batches still in flight when the connector's very first object was
-// stored can be below it unexported, and only a consumer lost at that
-// moment with the state bucket leaves no other trace of them.
+// Above it, the lake decides, not the consumer's ack floor: a purge moves
+// the ack floor past what it removed, exported or not. A consumer that is
+// there (found) and whose ack floor is lower still holds the sequences
+// between unacked: the batches in flight when the connector's first object
+// was stored. Without a lake, the ack floor is all there is.
 func Base(ackFloor uint64, found bool, lake []progress.Range) uint64 {
-	if found || len(lake) == 0 {
+	switch {
+	case len(lake) == 0:
 		return ackFloor
+	case found:
+		return min(ackFloor, lake[0].First-1)
 	}
 	return lake[0].First - 1
 }

@@ -82,7 +82,9 @@ func TestBaseIsTheAckFloorOrWithoutAConsumerBelowTheLake(t *testing.T) {
 		lake     []progress.Range
 		want     uint64
 	}{
-		{"a consumer: its ack floor", 100, true, rs(501, 600), 100},
+		{"a consumer holding what is below the lake unacked: its ack floor", 100, true, rs(501, 600), 100},
+		{"a consumer whose ack floor passed the lake's first: the lake decides", 700, true, rs(501, 600), 500},
+		{"a consumer, no lake: its ack floor", 100, true, nil, 100},
 		{"no consumer: below the lake's first", 0, false, rs(501, 600), 500},
 		{"no consumer, no lake", 0, false, nil, 0},
 	}
