@@ -13,7 +13,6 @@ import (
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/formats"
-	"github.com/jetlake/jetlake/lossmarker"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 
@@ -73,7 +72,7 @@ func ReadExported(ctx context.Context, cfg *config.Connector, stream string, cre
 	err = store.List(ctx, prefix, func(key string, md map[string]string) error {
 		switch {
 		case strings.HasPrefix(key, lost):
-			ok, err := x.marker(ctx, store, key, stream, created, consumers)
+			ok, err := x.marker(ctx, store, key, md, stream, created, consumers)
 			if ok {
 				x.Markers++
 			}
@@ -154,18 +153,18 @@ func (x *Exported) object(ctx context.Context, store objstore.ObjectReader, key 
 // of one of consumers (or none) and was written for the stream created at
 // created, and reports whether it is. A marker carries no stream creation
 // time: one detected before the stream was created is of an earlier one.
-// One that does not parse is left out: its sequences are walked again,
-// and a marker written anew if they are gone.
-func (x *Exported) marker(ctx context.Context, store objstore.ObjectReader, key, stream string, created time.Time, consumers []string) (bool, error) {
-	body, err := store.Get(ctx, key)
+// One that is no marker the exporter wrote (see readMarker) is left out:
+// its sequences are walked again, and a marker written anew if they are
+// gone.
+func (x *Exported) marker(ctx context.Context, store objstore.ObjectReader, key string, md map[string]string, stream string, created time.Time, consumers []string) (bool, error) {
+	m, why, _, err := readMarker(ctx, store, key, md, stream)
 	if errors.Is(err, objstore.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", key, err)
 	}
-	m, err := lossmarker.Parse(body)
-	if err != nil || m.Stream != stream || m.DetectedAt.Before(created) ||
+	if why != "" || m.DetectedAt.Before(created) ||
 		m.Consumer != "" && !slices.Contains(consumers, m.Consumer) {
 		return false, nil
 	}

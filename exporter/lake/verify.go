@@ -275,20 +275,20 @@ func (v *verifier) checkStream(ctx context.Context, sc config.Stream, objects []
 }
 
 // readMarkers reads the loss markers of sc's stream that name its
-// consumers (or none); one that does not parse is a problem of rep.
+// consumers (or none); an object under their folder that is no marker
+// (see readMarker) is a problem of rep, never a marker.
 func (v *verifier) readMarkers(ctx context.Context, sc config.Stream, rep *Report) ([]*lossmarker.Marker, error) {
 	var markers []*lossmarker.Marker
 	mprefix := pathtemplate.StreamPrefix(v.cfg.S3.Prefix, pathtemplate.Lost, sc.Stream)
-	err := v.store.List(ctx, mprefix, func(key string, _ map[string]string) error {
+	err := v.store.List(ctx, mprefix, func(key string, md map[string]string) error {
 		v.opts.Progress.listedOne()
-		body, err := v.store.Get(ctx, key)
+		m, why, read, err := readMarker(ctx, v.store, key, md, sc.Stream)
 		if err != nil {
 			return err
 		}
-		v.opts.Progress.readOne(len(body))
-		m, err := lossmarker.Parse(body)
-		if err != nil {
-			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: %v", key, err))
+		v.opts.Progress.readOne(read)
+		if why != "" {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: not a loss marker: %s", key, why))
 			v.opts.Progress.found(1)
 			return nil
 		}
