@@ -28,7 +28,10 @@ var errFenced = errors.New("this instance is no longer pinned to the consumer: t
 // within the upload attempt, the pin closes that window: an instance
 // pinned after this check recovers the intent (pinned first, it lists the
 // intents after) and waits for the attempt to end before it looks for the
-// object; one pinned before makes the check fail.
+// object; one pinned before makes the check fail. Left open: a process
+// paused, past that wait, between the check and the send of its PUT (see
+// docs/guarantees.md, step 6); a PUT presigned before the check and
+// expiring within the wait would close it.
 func (e *Exporter) checkPin(ctx context.Context, s *streamState, pin string) error {
 	if s.cfg.Failover != config.FailoverPinned || e.js == nil {
 		return nil
