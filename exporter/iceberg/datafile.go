@@ -63,7 +63,9 @@ func dataFile(ctx context.Context, fio iceio.IO, loc string, schema *iceberg.Sch
 		}
 		switch v := folder[i]; v {
 		case "null":
-			delete(values, f.FieldID)
+			// Present with nil, not absent: AddDataFiles refuses a data
+			// file whose partition lacks a field of the spec.
+			values[f.FieldID] = nil
 		default:
 			n, err := strconv.ParseInt(v, 10, 32)
 			if err != nil || n < 0 || n >= int64(bucket.NumBuckets) {

@@ -290,7 +290,8 @@ func TestTypedPartitionerDoesNotAllocate(t *testing.T) {
 // A data file committed to a table partitioned by a bucket gets its
 // bucket from its partition folder (iceberg-go does not infer a bucket
 // from the file's bounds), and the day and identity from its bounds; a
-// null bucket is null. A folder that is not the spec's is an error.
+// null bucket is null, a field present with a nil value. A folder that is
+// not the spec's is an error.
 func TestADataFileTakesItsBucketFromItsFolder(t *testing.T) {
 	opts := formats.Options{Format: formats.Parquet, Compression: formats.Snappy, Columns: []formats.Column{
 		{Name: "tenant", Source: "tenant", Type: formats.TypeString},
@@ -378,6 +379,14 @@ func TestADataFileTakesItsBucketFromItsFolder(t *testing.T) {
 		for id, v := range got {
 			if _, ok := want[id]; !ok && v != nil {
 				t.Errorf("%s in %s: partition %v, want %v", tc.payload, dir, got, want)
+			}
+		}
+		// A null is a field with a nil value, not a missing field:
+		// iceberg-go's AddDataFiles refuses a data file whose partition
+		// lacks a field of the spec, so a commit would fail for ever.
+		for _, f := range fields {
+			if _, ok := got[f.FieldID]; !ok {
+				t.Errorf("%s in %s: partition %v lacks field %d (%s)", tc.payload, dir, got, f.FieldID, f.Name)
 			}
 		}
 		if df.Count() != 3 || len(df.LowerBoundValues()) == 0 {
