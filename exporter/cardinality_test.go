@@ -147,3 +147,32 @@ func TestOpeningNoDirectoryAllocatesNothing(t *testing.T) {
 		t.Fatalf("%v allocations per message of an open directory", allocs)
 	}
 }
+
+func TestAFloodOfRejectedMessagesDoesNotSealTheDataBuffersEarly(t *testing.T) {
+	r := capRunner(t, 2)
+	r.mem.budget = 1 << 20
+	seq := uint64(0)
+	for _, key := range []string{"a", "b"} {
+		seq++
+		r.add(delivery{msg: keyed(seq, key)})
+	}
+	// The flood, rejected, holds most of the budget: its buffer is
+	// sealed, not the two directories'.
+	for f := range 5000 {
+		seq++
+		r.add(delivery{msg: keyed(seq, fmt.Sprintf("f%d", f))})
+	}
+	if r.set.Open() != 2 || r.set.Messages() != 2 {
+		t.Errorf("%d data buffers open holding %d messages, want the 2 directories' and their messages", r.set.Open(), r.set.Messages())
+	}
+	rejected := 0
+	for _, j := range r.up.queue {
+		if j.set != r.rej {
+			t.Fatalf("a data batch of %d messages sealed for %s", j.batch.Len(), j.batch.Reason)
+		}
+		rejected += j.batch.Len()
+	}
+	if rejected == 0 {
+		t.Error("no rejected batch sealed for memory")
+	}
+}

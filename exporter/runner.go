@@ -546,9 +546,16 @@ func (r *runner) relieve() {
 	if total >= r.mem.budget && open >= r.up.inflightBytes || total >= r.mem.budget/4*3 && r.up.inflight == 0 {
 		// The largest batches, until a 32nd of the budget is freed: one
 		// pass over the open batches, where sealing them one at a time
-		// would cost a pass per message with many small batches.
-		if r.set.SealLargestUntil(buffer.ReasonMemory, r.mem.budget/32) == 0 {
-			r.rej.SealLargestUntil(buffer.ReasonMemory, r.mem.budget/32)
+		// would cost a pass per message with many small batches. Rejected
+		// messages first when they hold more: a flood of them must not
+		// seal the data's buffers early, an object of a few messages
+		// each.
+		first, then := r.set, r.rej
+		if r.rej.Mem() > r.set.Mem() {
+			first, then = r.rej, r.set
+		}
+		if first.SealLargestUntil(buffer.ReasonMemory, r.mem.budget/32) == 0 {
+			then.SealLargestUntil(buffer.ReasonMemory, r.mem.budget/32)
 		}
 	}
 }
