@@ -143,14 +143,18 @@ func TestQuickBenchMeasuresEveryRunAndStopsItsProcesses(t *testing.T) {
 		}
 	}
 	// 2,000 messages over 1,000 values of their key field: a directory
-	// each, the peak RSS against 1.5 × 16 MiB + 64 MiB.
-	if c := rep.Cardinality; c == nil || c.Error != "" || c.Messages != 2000 || c.Directories != 1000 || c.Objects < 1000 ||
+	// each, below the cap, with it and without; over 10 values, 10; the
+	// peak RSS against 1.5 × 16 MiB + 64 MiB; the rates against the
+	// normal run's.
+	if c := rep.Cardinality; c == nil || c.Error != "" || c.Messages != 2000 || c.Directories != 1000 || c.Objects < 1000 || c.Rejected != 0 ||
 		c.PeakRSSBytes <= 0 || c.CPUSeconds <= 0 || c.BudgetBytes != 16<<20 || c.BoundBytes != 88<<20 ||
-		c.WithinBound != (c.PeakRSSBytes <= c.BoundBytes) {
+		c.WithinBound != (c.PeakRSSBytes <= c.BoundBytes) || c.MaxOpenDirectories != 4096 ||
+		c.Uncapped == nil || c.Uncapped.Directories != 1000 || c.Normal == nil || c.Normal.Directories != 10 ||
+		c.Ratio != c.MessagesPerSecond/c.Normal.MessagesPerSecond || c.UncappedRatio != c.Uncapped.MessagesPerSecond/c.Normal.MessagesPerSecond {
 		t.Errorf("cardinality %+v", c)
 	}
 	for _, want := range []string{"### w1: 5,000 messages over 10 subjects",
-		"### High cardinality: 2,000 messages over 1,000 values of one field, max_buffered_bytes 16 MiB", "the bound 1.5 × 16 MiB + 64 MiB = 88 MiB", "**limit time**", "small-PUT rate",
+		"### High cardinality: 2,000 messages over 1,000 values of one field, max_buffered_bytes 16 MiB", "the bound 1.5 × 16 MiB + 64 MiB = 88 MiB", "- max_open_directories = 0 (no cap): ", "× the normal rate**", "**limit time**", "small-PUT rate",
 		"### Partitions: 20,000 messages over 40 subjects in 4 partitions", "- instance 2 of 2: wrote",
 		"| CPU s / 1M msg |", "| PUT-rate ratio | iceberg / parquet |",
 		"| w1 | json_lines | ", "| w1 | parquet_typed | ", "| w1 | iceberg | ", "| w2 | iceberg | ",

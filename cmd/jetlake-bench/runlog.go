@@ -17,6 +17,7 @@ type logSummary struct {
 	commits      int    // Iceberg commits
 	// committedFiles sums the data files of the Iceberg commits.
 	committedFiles int
+	rejected       int // messages the "messages rejected" lines count
 }
 
 func parseLog(file string) logSummary {
@@ -35,6 +36,8 @@ func parseLog(file string) logSummary {
 			Reason string `json:"reason"`
 			Error  string `json:"error"`
 			Files  int    `json:"files"`
+			// Messages is a "messages rejected" line's count.
+			Messages int `json:"messages"`
 		}
 		if json.Unmarshal(sc.Bytes(), &line) != nil {
 			// Not a log record: the NATS client's default error handler,
@@ -55,6 +58,8 @@ func parseLog(file string) logSummary {
 		switch {
 		case line.Msg == "object uploaded":
 			s.reasons[line.Reason]++
+		case line.Msg == "messages rejected":
+			s.rejected += line.Messages
 		case line.Msg == "iceberg commit":
 			s.commits++
 			s.committedFiles += line.Files
