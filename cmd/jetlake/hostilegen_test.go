@@ -91,11 +91,13 @@ var hostileSegments = []string{
 
 // hostileEventTimesMs are created_at values, for a timestamp column in
 // epoch milliseconds, as JSON text; %d is the good time in milliseconds.
-// Off by 1,000 either way, the edges of ±292,000 years (what an int64 of
+// Off by 1,000 either way, years before 1 (-1196, -156,000) and after 9999
+// (14,645, 160,000), the edges of ±292,000 years (what an int64 of
 // microseconds holds) and beyond, and values of other types.
 var hostileEventTimesMs = []string{
 	"%d/1000", "%d*1000", "%d*1000000", "9223372036854775", "-9223372036854775",
 	"9223372036854776", "-9223372036854776", "9300000000000000", "-9300000000000000",
+	"-38700000000000", "-100000000000000", "-5000000000000000", "5000000000000000", "400000000000000",
 	"1e300", "-1e300", "0", "-1", "-62135596800001", "253402300800000", "1.5", `"%d"`,
 	`"0001-01-01T00:00:00Z"`, `"9999-12-31T23:59:59.999999999Z"`, `"0000-01-01T00:00:00Z"`,
 	`"-0001-01-01T00:00:00Z"`, `"2026-02-30T00:00:00Z"`, `"2026-12-04T10:00:00+23:59"`,
@@ -107,6 +109,7 @@ var hostileEventTimesMs = []string{
 var hostileEventTimesS = []string{
 	"%d*1000", "%d*1000000", "%d*1000000000", "%d/1000", "9223372036854", "-9223372036854",
 	"9223372036855", "-9223372036855", "9300000000000", "1e400", "-1", "0", "-62135596801",
+	"-100000000000", "-5000000000000", "5000000000000", "400000000000",
 	"253402300800", "NaN", "Inf", "", " ", "0x10", "2026-12-04T10:00:00Z",
 }
 
@@ -429,9 +432,9 @@ func TestHostileGeneratorIsDeterministicAndCoversEveryKind(t *testing.T) {
 			t.Errorf("%d messages drew no %s", n, w)
 		}
 	}
-	// The event times reach past ±292,000 years and are off by 1,000 both
-	// ways.
-	for _, v := range []string{"9300000000000000", "-9223372036854776", strconv.FormatInt(now.UnixMilli()*1000, 10), strconv.FormatInt(now.UnixMilli()/1000, 10)} {
+	// The event times reach before year 1, past 9999 and past ±292,000
+	// years, and are off by 1,000 both ways.
+	for _, v := range []string{"-100000000000000", "5000000000000000", "9300000000000000", "-9223372036854776", strconv.FormatInt(now.UnixMilli()*1000, 10), strconv.FormatInt(now.UnixMilli()/1000, 10)} {
 		if !slices.Contains(hostileEventTimesMsExpanded(now), v) {
 			t.Errorf("no created_at draws %s", v)
 		}
