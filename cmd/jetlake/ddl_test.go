@@ -259,6 +259,7 @@ func TestDDLDirectoryPrintsEveryConnectorAndFailsForTheUnreadable(t *testing.T) 
 	dir := t.TempDir()
 	a := strings.Replace(ddlConnector(`format = "parquet"`, "{stream}/{date}", ""), `name = "events"`, `name = "a-parquet"`, 1)
 	b := strings.Replace(ddlConnector(`format = "json_array"`, "{stream}/{date}", ""), `name = "events"`, `name = "b-array"`, 1)
+	b = strings.Replace(b, `prefix = "raw"`, `prefix = "array"`, 1) // a prefix of its own
 	for name, body := range map[string]string{"a.toml": a, "b.toml": b} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
