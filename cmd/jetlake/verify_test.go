@@ -33,10 +33,11 @@ stream = %q
 [s3]
 bucket = %q
 endpoint = %q
+prefix = %q
 [output]
 format = "raw"
 compression = "gzip"
-`, connName, natsSrv.URL, stream, name, minioSrv.Endpoint)
+`, connName, natsSrv.URL, stream, name, minioSrv.Endpoint, connName)
 	}
 	dir = t.TempDir()
 	for name, body := range map[string]string{
