@@ -25,6 +25,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/exporter"
+	"github.com/jetlake/jetlake/exporter/exportertest"
 	"github.com/jetlake/jetlake/exporter/iceberg/icebergtest"
 	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/lossmarker"
@@ -186,6 +187,7 @@ func hostileSeed(t *testing.T) uint64 {
 //
 // A failure names the seed; JETLAKE_HOSTILE_SEED replays it.
 func TestHostileMessagesNeitherStopNorMisdirectAnExport(t *testing.T) {
+	exportertest.SkipShort(t)
 	t.Parallel()
 	seed := hostileSeed(t)
 	for i, k := range hostileKinds {
