@@ -261,3 +261,46 @@ func TestALostExportRecordOfAnIcebergConnectorIsRebuiltFromTheTable(t *testing.T
 		t.Errorf("log lines of the rebuild %q; want one, with floor=%d", got, exported)
 	}
 }
+
+// A consumer with filter subjects has a record that passes other
+// subjects' sequences, which no object holds: a forged floor past what the
+// lake shows is still found out by the messages of its own subject the
+// stream holds there, and none of them is skipped.
+func TestAForgedExportRecordOfAFilteredConsumerSkipsNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), "max_messages_per_file = 100\nmax_file_age = \"1s\"")
+	c := e.connector()
+	c.Streams[0].Subjects = []string{e.stream + ".s0"}
+	e.publish(300, 3) // s0 holds sequences 1, 4, 7, ...
+	e.runUntilIdle(c, time.Minute)
+	// The record jetlake wrote passes 299 and 300, of other subjects,
+	// which no object holds: it is believed.
+	e.deleteConsumer(c)
+	if got := e.runLogged(c, time.Minute).lines("rebuilt from the lake"); len(got) != 0 {
+		t.Errorf("the record jetlake wrote was not believed: %q", got)
+	}
+	e.deleteConsumer(c)
+	last := e.publish(200, 3)
+	e.forgeRecord(c, 450)
+
+	reg := prometheus.NewRegistry()
+	e.metrics = metrics.New(reg)
+	logs := e.runLogged(c, time.Minute)
+	got := e.read()
+	if len(got.dups) > 0 {
+		t.Fatalf("%d duplicates, first: %s", len(got.dups), got.dups[0])
+	}
+	var missing []uint64
+	for q := uint64(1); q <= last; q += 3 {
+		if _, ok := got.bySeq[q]; !ok {
+			missing = append(missing, q)
+		}
+	}
+	if len(missing) > 0 || len(got.bySeq) != int(last+2)/3 {
+		t.Fatalf("%d sequences exported, %d of s0's missing (first %v); want the %d of s0", len(got.bySeq), len(missing), missing[:min(1, len(missing))], (last+2)/3)
+	}
+	e.verify(c)
+	if got := logs.lines("level=WARN", "the export record claims", "record_floor=450"); len(got) != 1 {
+		t.Errorf("warnings of the forged record %q; want one", got)
+	}
+}
