@@ -83,7 +83,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		Lost:         counter("messages_lost_total", "Messages recorded in loss markers, by reason.", "connector", "stream", "reason"),
 		Rejected:     counter("messages_rejected_total", "Messages written to rejected objects, by reason.", "connector", "stream", "reason"),
 		Untrusted: counter("state_untrusted_total",
-			"Values jetlake read back and did not believe (an export record claiming sequences the stream never had, an intent jetlake could not have written), by kind.", "connector", "kind"),
+			"Values jetlake read back and did not believe (an export record claiming sequences the stream never had, or that neither the consumer's ack floor nor the lake shows exported; an intent jetlake could not have written), by kind.", "connector", "kind"),
 		EventTimeFallback: counter("event_time_fallback_total",
 			"Messages without a usable event time whose path took the JetStream timestamp (time_fallback = \"ingest\").", cs...),
 
