@@ -132,6 +132,11 @@ func (r *runner) consumerChecked(s *streamState, cons jetstream.Consumer, made b
 		r.log.Warn("the consumer was re-created by someone else; pulling it afresh", s.logAttrs()...)
 		s.book.Rewound()
 		r.repull(s, cons)
+	case s.cc != nil && ended(s.cc):
+		// The same consumer, but the pulls ended on a problem (a request
+		// the server refused): pulled again.
+		r.log.Warn("the pulls ended; pulling again", s.logAttrs("problem", c.stalled)...)
+		r.repull(s, cons)
 	default:
 		c.stalled = ""
 	}
@@ -147,6 +152,16 @@ func (r *runner) repull(s *streamState, cons jetstream.Consumer) {
 	s.cons = cons
 	if r.pull(s) == nil {
 		s.cur.stalled = ""
+	}
+}
+
+// ended reports whether the pulls cc stand for have ended.
+func ended(cc jetstream.ConsumeContext) bool {
+	select {
+	case <-cc.Closed():
+		return true
+	default:
+		return false
 	}
 }
 

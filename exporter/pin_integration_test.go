@@ -80,21 +80,24 @@ func (e *env) publishForged(n int, wave string) uint64 {
 }
 
 // A publisher sets Nats-Pin-Id headers of its own (the server adds its pin
-// after them) on a pinned and on a partitioned connector. Every message is
-// still exported once, within seconds, and the instance takes the pin
-// over once per consumer, not for every forged header.
+// after them) on an unpinned, a pinned and a partitioned connector. Every
+// message is still exported once, within seconds, and the instance takes
+// the pin over once per consumer, not for every forged header.
 //
 // Before, jetlake read the header's first value, took each forged one for
 // a new pin and recovered again and again (no message was exported); and
 // nats.go, which keeps the first value as its own pin, sent it with its
 // next pull, which the server refused: the consumer delivered nothing more
-// until the priority timeout unpinned it.
+// until the priority timeout unpinned it. A consumer without a priority
+// group fared worse: the forged id went out with its next pull, which the
+// server refused as not a pinned consumer's (400), and the pulls ended.
 func TestForgedPinHeadersNeitherStopNorSlowAnExport(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name       string
 		partitions int
 	}{
+		{"unpinned", 0},
 		{"pinned", 1},
 		{"partitioned", 3},
 	} {
@@ -102,7 +105,10 @@ func TestForgedPinHeadersNeitherStopNorSlowAnExport(t *testing.T) {
 			t.Parallel()
 			e := newEnvAckWait(t, shared.NATS(t), shared.MinIO(t), "max_messages_per_file = 1000\nmax_file_age = \"1s\"", "30s")
 			var c *config.Connector
-			if tc.partitions > 1 {
+			switch {
+			case tc.partitions == 0:
+				c = e.connector()
+			case tc.partitions > 1:
 				c = e.partitioned(tc.partitions, "10s")
 				// partitioned sets a 5 s priority timeout; 15 s keeps a pin
 				// lost to a forged header apart from an export in seconds.
@@ -114,7 +120,7 @@ func TestForgedPinHeadersNeitherStopNorSlowAnExport(t *testing.T) {
 					t.Fatal(err)
 				}
 				c = e.connector()
-			} else {
+			default:
 				c = e.pinnedFor("15s")
 			}
 			var pinned atomic.Int64
@@ -139,7 +145,9 @@ func TestForgedPinHeadersNeitherStopNorSlowAnExport(t *testing.T) {
 				waitFor(t, within, what, func() bool { return uint64(len(e.read().bySeq)) >= last })
 				t.Logf("%s in %s", what, time.Since(start).Round(time.Millisecond))
 			}
-			last := e.publishForged(30, "1")
+			// More than half a pull's batch (at most 1,000 messages): a
+			// pull goes out while the wave is read, after a forged header.
+			last := e.publishForged(1200, "1")
 			exported(last, 20*time.Second, "the first wave exported")
 			// The pull that follows the last, forged, message goes out
 			// after the pull's expiry (a third of the priority timeout):

@@ -14,10 +14,14 @@ import (
 
 // pull starts pulling s's consumer.
 //
-// A callback, not an iterator: Consume's subscription queues what the
-// server sends while the runner applies backpressure, where the iterator's
-// fixed channel would drop messages (slow consumer) that then come back
-// only after AckWait.
+// A callback, not an iterator: the pulls queue what the server sends while
+// the runner applies backpressure, where a fixed channel would drop
+// messages (slow consumer) that then come back only after AckWait.
+//
+// jsclient.Pull, not jetstream's Consume, whatever the consumer: Consume
+// sends with its next request the first Nats-Pin-Id of a message, which a
+// publisher may have set, and a consumer refuses a forged id (see
+// jsclient.Pull).
 func (r *runner) pull(s *streamState) error {
 	i := slices.Index(r.streams, s)
 	handle := func(msg jetstream.Msg) {
@@ -26,24 +30,18 @@ func (r *runner) pull(s *streamState) error {
 		case <-r.wires.quit:
 		}
 	}
-	batch, maxBytes := min(max(s.cfg.MaxAckPending, 1), 1000), r.pullBytes()
-	var cc jetstream.ConsumeContext
-	var err error
-	if s.cfg.Failover == config.FailoverPinned {
-		// Requests that carry the pin the server set, where Consume sends
-		// the first value of a message's Nats-Pin-Id, a publisher's when
-		// it set one (see jsclient.PullPinned). A request well within the
-		// pinned TTL: the server unpins a client that sent none for that
-		// long, even an idle one, and the next pull then takes the pin
-		// over again with a recovery.
-		cc, err = jsclient.PullPinned(r.e.js, s.cfg.Stream, s.cfg.Consumer, jsclient.PullOptions{
-			Batch: batch, MaxBytes: maxBytes, Expires: max(s.cfg.PriorityTimeout/3, time.Second),
-		}, handle, func(err error) { r.pullError(s, err) })
-	} else {
-		cc, err = s.cons.Consume(handle,
-			jetstream.PullMaxMessagesWithBytesLimit(batch, maxBytes),
-			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { r.pullError(s, err) }))
+	o := jsclient.PullOptions{
+		Batch:    min(max(s.cfg.MaxAckPending, 1), 1000),
+		MaxBytes: r.pullBytes(),
+		Expires:  pullExpires,
 	}
+	if s.cfg.Failover == config.FailoverPinned {
+		// A request well within the pinned TTL: the server unpins a
+		// client that sent none for that long, even an idle one, and the
+		// next pull then takes the pin over again with a recovery.
+		o.Group, o.Expires = jsclient.PriorityGroup, max(s.cfg.PriorityTimeout/3, time.Second)
+	}
+	cc, err := jsclient.Pull(r.e.js, s.cfg.Stream, s.cfg.Consumer, o, handle, func(err error) { r.pullError(s, err) })
 	if err != nil {
 		err = fmt.Errorf("stream %s, consumer %s: consume: %w", s.cfg.Stream, s.cfg.Consumer, err)
 		r.fail(err)
@@ -52,6 +50,10 @@ func (r *runner) pull(s *streamState) error {
 	s.cc = cc
 	return nil
 }
+
+// pullExpires is how long a pull request of a consumer without a priority
+// group waits on the server, as jetstream's Consume has it.
+const pullExpires = 30 * time.Second
 
 // pullError handles an error the consumer reports while pulling: a deleted
 // stream stops the exporter; anything else (a deleted consumer, missed

@@ -28,34 +28,40 @@ func ServerPin(h nats.Header) string {
 	return ""
 }
 
-// PullOptions are the limits of the pull requests of PullPinned.
+// PullOptions are the limits of the pull requests of Pull, and the
+// priority group they ask in.
 type PullOptions struct {
 	Batch    int           // messages a request asks for at most
 	MaxBytes int           // bytes a request asks for at most
 	Expires  time.Duration // how long a request waits on the server
+	// Group is the consumer's priority group with the pinned_client
+	// policy (PriorityGroup), or "" for a consumer without one: its
+	// requests then never carry a pin id.
+	Group string
 }
 
-// PullPinned pulls consumer, of stream, a consumer in the priority group
-// PriorityGroup with the pinned_client policy, the way jetstream's Consume
-// does with PullMaxMessagesWithBytesLimit, PullExpiry and
-// PullPriorityGroup: handle is called for every message, one at a time,
-// and a slow handle holds back the requests that follow; errs is told of
-// every problem (an error jetstream names: ErrPinIDMismatch when another
-// client is pinned, ErrConsumerLeadershipChanged, ErrNoHeartbeat,
-// ErrConsumerDeleted and ErrBadRequest, after which the pulls end).
+// Pull pulls consumer, of stream, the way jetstream's Consume does with
+// PullMaxMessagesWithBytesLimit, PullExpiry and PullPriorityGroup: handle
+// is called for every message, one at a time, and a slow handle holds
+// back the requests that follow; errs is told of every problem (an error
+// jetstream names: ErrPinIDMismatch when another client is pinned,
+// ErrConsumerLeadershipChanged, ErrNoHeartbeat, ErrConsumerDeleted and
+// ErrBadRequest, after which the pulls end).
 //
-// Unlike Consume, it sends with its requests the pin the server set, the
-// last value of a message's Nats-Pin-Id header (ServerPin). Consume keeps
-// the first, which is the publisher's when the message was published with
-// that header: its next request carries a forged id, the server refuses
-// it (423), and, pinned to nobody the client can name, the consumer
-// delivers nothing more until its pinned TTL ends.
-func PullPinned(js jetstream.JetStream, stream, consumer string, o PullOptions, handle func(jetstream.Msg), errs func(error)) (jetstream.ConsumeContext, error) {
+// Unlike Consume, it sends with its requests only the pin the server set,
+// and only in a priority group: the last value of a message's Nats-Pin-Id
+// header (ServerPin). Consume keeps the first value of any message's
+// header, which is the publisher's when the message was published with
+// one, and sends it with its next request whatever the consumer. A pinned
+// consumer refuses the forged id (423) and, pinned to nobody the client
+// can name, delivers nothing more until its pinned TTL ends; a consumer
+// without a priority group refuses any id (400), and Consume ends.
+func Pull(js jetstream.JetStream, stream, consumer string, o PullOptions, handle func(jetstream.Msg), errs func(error)) (jetstream.ConsumeContext, error) {
 	if o.Batch < 1 || o.Expires < time.Second {
 		return nil, fmt.Errorf("jsclient: pull: batch %d, expires %s: want at least 1 and 1s", o.Batch, o.Expires)
 	}
 	nc := js.Conn()
-	p := &pinnedPull{
+	p := &pulls{
 		nc:      nc,
 		subject: apiPrefix(js.Options()) + "CONSUMER.MSG.NEXT." + stream + "." + consumer,
 		o:       o,
@@ -94,8 +100,8 @@ func apiPrefix(o jetstream.JetStreamOptions) string {
 	return "$JS.API."
 }
 
-// pinnedPull is a PullPinned under way.
-type pinnedPull struct {
+// pulls is a Pull under way.
+type pulls struct {
 	nc      *nats.Conn
 	subject string
 	o       PullOptions
@@ -121,19 +127,19 @@ type pullRequest struct {
 	MaxBytes  int           `json:"max_bytes,omitempty"`
 	Expires   time.Duration `json:"expires"`
 	Heartbeat time.Duration `json:"idle_heartbeat,omitempty"`
-	Group     string        `json:"group"`
+	Group     string        `json:"group,omitempty"`
 	PinID     string        `json:"id,omitempty"`
 }
 
 // refill asks for more once the requests sent may deliver less than half
 // a batch: as many as make a batch again. p.mu is held.
-func (p *pinnedPull) refill() {
+func (p *pulls) refill() {
 	if p.ended || p.pending >= (p.o.Batch+1)/2 {
 		return
 	}
 	body, err := json.Marshal(pullRequest{
 		Batch: p.o.Batch - p.pending, MaxBytes: p.o.MaxBytes, Expires: p.o.Expires, Heartbeat: p.hb,
-		Group: PriorityGroup, PinID: p.pin,
+		Group: p.o.Group, PinID: p.pin,
 	})
 	if err == nil {
 		err = p.nc.PublishRequest(p.subject, p.sub.Subject, body)
@@ -148,14 +154,14 @@ func (p *pinnedPull) refill() {
 
 // receive takes what the server sends to the requests' inbox: a message,
 // or a status (a heartbeat, or the end of a request).
-func (p *pinnedPull) receive(m *nats.Msg) {
+func (p *pulls) receive(m *nats.Msg) {
 	status := ""
 	if len(m.Data) == 0 && len(m.Header) > 0 {
 		status = m.Header.Get("Status")
 	}
 	if status == "" {
 		p.mu.Lock()
-		if pin := ServerPin(m.Header); pin != "" {
+		if pin := ServerPin(m.Header); pin != "" && p.o.Group != "" {
 			p.pin = pin
 		}
 		p.busy = true
@@ -212,7 +218,7 @@ func (p *pinnedPull) receive(m *nats.Msg) {
 
 // watch asks again when the server has been silent for two heartbeats
 // (a request lost with a connection or a leader) and after a reconnect.
-func (p *pinnedPull) watch(status chan nats.Status) {
+func (p *pulls) watch(status chan nats.Status) {
 	defer p.nc.RemoveStatusListener(status)
 	t := time.NewTicker(p.hb / 2)
 	defer t.Stop()
@@ -245,28 +251,28 @@ func (p *pinnedPull) watch(status chan nats.Status) {
 
 // Stop ends the pulls at once; messages received and not handled yet are
 // dropped (the server sends them again after AckWait).
-func (p *pinnedPull) Stop() {
+func (p *pulls) Stop() {
 	p.end()
 	_ = p.sub.Unsubscribe()
 }
 
 // Drain ends the pulls once the messages received are handled.
-func (p *pinnedPull) Drain() {
+func (p *pulls) Drain() {
 	p.end()
 	_ = p.sub.Drain()
 }
 
 // Closed is closed once the pulls have ended.
-func (p *pinnedPull) Closed() <-chan struct{} { return p.closed }
+func (p *pulls) Closed() <-chan struct{} { return p.closed }
 
-func (p *pinnedPull) end() {
+func (p *pulls) end() {
 	p.mu.Lock()
 	p.ended = true
 	p.mu.Unlock()
 	p.ending.Do(func() { close(p.done) })
 }
 
-// pulledMsg is a message PullPinned received: a jetstream.Msg whose acks
+// pulledMsg is a message Pull received: a jetstream.Msg whose acks
 // are published on the connection it came by, as jetstream's are.
 type pulledMsg struct {
 	m  *nats.Msg
@@ -345,5 +351,5 @@ func (m pulledMsg) DoubleAck(ctx context.Context) error {
 
 var (
 	_ jetstream.Msg            = pulledMsg{}
-	_ jetstream.ConsumeContext = (*pinnedPull)(nil)
+	_ jetstream.ConsumeContext = (*pulls)(nil)
 )
