@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/state"
 )
@@ -125,6 +126,9 @@ func (r *runner) consumerChecked(s *streamState, cons jetstream.Consumer, made b
 			"deliver_from", cons.CachedInfo().Config.OptStartSeq)...)
 		r.rebuilt(s, rebuildMissing)
 		s.book.Rewound()
+		if s.part != nil {
+			s.remade = cons.CachedInfo().Created
+		}
 		r.repull(s, cons)
 	case !cons.CachedInfo().Created.Equal(s.consCreated()):
 		// Someone else re-created it: pulled afresh, and the next walk
@@ -278,14 +282,62 @@ func (r *runner) checkCursor(s *streamState, res *walkResult, now time.Time) {
 		return
 	}
 	c.checking = true
-	cons := s.cons
+	cons, pin := s.cons, s.pin
 	ctx := r.ctx
 	r.beside(func() func() {
 		mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if held, err := r.e.mayMove(mctx, s, pin, q); err != nil || held != "" {
+			return func() { r.cursorKept(s, q, held, err) }
+		}
 		moved, err := jsclient.Move(mctx, r.e.js, s.stream, r.e.cfg.Name, s.cfg, cons, q)
-		cancel()
 		return func() { r.cursorMoved(s, moved, q, why, err) }
 	})
+}
+
+// mayMove asks, beside the loop, whether s's consumer may be moved back to
+// sequence q, which the runner's ledger lacks: only by the instance the
+// server has pinned (pin, on a pinned consumer), and only when the export
+// record in the state bucket lacks q too. The ledger is a copy in memory,
+// which stops when the pin moves to another instance and misses what that
+// one exports since. It returns why the consumer stays, or "".
+func (e *Exporter) mayMove(ctx context.Context, s *streamState, pin string, q uint64) (string, error) {
+	if s.cfg.Failover == config.FailoverPinned && e.js != nil {
+		pinned, err := jsclient.Pinned(ctx, e.js, s.cfg.Stream, s.cfg.Consumer)
+		if err != nil {
+			return "", fmt.Errorf("which instance is pinned: %w", err)
+		}
+		if pin == "" || pinned != pin {
+			return "this instance is not pinned to the consumer", nil
+		}
+	}
+	if e.intents == nil {
+		return "", nil
+	}
+	rec, _, err := state.LoadRecord(ctx, e.intents, s.recordKey)
+	var bad *state.UnreadableRecordError
+	switch {
+	case errors.As(err, &bad):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("read the export record: %w", err)
+	}
+	if rec != nil && rec.StreamCreated.Equal(s.created) && (q <= rec.Floor || rec.Done.Has(q)) {
+		return fmt.Sprintf("the export record in the state bucket holds sequence %d", q), nil
+	}
+	return "", nil
+}
+
+// cursorKept applies a look-up that left s's consumer where it is: q is
+// looked for again by the next walk.
+func (r *runner) cursorKept(s *streamState, q uint64, why string, err error) {
+	c := &s.cur
+	c.checking, c.stuck = false, 0
+	if err != nil {
+		r.log.Warn("could not tell whether the consumer may be moved back; trying again", s.logAttrs("sequence", q, "error", err)...)
+		return
+	}
+	r.log.Debug("the consumer is not moved back", s.logAttrs("sequence", q, "why", why)...)
 }
 
 // cursorMoved applies a move of s's consumer back to sequence from: a

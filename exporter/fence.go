@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/jetlake/jetlake/config"
@@ -40,10 +41,54 @@ func (e *Exporter) checkPin(ctx context.Context, s *streamState, pin string) err
 	if err != nil {
 		return fmt.Errorf("which instance is pinned: %w", err)
 	}
-	if pin == "" || pinned != pin {
+	if pin == "" || pinned != pin && !s.pins.holds(pin, pinned) {
 		return fmt.Errorf("%w (pinned when sealed %q, now %q)", errFenced, pin, pinned)
 	}
 	return nil
+}
+
+// pinLine is the pins this instance held on a consumer one after the
+// other with no other client pinned in between: a batch sealed under one
+// of them is this instance's to store while the server pins another. A
+// pin follows on in the line only where nobody else can have been pinned
+// between: on a partition consumer this instance re-created while holding
+// the partition's lease (nobody else pulls it), the first pin it is given.
+// Any other new pin starts the line again. Safe for concurrent use: the
+// runner writes it, the uploads' fences read it.
+type pinLine struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+// maxPinLine bounds the pins a line keeps: a batch is sealed under one of
+// the last few.
+const maxPinLine = 8
+
+// start begins the line again with pin ("": no pin).
+func (l *pinLine) start(pin string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ids = l.ids[:0]
+	if pin != "" {
+		l.ids = append(l.ids, pin)
+	}
+}
+
+// extend adds pin, held by this instance right after the line's last.
+func (l *pinLine) extend(pin string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.ids) == maxPinLine {
+		l.ids = slices.Delete(l.ids, 0, 1)
+	}
+	l.ids = append(l.ids, pin)
+}
+
+// holds reports whether both pins are in the line.
+func (l *pinLine) holds(a, b string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Contains(l.ids, a) && slices.Contains(l.ids, b)
 }
 
 // confirmPin asks the consumer's leader, beside the loop, whether this
@@ -68,7 +113,18 @@ func (r *runner) confirmPin(s *streamState, pin string) {
 		return func() {
 			s.takingOver = false
 			if err == nil && pinned == pin {
+				if r.followsOn(s) {
+					// The consumer this instance re-created for a partition
+					// it holds: nobody else was pinned since the last pin,
+					// and what this instance holds is its own still.
+					s.pin = pin
+					s.pins.extend(pin)
+					r.log.Info("pinned again, to the consumer this instance re-created; what it holds goes on", s.logAttrs()...)
+					r.unpark(s)
+					return
+				}
 				s.pin = pin
+				s.pins.start(pin)
 				r.log.Info("pinned: this instance is active", s.logAttrs()...)
 				r.takeOver(r.ctx, s)
 				return
@@ -87,6 +143,25 @@ func (r *runner) confirmPin(s *streamState, pin string) {
 			}
 		}
 	})
+}
+
+// followsOn reports whether a pin the server just confirmed follows on
+// from this instance's last without anyone else pinned between: the
+// consumer is one this instance re-created for a partition whose lease it
+// held throughout, and this is the first pin it confirmed on it.
+func (r *runner) followsOn(s *streamState) bool {
+	made := s.remade
+	s.remade = time.Time{}
+	return s.part != nil && s.pin != "" && s.pulling() && !made.IsZero() && made.Equal(s.consCreated())
+}
+
+// unpark takes in again the deliveries parked while a pin was confirmed.
+func (r *runner) unpark(s *streamState) {
+	parked := s.parked
+	s.parked = nil
+	for _, d := range parked {
+		r.add(d)
+	}
 }
 
 // forgetFenced deletes the intent (id) of a batch its fence stopped, when

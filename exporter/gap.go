@@ -111,6 +111,13 @@ func (r *runner) walked(res *walkResult) {
 	if l == nil {
 		return
 	}
+	if res.pinRead && (s.pin == "" || res.pinned != s.pin) {
+		// Pinned to another instance now, which exports what this one's
+		// ledger lacks: neither a marker nor a move of the consumer may
+		// follow from a ledger that stopped when the pin moved.
+		r.log.Debug("a walk found this instance not pinned; its findings are left to the instance pinned now", s.logAttrs()...)
+		return
+	}
 	lost, headLost := l.Walked(res.scanned, res.existing)
 	// Holes the stream still holds come back only when they are
 	// redelivered: look again less often while nothing else is found.

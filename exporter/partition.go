@@ -294,7 +294,8 @@ func (r *runner) released(s *streamState, err error) {
 	r.e.m.HandoverSeconds.WithLabelValues(r.e.cfg.Name, s.cfg.Stream).Observe(took.Seconds())
 	r.log.Info("partition released", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "partition", p.k, "kind", kind, "took", took.Round(time.Millisecond))
 	*p = partition{k: p.k, key: p.key}
-	s.pin = ""
+	s.pin, s.remade = "", time.Time{}
+	s.pins.start("")
 	s.resetBook()
 	s.drained = false
 	r.holdings()

@@ -36,6 +36,10 @@ type streamState struct {
 	unsure    map[string]*unresolved // intents whose object was missing, by intent key
 	pin       string                 // Nats-Pin-Id of the last message on a pinned consumer
 	notPin    string                 // a later pin the server did not confirm
+	pins      pinLine                // the pins this instance held in a row, up to pin: the fence reads it
+	// When the consumer this instance re-created for a partition it holds
+	// was created: the first pin confirmed on it follows on (followsOn).
+	remade time.Time
 	recovered int                    // intents recovered at start
 
 	// A partition of a partitioned entry: its lease and handover, and the

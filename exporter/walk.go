@@ -7,6 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/progress"
 )
@@ -21,7 +22,11 @@ type walkResult struct {
 	// The consumer's ack floor and last delivered stream sequence, read
 	// before the holes were looked up; both 0 when it could not be read.
 	ackFloor, delivered uint64
-	err                 error
+	// On a pinned consumer, the pin its leader holds, read with them;
+	// pinRead is false when it was not read.
+	pinned  string
+	pinRead bool
+	err     error
 }
 
 // Bounds on one walk, so that a stream with a million holes is walked a
@@ -41,11 +46,13 @@ const (
 func (e *Exporter) walk(ctx context.Context, s *streamState, cons jetstream.Consumer, holes []progress.Range) *walkResult {
 	res := &walkResult{stream: s}
 	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	if len(holes) > 0 && cons != nil {
+	pinned := s.cfg.Failover == config.FailoverPinned
+	if (len(holes) > 0 || pinned) && cons != nil {
 		// Read first: what it acked before is no hole by the time the
 		// result is applied.
 		if ci, err := cons.Info(ictx); err == nil {
 			res.ackFloor, res.delivered = ci.AckFloor.Stream, ci.Delivered.Stream
+			res.pinned, res.pinRead = jsclient.PinnedIn(ci), pinned
 		}
 	}
 	info, err := s.stream.Info(ictx)

@@ -470,12 +470,21 @@ func Pinned(ctx context.Context, js jetstream.JetStream, stream, consumer string
 	if err != nil {
 		return "", err
 	}
-	for _, g := range cons.CachedInfo().PriorityGroups {
+	return PinnedIn(cons.CachedInfo()), nil
+}
+
+// PinnedIn returns the id of the client pinned to the priority group of
+// the consumer ci describes; "" when none is.
+func PinnedIn(ci *jetstream.ConsumerInfo) string {
+	if ci == nil {
+		return ""
+	}
+	for _, g := range ci.PriorityGroups {
 		if g.Group == PriorityGroup {
-			return g.PinnedClientID, nil
+			return g.PinnedClientID
 		}
 	}
-	return "", nil
+	return ""
 }
 
 // Find returns the consumer of s (a [[streams]] entry of connector) on
