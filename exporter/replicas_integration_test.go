@@ -209,3 +209,53 @@ bucket = %q
 		})
 	}
 }
+
+// A state bucket that does not exist yet is created with [state] replicas:
+// plan warns when a stream has more, before run creates it short.
+func TestPlanWarnsOfAStateBucketToBeCreatedWithFewerReplicasThanItsStream(t *testing.T) {
+	t.Parallel()
+	servers := exportertest.NATSCluster(t, 3)
+	url := exportertest.ClusterURL(servers)
+	ms := shared.MinIO(t)
+	wantTestCredentials(t, ms)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := seq.Add(1)
+	stream := fmt.Sprintf("REPLICAS%d", n)
+	clusterStream(t, ctx, url, stream, stream+".>")
+	s3Bucket := fmt.Sprintf("replicas-%d-%d", os.Getpid(), n)
+	if err := ms.CreateBucket(ctx, s3Bucket); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "replicas.toml")
+	if err := os.WriteFile(file, []byte(fmt.Sprintf(`name = "replicas%d"
+[nats]
+url = %q
+[[streams]]
+stream = %q
+[s3]
+bucket = %q
+endpoint = %q
+access_key_id_env = "JETLAKE_TEST_ACCESS_KEY"
+secret_access_key_env = "JETLAKE_TEST_SECRET_KEY"
+[state]
+bucket = "replicas_missing_%d"
+`, n, url, stream, s3Bucket, ms.Endpoint, n)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	conns, err := config.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := plan.Run(ctx, conns[0], plan.Options{Timeout: 5 * time.Second, Cleanup: true})
+	want := fmt.Sprintf("state bucket replicas_missing_%d: [state] replicas = 1, fewer than stream %s's 3: ", n, stream)
+	var checks []string
+	found := false
+	for _, ch := range r.Checks {
+		checks = append(checks, string(ch.Status)+" "+ch.Msg)
+		found = found || ch.Status == plan.Warn && strings.HasPrefix(ch.Msg, want)
+	}
+	if !found {
+		t.Fatalf("plan lacks a warn check %q...:\n%s", want, strings.Join(checks, "\n"))
+	}
+}

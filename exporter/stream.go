@@ -32,15 +32,15 @@ type streamState struct {
 	// export; the Ledger within is compared with the stream by walks
 	// beside the runner, and starts once recovery ran (on a pinned
 	// consumer, once this instance is pinned).
-	book      progress.Book
-	unsure    map[string]*unresolved // intents whose object was missing, by intent key
-	pin       string                 // Nats-Pin-Id of the last message on a pinned consumer
-	notPin    string                 // a later pin the server did not confirm
-	pins      pinLine                // the pins this instance held in a row, up to pin: the fence reads it
+	book   progress.Book
+	unsure map[string]*unresolved // intents whose object was missing, by intent key
+	pin    string                 // Nats-Pin-Id of the last message on a pinned consumer
+	notPin string                 // a later pin the server did not confirm
+	pins   pinLine                // the pins this instance held in a row, up to pin: the fence reads it
 	// When the consumer this instance re-created for a partition it holds
 	// was created: the first pin confirmed on it follows on (followsOn).
-	remade time.Time
-	recovered int                    // intents recovered at start
+	remade    time.Time
+	recovered int // intents recovered at start
 
 	// A partition of a partitioned entry: its lease and handover, and the
 	// consumer name of the entry, which object keys show instead of the

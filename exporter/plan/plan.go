@@ -250,6 +250,7 @@ func (p *planner) checkStateBucket(ctx context.Context, js jetstream.JetStream) 
 		api := jsclient.APIPrefix(p.c.NATS)
 		p.add(OK, "state bucket %s: does not exist yet; jetlake creates it on first start (replicas %d), which needs %sINFO and %sSTREAM.CREATE.KV_%s",
 			b, max(p.c.State.Replicas, 1), api, api, b)
+		p.checkBucketReplicas(ctx, js, max(p.c.State.Replicas, 1), "[state] replicas = %d, fewer than stream %s's %d: the bucket jetlake creates can lose the export records and intents in an outage the stream survives; set [state] replicas = %d")
 	case err != nil:
 		p.add(Fail, "state bucket %s: %v", b, p.why(octx, err))
 	default:
@@ -279,6 +280,12 @@ func (p *planner) checkBucketLimits(ctx context.Context, js jetstream.JetStream,
 		return
 	}
 	p.add(OK, "state bucket %s: exists (%s storage, %d replicas, no expiry)", b, cfg.Storage, max(cfg.Replicas, 1))
+	p.checkBucketReplicas(ctx, js, max(cfg.Replicas, 1), "%d replicas, fewer than stream %s's %d: an outage the stream survives can lose the export records and intents; nats stream edit KV_"+b+" --replicas %d")
+}
+
+// checkBucketReplicas warns, with format (replicas, stream, its replicas,
+// its replicas), of each stream with more replicas than the state bucket's.
+func (p *planner) checkBucketReplicas(ctx context.Context, js jetstream.JetStream, replicas int, format string) {
 	for _, s := range p.c.Streams {
 		octx, cancel := p.op(ctx)
 		st, err := js.Stream(octx, s.Stream)
@@ -286,9 +293,8 @@ func (p *planner) checkBucketLimits(ctx context.Context, js jetstream.JetStream,
 		if err != nil {
 			continue // reported with the stream
 		}
-		if r := st.CachedInfo().Config.Replicas; r > max(cfg.Replicas, 1) {
-			p.add(Warn, "state bucket %s: %d replicas, fewer than stream %s's %d: an outage the stream survives can lose the export records and intents; nats stream edit KV_%s --replicas %d",
-				b, max(cfg.Replicas, 1), s.Stream, r, b, r)
+		if r := st.CachedInfo().Config.Replicas; r > replicas {
+			p.add(Warn, "state bucket %s: "+format, p.c.State.Bucket, replicas, s.Stream, r, r)
 		}
 	}
 }
