@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -270,4 +271,13 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// CheckFilter checks a subject filter given outside a connector file (a
+// command's flag): nil, or an error saying what a filter is.
+func CheckFilter(s string) error {
+	if why := checkSubject(s); why != "" {
+		return errors.New(why)
+	}
+	return nil
 }

@@ -76,6 +76,24 @@ every object back and checks its records, not only names and metadata.`,
 			run:     cmdVerify,
 		},
 		{
+			name:    "restore",
+			summary: "publish what a connector exported of a stream back into a stream, exactly once",
+			args:    "-config PATH -target STREAM [flags]",
+			long: `Restore reads the data objects a connector wrote of one stream and
+publishes the selected messages (by -from-seq/-to-seq, -since/-until and
+-subject) in stream sequence order into the target stream, with their
+subjects (after -subject-prefix), headers and payloads, and headers that
+name where each came from. Into a stream with allow_atomic it publishes
+atomic batches, each right after the stream's last sequence: run again
+after a kill, it finds where it stopped and publishes every message
+once. Into an empty stream and over a range without gaps, the messages
+keep their sequence numbers. It reports loss markers, rejected messages
+and missing sequences in the range; -dry-run reads and reports without
+publishing. It exits 1 when it could not finish.`,
+			example: "jetlake restore -config examples/local.toml -target EVENTS -dry-run",
+			run:     cmdRestore,
+		},
+		{
 			name:    "plan",
 			summary: "dry run: check everything online, print the permissions needed",
 			args:    "-config PATH [flags]",

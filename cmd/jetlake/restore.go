@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/jsclient"
+	"github.com/jetlake/jetlake/exporter/objstore"
+	"github.com/jetlake/jetlake/exporter/progress"
+	"github.com/jetlake/jetlake/exporter/restore"
+)
+
+// subjectList is a flag that may be given more than once.
+type subjectList []string
+
+func (s *subjectList) String() string     { return strings.Join(*s, ",") }
+func (s *subjectList) Set(v string) error { *s = append(*s, v); return nil }
+
+// cmdRestore publishes what a connector exported of a stream back into a
+// stream.
+func cmdRestore(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "", "the connector file (one connector)")
+	connector := fs.String("connector", "", "the connector of a file or directory that holds several")
+	var o restore.Options
+	fs.StringVar(&o.Stream, "stream", "", "the source stream (default: the connector's only stream)")
+	created := fs.String("stream-created", "", "the source stream's creation time (RFC 3339), for a stream the lake holds several incarnations of (default: the newest)")
+	fs.StringVar(&o.Target, "target", "", "the stream to publish to (required unless -dry-run)")
+	natsURL := fs.String("nats-url", "", "the NATS server of the target stream (default: the connector's [nats] url, with its credentials)")
+	fs.StringVar(&o.SubjectPrefix, "subject-prefix", "", "put PREFIX. before every restored subject")
+	fs.Uint64Var(&o.FromSeq, "from-seq", 0, "first source sequence to restore")
+	fs.Uint64Var(&o.ToSeq, "to-seq", 0, "last source sequence to restore")
+	since := fs.String("since", "", "restore messages stored at or after this time (RFC 3339)")
+	until := fs.String("until", "", "restore messages stored before this time (RFC 3339)")
+	var subjects subjectList
+	fs.Var(&subjects, "subject", "restore only messages whose original subject matches this filter (repeatable; * and > wildcards)")
+	fs.BoolVar(&o.DryRun, "dry-run", false, "read the lake and print what would be published; publish nothing")
+	fs.IntVar(&o.BatchMessages, "batch", 500, "messages per batch (at most 1000)")
+	fs.IntVar(&o.Readers, "readers", 4, "objects read at once")
+	fs.IntVar(&o.ResumeScan, "resume-scan", 1_000_000, "messages of the target looked at, from its end back, for where an earlier restore stopped")
+	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "jetlake restore: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	var err error
+	for _, t := range []struct {
+		flag string
+		s    string
+		to   *time.Time
+	}{{"stream-created", *created, &o.Created}, {"since", *since, &o.Since}, {"until", *until, &o.Until}} {
+		if t.s == "" {
+			continue
+		}
+		if *t.to, err = time.Parse(time.RFC3339Nano, t.s); err != nil {
+			fmt.Fprintf(stderr, "jetlake restore: -%s %q: want an RFC 3339 time such as 2026-12-01T00:00:00Z\n", t.flag, t.s)
+			return exitUsage
+		}
+	}
+	for _, s := range subjects {
+		if err := config.CheckFilter(s); err != nil {
+			fmt.Fprintf(stderr, "jetlake restore: -subject %q: %v\n", s, err)
+			return exitUsage
+		}
+	}
+	o.Subjects = subjects
+	switch {
+	case o.Target == "" && !o.DryRun:
+		fmt.Fprintln(stderr, "jetlake restore: -target is required (or -dry-run)")
+		return exitUsage
+	case o.ToSeq != 0 && o.FromSeq > o.ToSeq:
+		fmt.Fprintf(stderr, "jetlake restore: -from-seq %d is after -to-seq %d\n", o.FromSeq, o.ToSeq)
+		return exitUsage
+	case o.BatchMessages < 1 || o.BatchMessages > 1000:
+		fmt.Fprintf(stderr, "jetlake restore: -batch %d: want 1 to 1000 (the server's largest atomic batch)\n", o.BatchMessages)
+		return exitUsage
+	}
+	conns, code, ok := loadConfig(*path, stderr)
+	if !ok {
+		return code
+	}
+	c, err := pickConnector(conns, *connector)
+	if err != nil {
+		fmt.Fprintf(stderr, "jetlake restore: %v\n", err)
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	store, err := objstore.NewS3Store(c.S3)
+	if err != nil {
+		fmt.Fprintf(stderr, "jetlake restore: %v\n", err)
+		return exitFailure
+	}
+	var js jetstream.JetStream
+	if o.Target != "" {
+		tc := *c
+		if *natsURL != "" {
+			tc.NATS.URL = *natsURL
+		}
+		nc, err := jsclient.Dial(&tc, nats.MaxReconnects(-1))
+		if err != nil {
+			fmt.Fprintf(stderr, "jetlake restore: %v\n", err)
+			return exitFailure
+		}
+		defer nc.Close()
+		if js, err = jsclient.NewJetStream(nc, tc.NATS); err != nil {
+			fmt.Fprintf(stderr, "jetlake restore: %v\n", err)
+			return exitFailure
+		}
+	}
+	prog := newProgressOut(stderr)
+	prog.log, _ = newLogger("text", "info", prog.logWriter(stderr))
+	o.Log = prog.log
+	stopProgress := func() {}
+	if !*quiet {
+		o.Progress = &restore.Progress{}
+		stopProgress = prog.watch(func(time.Time) progressFrame { return restoreFrame(c.Name, o.Progress) })
+	}
+	rep, err := restore.Run(ctx, c, store, js, o)
+	stopProgress()
+	if rep != nil {
+		printRestore(stdout, rep, o.DryRun)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "jetlake restore: connector %s: %v\n", c.Name, err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+// pickConnector returns the connector named name, or the only one.
+func pickConnector(conns []*config.Connector, name string) (*config.Connector, error) {
+	var names []string
+	for _, c := range conns {
+		if c.Name == name || name == "" && len(conns) == 1 {
+			return c, nil
+		}
+		names = append(names, c.Name)
+	}
+	if name == "" {
+		return nil, fmt.Errorf("the configuration holds %d connectors (%s): name one with -connector", len(conns), strings.Join(names, ", "))
+	}
+	return nil, fmt.Errorf("no connector %s (there are %s)", name, strings.Join(names, ", "))
+}
+
+// restoreFrame is the progress of a restore.
+func restoreFrame(connector string, p *restore.Progress) progressFrame {
+	objects, read, published := p.Objects.Load(), p.Read.Load(), p.Published.Load()
+	return progressFrame{
+		line: fmt.Sprintf("restore %s: %s objects read, %s messages read, %s published",
+			connector, groupDigits(uint64(objects)), groupDigits(uint64(read)), groupDigits(uint64(published))),
+		logs: [][]any{{"connector", connector, "objects", objects, "read", read, "published", published}},
+	}
+}
+
+// printRestore prints what a restore did, or would do.
+func printRestore(w io.Writer, r *restore.Report, dry bool) {
+	target := r.Target
+	if target == "" {
+		target = "(no target)"
+	}
+	fmt.Fprintf(w, "connector %s, stream %s (created %s) -> %s: sequences %s\n", r.Connector, r.Stream, r.Created.Format(time.RFC3339Nano), target, r.Scope)
+	for _, t := range r.Others {
+		fmt.Fprintf(w, "  note: the lake also holds an incarnation created %s (-stream-created restores it)\n", t.Format(time.RFC3339Nano))
+	}
+	fmt.Fprintf(w, "  %d data objects read, %d messages selected\n", r.Objects, r.Selected)
+	subs := make([]string, 0, len(r.BySubject))
+	for s := range r.BySubject {
+		subs = append(subs, s)
+	}
+	slices.Sort(subs)
+	for i, s := range subs {
+		if i == 20 {
+			fmt.Fprintf(w, "  ... (%d subjects in all)\n", len(subs))
+			break
+		}
+		fmt.Fprintf(w, "  subject %s: %d\n", s, r.BySubject[s])
+	}
+	if r.ResumedAfter > 0 {
+		fmt.Fprintf(w, "  resumed after source sequence %d: %d selected messages were restored before\n", r.ResumedAfter, r.Already)
+	}
+	for _, m := range r.Lost {
+		fmt.Fprintf(w, "  LOST %s (%s, %d messages): %s\n", progress.Range{First: m.FirstSeq, Last: m.LastSeq}, m.Reason, m.Count, m.Error)
+	}
+	if r.RejectedObjects > 0 {
+		fmt.Fprintf(w, "  REJECTED %d objects of rejected messages in scope: not restored\n", r.RejectedObjects)
+	}
+	if len(r.Missing) > 0 {
+		parts := make([]string, 0, len(r.Missing))
+		for i, m := range r.Missing {
+			if i == 50 {
+				parts = append(parts, fmt.Sprintf("... (%d ranges in all)", len(r.Missing)))
+				break
+			}
+			parts = append(parts, m.String())
+		}
+		fmt.Fprintf(w, "  MISSING %s: in no data object, loss marker or rejected object\n", strings.Join(parts, ", "))
+	}
+	if r.Duplicates > 0 {
+		fmt.Fprintf(w, "  %d records of sequences two objects hold were read once each (verify reports the overlaps)\n", r.Duplicates)
+	}
+	switch {
+	case dry:
+		fmt.Fprintf(w, "  dry run: nothing published; %d messages would be\n", r.Selected-r.Already)
+		if r.WhyNotKept != "" {
+			fmt.Fprintf(w, "  the original sequences could not be kept: %s\n", r.WhyNotKept)
+		}
+		return
+	case r.Atomic:
+		fmt.Fprintf(w, "  %d messages published in atomic batches (exactly once)\n", r.Published)
+	default:
+		fmt.Fprintf(w, "  %d messages published with message ids: exactly once only within the target's duplicate window (allow_atomic on the target makes it exact)\n", r.Published)
+	}
+	if r.KeptSequences > 0 {
+		fmt.Fprintf(w, "  original sequences kept up to %d\n", r.KeptSequences)
+	}
+	if r.WhyNotKept != "" {
+		fmt.Fprintf(w, "  original sequences not kept: %s\n", r.WhyNotKept)
+	}
+	fmt.Fprintf(w, "  took %s\n", r.Took.Round(time.Millisecond))
+}

@@ -1,0 +1,305 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlake/jetlake/exporter/restore"
+)
+
+// restoreEnv is a stream exported by a connector, for restores.
+type restoreEnv struct {
+	t      *testing.T
+	js     jetstream.JetStream
+	stream string
+	file   string
+	creds  []string
+	sent   []*nats.Msg // by sequence - 1
+}
+
+// newRestoreEnv publishes n messages with headers to a new stream over
+// three subjects, exports them with the output settings given, and
+// deletes the stream.
+func newRestoreEnv(t *testing.T, name string, n int, output string) *restoreEnv {
+	t.Helper()
+	ns, ms := shared.NATS(t), shared.MinIO(t)
+	e := &restoreEnv{t: t, js: streamAndBucket(t, ns, ms, name, jetstream.StreamConfig{}), stream: strings.ToUpper(name), creds: ms.ClientEnv()}
+	ctx := context.Background()
+	for i := range n {
+		m := nats.NewMsg(fmt.Sprintf("%s.s%d", name, i%3))
+		switch i % 4 {
+		case 0:
+			m.Data = fmt.Appendf(nil, `{"i":%d,"user":{"name":"user-%d","tags":["a","b"]},"price":12.50}`, i, i)
+		case 1:
+			m.Data = fmt.Appendf(nil, "\xff\xfe binary %d \x00", i)
+		case 2:
+			m.Data = nil
+		case 3:
+			m.Data = fmt.Appendf(nil, `"just a string \u00e9 %d"`, i)
+		}
+		m.Header.Add("Tenant", fmt.Sprintf("t%d", i%5))
+		m.Header.Add("Multi", "one")
+		m.Header.Add("Multi", "two")
+		if i%7 == 0 {
+			m.Header.Set("Nats-Msg-Id", fmt.Sprintf("id-%d", i))
+		}
+		if _, err := e.js.PublishMsg(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		e.sent = append(e.sent, m)
+	}
+	e.file = writeFile(t, name+".toml", fmt.Sprintf(`name = %q
+[nats]
+url = %q
+[[streams]]
+stream = %q
+[s3]
+bucket = %q
+endpoint = %q
+prefix = "lake"
+[rotation]
+max_messages_per_file = 250
+[output]
+%s
+include_headers = true
+`, name, ns.URL, e.stream, name, ms.Endpoint, output))
+	if code, _, stderr := jetlakeEnv(t, e.creds, "run", "-until-idle", "-config", e.file); code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	if err := e.js.DeleteStream(ctx, e.stream); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// recreate creates the stream again, empty, as a restore's target.
+func (e *restoreEnv) recreate(cfg jetstream.StreamConfig) {
+	e.t.Helper()
+	cfg.Name = e.stream
+	if cfg.Subjects == nil {
+		cfg.Subjects = []string{strings.ToLower(e.stream) + ".>"}
+	}
+	if _, err := e.js.CreateStream(context.Background(), cfg); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// restored reads the target stream: its messages by sequence.
+func (e *restoreEnv) restored() []*jetstream.RawStreamMsg {
+	e.t.Helper()
+	ctx := context.Background()
+	st, err := e.js.Stream(ctx, e.stream)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []*jetstream.RawStreamMsg
+	for q := info.State.FirstSeq; q <= info.State.LastSeq && info.State.Msgs > 0; q++ {
+		m, err := st.GetMsg(ctx, q)
+		if err != nil {
+			e.t.Fatalf("sequence %d: %v", q, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// wantRestored checks that got holds, in order, every message sent once,
+// with its subject (after prefix), headers and payload, under its own
+// sequence when kept.
+func (e *restoreEnv) wantRestored(got []*jetstream.RawStreamMsg, prefix string, kept bool) {
+	e.t.Helper()
+	if len(got) != len(e.sent) {
+		e.t.Fatalf("the target holds %d messages, want %d", len(got), len(e.sent))
+	}
+	for i, m := range got {
+		want := e.sent[i]
+		src, _ := strconv.Atoi(m.Header.Get(restore.HeaderSourceSequence))
+		subject := want.Subject
+		if prefix != "" {
+			subject = prefix + "." + subject
+		}
+		switch {
+		case src != i+1:
+			e.t.Fatalf("message %d restores source sequence %d", i+1, src)
+		case kept && m.Sequence != uint64(i+1):
+			e.t.Fatalf("source sequence %d restored as %d, want its own", i+1, m.Sequence)
+		case m.Subject != subject:
+			e.t.Fatalf("sequence %d: subject %q, want %q", i+1, m.Subject, subject)
+		case !bytes.Equal(m.Data, want.Data):
+			e.t.Fatalf("sequence %d: payload %q, want %q", i+1, m.Data, want.Data)
+		case m.Header.Get(restore.HeaderSourceStream) != e.stream:
+			e.t.Fatalf("sequence %d: %s %q", i+1, restore.HeaderSourceStream, m.Header.Get(restore.HeaderSourceStream))
+		}
+		for k, vs := range want.Header {
+			if strings.HasPrefix(k, "Nats-") {
+				k = restore.HeaderKeptPrefix + k
+			}
+			if !slices.Equal(m.Header.Values(k), vs) {
+				e.t.Fatalf("sequence %d: header %s %q, want %q", i+1, k, m.Header.Values(k), vs)
+			}
+		}
+	}
+}
+
+// A stream exported as JSON lines (gzip) and as parquet, with headers, is
+// deleted and created again; restore gives every message back once, in
+// order and under its own sequence, with its subject, headers and payload
+// byte for byte (JSON payloads as published, compact; binary ones through
+// base64), and a Nats-Msg-Id kept under Jetlake-Source-Header-. Run again,
+// it publishes nothing.
+func TestRestoreGivesADeletedStreamBackExactlyOnce(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, output string }{
+		{"rjsonl", "format = \"json_lines\"\ncompression = \"gzip\""},
+		{"rparquet", "format = \"parquet\""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newRestoreEnv(t, tc.name, 1000, tc.output)
+			e.recreate(jetstream.StreamConfig{AllowAtomicPublish: true, AllowDirect: true})
+			code, stdout, stderr := jetlakeEnv(t, e.creds, "restore", "-quiet", "-config", e.file, "-target", e.stream, "-batch", "100")
+			if code != exitOK {
+				t.Fatalf("restore: exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			for _, want := range []string{"1000 messages selected", "1000 messages published in atomic batches", "original sequences kept up to 1000"} {
+				if !strings.Contains(stdout, want) {
+					t.Errorf("restore output lacks %q:\n%s", want, stdout)
+				}
+			}
+			e.wantRestored(e.restored(), "", true)
+			code, stdout, stderr = jetlakeEnv(t, e.creds, "restore", "-quiet", "-config", e.file, "-target", e.stream)
+			if code != exitOK || !strings.Contains(stdout, "0 messages published") || !strings.Contains(stdout, "resumed after source sequence 1000") {
+				t.Fatalf("restore again: exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			e.wantRestored(e.restored(), "", true)
+		})
+	}
+}
+
+// A restore killed (SIGKILL) three times at random moments and run again
+// publishes every message once, into a stream that already held other
+// messages and under a subject prefix.
+func TestARestoreKilledAndRunAgainPublishesEveryMessageOnce(t *testing.T) {
+	t.Parallel()
+	e := newRestoreEnv(t, "rkill", 6000, "format = \"json_lines\"")
+	e.recreate(jetstream.StreamConfig{Subjects: []string{"rkill.>", "back.>"}, AllowAtomicPublish: true, AllowDirect: true})
+	ctx := context.Background()
+	for i := range 50 {
+		if _, err := e.js.Publish(ctx, fmt.Sprintf("rkill.other.%d", i), []byte("already there")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := []string{"restore", "-quiet", "-config", e.file, "-target", e.stream, "-subject-prefix", "back", "-batch", "50"}
+	seed := rand.Uint64()
+	rng := rand.New(rand.NewPCG(seed, 0))
+	t.Logf("seed %d", seed)
+	killed := 0
+	for range 3 {
+		cmd := exec.Command(binary, args...)
+		cmd.Env = e.creds
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(100+rng.IntN(600)) * time.Millisecond)
+		if err := cmd.Process.Signal(syscall.SIGKILL); err == nil {
+			killed++
+		}
+		_ = cmd.Wait()
+	}
+	code, stdout, stderr := jetlakeEnv(t, e.creds, args...)
+	if code != exitOK {
+		t.Fatalf("restore after %d kills: exit %d\n%s\n%s", killed, code, stdout, stderr)
+	}
+	t.Logf("after %d kills:\n%s", killed, stdout)
+	var ours []*jetstream.RawStreamMsg
+	others := 0
+	for _, m := range e.restored() {
+		if m.Header.Get(restore.HeaderSourceStream) == "" {
+			others++
+			continue
+		}
+		ours = append(ours, m)
+	}
+	if others != 50 {
+		t.Fatalf("the target holds %d of its own 50 messages", others)
+	}
+	e.wantRestored(ours, "back", false)
+}
+
+// A range with a loss marker: restore reports the lost sequences and
+// restores the rest; a dry run publishes nothing and says the sequences
+// could not be kept.
+func TestARestoreReportsTheLossMarkersOfItsRange(t *testing.T) {
+	t.Parallel()
+	ns, ms := shared.NATS(t), shared.MinIO(t)
+	name := "rlost"
+	js := streamAndBucket(t, ns, ms, name, jetstream.StreamConfig{})
+	ctx := context.Background()
+	for i := range 30 {
+		if _, err := js.Publish(ctx, fmt.Sprintf("%s.s%d", name, i%3), fmt.Appendf(nil, `{"i":%d}`, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := js.Stream(ctx, strings.ToUpper(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Removed before the export: a loss marker names 11-15.
+	for q := uint64(11); q <= 15; q++ {
+		if err := st.DeleteMsg(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := writeFile(t, name+".toml", fmt.Sprintf(`name = %q
+[nats]
+url = %q
+[[streams]]
+stream = %q
+[s3]
+bucket = %q
+endpoint = %q
+`, name, ns.URL, strings.ToUpper(name), name, ms.Endpoint))
+	creds := ms.ClientEnv()
+	if code, _, stderr := jetlakeEnv(t, creds, "run", "-until-idle", "-config", file); code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	code, stdout, stderr := jetlakeEnv(t, creds, "restore", "-quiet", "-config", file, "-dry-run")
+	if code != exitOK || !strings.Contains(stdout, "25 messages selected") || !strings.Contains(stdout, "dry run: nothing published") ||
+		!strings.Contains(stdout, "LOST 11-15") || !strings.Contains(stdout, "could not be kept") {
+		t.Fatalf("restore -dry-run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if err := js.DeleteStream(ctx, strings.ToUpper(name)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "RLOSTBACK", Subjects: []string{"rlost.>"}, AllowAtomicPublish: true}); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = jetlakeEnv(t, creds, "restore", "-quiet", "-config", file, "-target", "RLOSTBACK")
+	if code != exitOK || !strings.Contains(stdout, "25 messages published") || !strings.Contains(stdout, "LOST 11-15") ||
+		!strings.Contains(stdout, "original sequences kept up to 10") {
+		t.Fatalf("restore: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	info, err := js.Stream(ctx, "RLOSTBACK")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := info.CachedInfo().State.Msgs; got != 25 {
+		t.Fatalf("the target holds %d messages, want 25", got)
+	}
+}
