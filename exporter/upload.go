@@ -1,15 +1,18 @@
 package exporter
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetlake/jetlake/buffer"
 	"github.com/jetlake/jetlake/exporter/fault"
 	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/jsclient"
@@ -183,6 +186,9 @@ func (e *Exporter) batchPut(j *job, in *state.Intent, inTable bool) objstore.Put
 	if inTable {
 		opts.Metadata[objstore.MetaConnector] = e.cfg.Name
 		opts.Metadata[objstore.MetaTable] = e.table.uuid
+	}
+	if slices.IsSortedFunc(b.Items, func(x, y buffer.Item[jsclient.AckRef]) int { return cmp.Compare(x.Seq, y.Seq) }) {
+		opts.Metadata[objstore.MetaOrdered] = "true"
 	}
 	return opts
 }

@@ -39,6 +39,8 @@ type CatalogObject struct {
 	// Seqs are the sequences it holds, from its metadata; empty when the
 	// metadata does not carry them (its records do).
 	Seqs progress.Seqs
+	// Ordered says its metadata says its records are in sequence order.
+	Ordered bool
 }
 
 // Holds reports whether o may hold sequences within r.
@@ -102,6 +104,7 @@ func ReadCatalog(ctx context.Context, cfg *config.Connector, stream string, crea
 		}
 		o := found{CatalogObject: CatalogObject{Key: key, First: name.First, Last: name.Last}, created: c, rejected: isRejected}
 		o.Seqs, _ = objstore.SeqsOf(md)
+		o.Ordered = md[objstore.MetaOrdered] == "true"
 		objects = append(objects, o)
 		return nil
 	})

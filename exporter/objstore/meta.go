@@ -29,6 +29,10 @@ const (
 	// removes only files whose metadata names its own connector and table.
 	MetaConnector = "Jetlake-Connector"
 	MetaTable     = "Jetlake-Table"
+	// MetaOrdered is "true" on a data object whose records are in stream
+	// sequence order (redeliveries can put a batch's records out of it):
+	// a restore merges such an object as it reads it.
+	MetaOrdered = "Jetlake-Ordered"
 )
 
 // MetaCompaction is the object metadata that names the compaction that

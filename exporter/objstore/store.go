@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/minio/minio-go/v7"
@@ -482,4 +483,70 @@ func MarkerOf(stream, consumer string) func(md map[string]string) error {
 		}
 		return &CollisionError{Marker: true, Stream: md[MetaStream], Consumer: md[MetaConsumer]}
 	}
+}
+
+// Opened is an object opened for reading in place, without holding its
+// body: read in order through ReadAt (as a stream is) it costs one GET;
+// reads elsewhere go through another GET, with a range each. Safe for
+// concurrent use.
+type Opened struct {
+	mu     sync.Mutex
+	ctx    context.Context
+	s      *S3Store
+	key    string
+	size   int64
+	stream *minio.Object // read in order, from 0
+	at     int64         // where stream stands
+	random *minio.Object // read at offsets
+}
+
+// Open opens the object at key for reading while ctx lasts.
+func (s *S3Store) Open(ctx context.Context, key string) (*Opened, error) {
+	obj, err := s.client.GetObject(ctx, s.bucket, key, minio.GetObjectOptions{})
+	if err != nil {
+		return nil, classify(fmt.Errorf("get %s: %w", key, err), s.bucket, "", "s3:GetObject")
+	}
+	st, err := obj.Stat()
+	if err != nil {
+		obj.Close()
+		return nil, classify(fmt.Errorf("get %s: %w", key, err), s.bucket, "", "s3:GetObject")
+	}
+	return &Opened{ctx: ctx, s: s, key: key, size: st.Size, stream: obj}, nil
+}
+
+// Size is the object's length in bytes.
+func (o *Opened) Size() int64 { return o.size }
+
+// ReadAt implements io.ReaderAt.
+func (o *Opened) ReadAt(p []byte, off int64) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if off == o.at {
+		n, err := io.ReadFull(o.stream, p)
+		o.at += int64(n)
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = io.EOF
+		}
+		return n, err
+	}
+	if o.random == nil {
+		obj, err := o.s.client.GetObject(o.ctx, o.s.bucket, o.key, minio.GetObjectOptions{})
+		if err != nil {
+			return 0, classify(fmt.Errorf("get %s: %w", o.key, err), o.s.bucket, "", "s3:GetObject")
+		}
+		o.random = obj
+	}
+	n, err := o.random.ReadAt(p, off)
+	if n == len(p) && errors.Is(err, io.EOF) {
+		err = nil // all of p, up to the end
+	}
+	return n, err
+}
+
+// Close ends the reads.
+func (o *Opened) Close() error {
+	if o.random != nil {
+		o.random.Close()
+	}
+	return o.stream.Close()
 }

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"container/heap"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/jetlake/jetlake/config"
@@ -37,20 +40,33 @@ func (s *selection) takes(r *formats.Record) bool {
 }
 
 // source reads the selected records of a catalog's data objects in stream
-// sequence order. Objects are fetched ahead, a few at a time, and merged:
-// an object is read once the merge reaches its first sequence, so the
-// records held are those of the objects whose ranges overlap there.
+// sequence order, without holding any object whole.
+//
+// Each object is read as runs of records in sequence order: one run for an
+// object whose metadata says its records are ordered, else the runs a
+// first pass over its records finds (a redelivery puts a record out of
+// order). Each run is a cursor: a goroutine that streams the object's
+// records of the run, the selected ones, into a small buffer. The cursors
+// are merged by sequence; an object's cursors start once the merge reaches
+// its first sequence, and those of the next few objects start ahead, so
+// that decoding runs beside publishing. Memory is bounded by the cursors
+// open (those of the objects whose ranges overlap where the merge stands,
+// and those ahead), each holding cursorBuffer records and its decoder.
 type source struct {
+	ctx     context.Context
+	store   objstore.ObjectReader
 	sel     selection
 	objects []lake.CatalogObject // those that may hold selected sequences, by First
-	next    int                  // the next object to read
-	fetch   *fetcher
+	ahead   int                  // objects whose cursors start ahead of the merge
+	started []*objectCursors     // by object; nil until started
+	next    int                  // the next object the merge takes in
 	open    cursors
 	last    uint64 // the last sequence returned
-	// Duplicates counts records of a sequence returned already: two
+	// duplicates counts records of a sequence returned already: two
 	// objects that hold the same sequence (verify reports them).
 	duplicates int
-	bytesRead  int64
+	bytesRead  atomic.Int64
+	cancel     context.CancelFunc
 }
 
 func newSource(ctx context.Context, store objstore.ObjectReader, objects []lake.CatalogObject, sel selection, readers int) *source {
@@ -60,15 +76,20 @@ func newSource(ctx context.Context, store objstore.ObjectReader, objects []lake.
 			in = append(in, o)
 		}
 	}
-	return &source{sel: sel, objects: in, fetch: startFetch(ctx, store, in, readers)}
+	ctx, cancel := context.WithCancel(ctx)
+	return &source{ctx: ctx, store: store, sel: sel, objects: in, ahead: max(readers, 1),
+		started: make([]*objectCursors, len(in)), cancel: cancel}
 }
+
+// Close stops the cursors still reading.
+func (s *source) Close() { s.cancel() }
 
 // Next returns the next selected record, or nil at the end. The record is
 // the caller's.
 func (s *source) Next() (*formats.Record, error) {
 	for {
 		for s.next < len(s.objects) && (len(s.open) == 0 || s.objects[s.next].First <= s.open.min()) {
-			if err := s.read(s.next); err != nil {
+			if err := s.take(s.next); err != nil {
 				return nil, err
 			}
 			s.next++
@@ -76,7 +97,10 @@ func (s *source) Next() (*formats.Record, error) {
 		if len(s.open) == 0 {
 			return nil, nil
 		}
-		r := s.open.pop()
+		r, err := s.open.pop()
+		if err != nil {
+			return nil, err
+		}
 		if r.Sequence == s.last && s.last != 0 {
 			s.duplicates++
 			continue
@@ -86,63 +110,201 @@ func (s *source) Next() (*formats.Record, error) {
 	}
 }
 
-// read reads object i's selected records, in sequence order, into the
-// merge.
-func (s *source) read(i int) error {
-	o := s.objects[i]
-	body, err := s.fetch.get(i)
+// take adds object i's cursors to the merge, and starts those of the
+// objects after it, up to ahead.
+func (s *source) take(i int) error {
+	for j := i; j < min(i+1+s.ahead, len(s.objects)); j++ {
+		if s.started[j] == nil {
+			s.started[j] = s.start(s.objects[j])
+		}
+	}
+	oc := s.started[i]
+	s.started[i] = nil
+	cs, err := oc.wait()
 	if err != nil {
-		return fmt.Errorf("read %s: %w", o.Key, err)
+		return err
 	}
-	s.bytesRead += int64(len(body))
-	var recs []*formats.Record
-	err = formats.ReadRecords(o.Key, bytes.NewReader(body), int64(len(body)), func(r *formats.Record) error {
-		if !s.sel.takes(r) {
-			return nil
+	for _, c := range cs {
+		ok, err := c.advance()
+		if err != nil {
+			return err
 		}
-		c := *r
-		c.Data = bytes.Clone(r.Data)
-		c.Headers = maps.Clone(r.Headers)
-		for k, v := range c.Headers {
-			c.Headers[k] = slices.Clone(v)
+		if ok {
+			heap.Push(&s.open, c)
 		}
-		recs = append(recs, &c)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("read %s: %w", o.Key, err)
 	}
-	if len(recs) == 0 {
-		return nil
-	}
-	slices.SortStableFunc(recs, func(a, b *formats.Record) int {
-		switch {
-		case a.Sequence < b.Sequence:
-			return -1
-		case a.Sequence > b.Sequence:
-			return 1
-		}
-		return 0
-	})
-	heap.Push(&s.open, &cursor{recs: recs})
 	return nil
 }
 
-// cursor is an object's records not merged yet.
-type cursor struct {
-	recs []*formats.Record
-	at   int
+// objectCursors are the cursors of one object, once its runs are known.
+type objectCursors struct {
+	done    chan struct{}
+	cursors []*cursor
+	err     error
 }
 
-// cursors is a min-heap of cursors by the sequence of their next record.
+func (oc *objectCursors) wait() ([]*cursor, error) {
+	<-oc.done
+	return oc.cursors, oc.err
+}
+
+// start finds the runs of o (beside the caller) and starts a cursor for
+// each.
+func (s *source) start(o lake.CatalogObject) *objectCursors {
+	oc := &objectCursors{done: make(chan struct{})}
+	go func() {
+		defer close(oc.done)
+		runs := []run{{start: 0, count: -1}}
+		if !o.Ordered {
+			var err error
+			if runs, err = s.runs(o); err != nil {
+				oc.err = err
+				return
+			}
+		}
+		for _, r := range runs {
+			oc.cursors = append(oc.cursors, s.cursor(o, r))
+		}
+	}()
+	return oc
+}
+
+// run is a stretch of an object's records in sequence order: count
+// records from the start-th (from 0); count -1 runs to the end.
+type run struct {
+	start, count int
+}
+
+// errEnough stops a read that has what it wants.
+var errEnough = errors.New("enough")
+
+// runs reads o's records once and returns its runs in sequence order.
+func (s *source) runs(o lake.CatalogObject) ([]run, error) {
+	var runs []run
+	var prev uint64
+	i := 0
+	err := s.read(o, func(r *formats.Record) error {
+		if i == 0 || r.Sequence <= prev {
+			if len(runs) > 0 {
+				runs[len(runs)-1].count = i - runs[len(runs)-1].start
+			}
+			runs = append(runs, run{start: i, count: -1})
+		}
+		prev = r.Sequence
+		i++
+		return nil
+	})
+	return runs, err
+}
+
+// read streams o's records to fn.
+func (s *source) read(o lake.CatalogObject, fn func(*formats.Record) error) error {
+	var ra io.ReaderAt
+	var size int64
+	if op, ok := s.store.(interface {
+		Open(context.Context, string) (*objstore.Opened, error)
+	}); ok {
+		obj, err := op.Open(s.ctx, o.Key)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", o.Key, err)
+		}
+		defer obj.Close()
+		ra, size = obj, obj.Size()
+	} else {
+		body, err := s.store.Get(s.ctx, o.Key)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", o.Key, err)
+		}
+		ra, size = bytes.NewReader(body), int64(len(body))
+	}
+	s.bytesRead.Add(size)
+	err := formats.ReadRecords(o.Key, ra, size, fn)
+	if err != nil && !errors.Is(err, errEnough) {
+		return fmt.Errorf("read %s: %w", o.Key, err)
+	}
+	return nil
+}
+
+// cursorBuffer is how many records a cursor reads ahead of the merge.
+const cursorBuffer = 64
+
+// cursor is one run of an object's selected records not merged yet.
+type cursor struct {
+	ch   chan item
+	head *formats.Record
+}
+
+// item is a record, or the error that ended a cursor's read.
+type item struct {
+	rec *formats.Record
+	err error
+}
+
+// cursor starts streaming run r of o's selected records.
+func (s *source) cursor(o lake.CatalogObject, r run) *cursor {
+	c := &cursor{ch: make(chan item, cursorBuffer)}
+	go func() {
+		defer close(c.ch)
+		i := 0
+		var prev uint64
+		err := s.read(o, func(rec *formats.Record) error {
+			defer func() { i++ }()
+			switch {
+			case i < r.start:
+				return nil
+			case r.count >= 0 && i >= r.start+r.count:
+				return errEnough
+			case i > r.start && rec.Sequence <= prev:
+				// Read back, not trusted: the metadata said ordered.
+				return fmt.Errorf("record %d holds sequence %d after %d, though the object's metadata says its records are in sequence order", i+1, rec.Sequence, prev)
+			}
+			prev = rec.Sequence
+			if !s.sel.takes(rec) {
+				return nil
+			}
+			cp := *rec
+			cp.Data = bytes.Clone(rec.Data)
+			if rec.Headers != nil {
+				cp.Headers = maps.Clone(rec.Headers)
+				for k, v := range cp.Headers {
+					cp.Headers[k] = slices.Clone(v)
+				}
+			}
+			select {
+			case c.ch <- item{rec: &cp}:
+				return nil
+			case <-s.ctx.Done():
+				return s.ctx.Err()
+			}
+		})
+		if err != nil && s.ctx.Err() == nil {
+			c.ch <- item{err: err}
+		}
+	}()
+	return c
+}
+
+// advance takes the cursor's next record as its head; false at its end.
+func (c *cursor) advance() (bool, error) {
+	it, ok := <-c.ch
+	switch {
+	case !ok:
+		c.head = nil
+		return false, nil
+	case it.err != nil:
+		return false, it.err
+	}
+	c.head = it.rec
+	return true, nil
+}
+
+// cursors is a min-heap of cursors by the sequence of their head.
 type cursors []*cursor
 
-func (h cursors) Len() int { return len(h) }
-func (h cursors) Less(i, j int) bool {
-	return h[i].recs[h[i].at].Sequence < h[j].recs[h[j].at].Sequence
-}
-func (h cursors) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *cursors) Push(x any)   { *h = append(*h, x.(*cursor)) }
+func (h cursors) Len() int           { return len(h) }
+func (h cursors) Less(i, j int) bool { return h[i].head.Sequence < h[j].head.Sequence }
+func (h cursors) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *cursors) Push(x any)        { *h = append(*h, x.(*cursor)) }
 func (h *cursors) Pop() any {
 	old := *h
 	c := old[len(old)-1]
@@ -151,64 +313,20 @@ func (h *cursors) Pop() any {
 }
 
 // min is the sequence of the next record of the merge.
-func (h cursors) min() uint64 { return h[0].recs[h[0].at].Sequence }
+func (h cursors) min() uint64 { return h[0].head.Sequence }
 
 // pop takes the next record of the merge.
-func (h *cursors) pop() *formats.Record {
+func (h *cursors) pop() (*formats.Record, error) {
 	c := (*h)[0]
-	r := c.recs[c.at]
-	c.recs[c.at] = nil
-	c.at++
-	if c.at == len(c.recs) {
-		heap.Pop(h)
-	} else {
+	r := c.head
+	ok, err := c.advance()
+	if err != nil {
+		return nil, err
+	}
+	if ok {
 		heap.Fix(h, 0)
+	} else {
+		heap.Pop(h)
 	}
-	return r
-}
-
-// fetcher gets objects' bodies ahead of the merge, at most n at a time
-// and n held before the merge takes them.
-type fetcher struct {
-	results []chan fetched
-	slots   chan struct{}
-}
-
-type fetched struct {
-	body []byte
-	err  error
-}
-
-func startFetch(ctx context.Context, store objstore.ObjectReader, objects []lake.CatalogObject, n int) *fetcher {
-	f := &fetcher{results: make([]chan fetched, len(objects)), slots: make(chan struct{}, max(n, 1))}
-	for i := range f.results {
-		f.results[i] = make(chan fetched, 1)
-	}
-	go func() {
-		for i, o := range objects {
-			select {
-			case f.slots <- struct{}{}:
-			case <-ctx.Done():
-				for _, ch := range f.results[i:] {
-					ch <- fetched{err: ctx.Err()}
-				}
-				return
-			}
-			go func() {
-				body, err := store.Get(ctx, o.Key)
-				f.results[i] <- fetched{body, err}
-			}()
-		}
-	}()
-	return f
-}
-
-// get waits for object i's body, and frees its slot.
-func (f *fetcher) get(i int) ([]byte, error) {
-	r := <-f.results[i]
-	select {
-	case <-f.slots:
-	default: // none taken: the fetch ended with its context
-	}
-	return r.body, r.err
+	return r, nil
 }
