@@ -89,7 +89,9 @@ after a kill, it finds where it stopped and publishes every message
 once. Into an empty stream and over a range without gaps, the messages
 keep their sequence numbers. It reports loss markers, rejected messages
 and missing sequences in the range; -dry-run reads and reports without
-publishing. It exits 1 when it could not finish.`,
+publishing. For a connector with [iceberg] it reads the data files of the
+table's current snapshot, or of the one -snapshot names, and no others.
+It exits 1 when it could not finish.`,
 			example: "jetlake restore -config examples/local.toml -target EVENTS -dry-run",
 			run:     cmdRestore,
 		},

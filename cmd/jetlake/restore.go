@@ -37,6 +37,7 @@ func cmdRestore(args []string, stdout, stderr io.Writer) int {
 	var o restore.Options
 	fs.StringVar(&o.Stream, "stream", "", "the source stream (default: the connector's only stream)")
 	created := fs.String("stream-created", "", "the source stream's creation time (RFC 3339), for a stream the lake holds several incarnations of (default: the newest)")
+	fs.Int64Var(&o.Snapshot, "snapshot", 0, "of a connector with [iceberg]: the id of the table's snapshot to read (default: the current one)")
 	fs.StringVar(&o.Target, "target", "", "the stream to publish to (required unless -dry-run)")
 	natsURL := fs.String("nats-url", "", "the NATS server of the target stream (default: the connector's [nats] url, with its credentials)")
 	fs.StringVar(&o.SubjectPrefix, "subject-prefix", "", "put PREFIX. before every restored subject")
@@ -175,6 +176,13 @@ func printRestore(w io.Writer, r *restore.Report, dry bool) {
 		target = "(no target)"
 	}
 	fmt.Fprintf(w, "connector %s, stream %s (created %s) -> %s: sequences %s\n", r.Connector, r.Stream, r.Created.Format(time.RFC3339Nano), target, r.Scope)
+	if s := r.Table; s != nil {
+		which := "snapshot"
+		if s.Current {
+			which = "current snapshot"
+		}
+		fmt.Fprintf(w, "  Iceberg table %s, %s %d (%s, committed %s), %d data files in all\n", s.Table, which, s.ID, s.Operation, s.Time.Format(time.RFC3339Nano), s.Files)
+	}
 	for _, t := range r.Others {
 		fmt.Fprintf(w, "  note: the lake also holds an incarnation created %s (-stream-created restores it)\n", t.Format(time.RFC3339Nano))
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -301,5 +303,212 @@ endpoint = %q
 	}
 	if got := info.CachedInfo().State.Msgs; got != 25 {
 		t.Fatalf("the target holds %d messages, want 25", got)
+	}
+}
+
+// newIcebergRestoreEnv makes a stream and a connector that exports it to
+// an Iceberg table through a sqlite catalog, with headers, typed columns
+// beside the payload, files of at most 50 messages and the table
+// partitioned as partitioning says (its [iceberg] key; "" for the
+// default, by hour and subject); it publishes nothing yet (see
+// publishMixed and export).
+func newIcebergRestoreEnv(t *testing.T, name, partitioning string) *restoreEnv {
+	t.Helper()
+	ns, ms := shared.NATS(t), shared.MinIO(t)
+	e := &restoreEnv{t: t, js: streamAndBucket(t, ns, ms, name, jetstream.StreamConfig{}), stream: strings.ToUpper(name), creds: ms.ClientEnv()}
+	e.file = writeFile(t, name+".toml", fmt.Sprintf(`name = %q
+[nats]
+url = %q
+[[streams]]
+stream = %q
+[s3]
+bucket = %q
+endpoint = %q
+prefix = "lake"
+[rotation]
+max_messages_per_file = 50
+[output]
+format = "parquet"
+include_headers = true
+on_type_error = "null"
+[[output.columns]]
+name = "price"
+source = "price"
+type = "double"
+[iceberg]
+uri = %q
+namespace = "lake"
+table = "events"
+commit_interval = "1s"
+compact_after = "1s"
+%s
+`, name, ns.URL, e.stream, name, ms.Endpoint, "sqlite://"+filepath.Join(t.TempDir(), "catalog.db"), partitioning))
+	return e
+}
+
+// publishMixed publishes n more messages over three subjects, with
+// headers and JSON, binary, empty and JSON string payloads in turn.
+func (e *restoreEnv) publishMixed(n int) {
+	e.t.Helper()
+	name := strings.ToLower(e.stream)
+	for range n {
+		i := len(e.sent)
+		m := nats.NewMsg(fmt.Sprintf("%s.s%d", name, i%3))
+		switch i % 4 {
+		case 0:
+			m.Data = fmt.Appendf(nil, `{"i":%d,"user":{"name":"user-%d","tags":["a","b"]},"price":12.50}`, i, i)
+		case 1:
+			m.Data = fmt.Appendf(nil, "\xff\xfe binary %d \x00", i)
+		case 2:
+			m.Data = nil
+		case 3:
+			m.Data = fmt.Appendf(nil, `"just a string \u00e9 %d"`, i)
+		}
+		m.Header.Add("Tenant", fmt.Sprintf("t%d", i%5))
+		m.Header.Add("Multi", "one")
+		m.Header.Add("Multi", "two")
+		if i%7 == 0 {
+			m.Header.Set("Nats-Msg-Id", fmt.Sprintf("id-%d", i))
+		}
+		if _, err := e.js.PublishMsg(context.Background(), m); err != nil {
+			e.t.Fatal(err)
+		}
+		e.sent = append(e.sent, m)
+	}
+}
+
+// export runs the connector until it is idle: everything published is
+// committed to the table. It returns the run's log.
+func (e *restoreEnv) export() string {
+	e.t.Helper()
+	code, _, stderr := jetlakeEnv(e.t, e.creds, "run", "-until-idle", "-config", e.file)
+	if code != 0 {
+		e.t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	return stderr
+}
+
+// compact merges the table's small files once their partitions closed
+// (compact_after is a second), and fails unless some were merged, by it
+// or by the run before (runLog).
+func (e *restoreEnv) compact(runLog string) {
+	e.t.Helper()
+	time.Sleep(1500 * time.Millisecond)
+	code, stdout, stderr := jetlakeEnv(e.t, e.creds, "compact", "-config", e.file)
+	if code != 0 || !strings.Contains(stdout, "merged") && !strings.Contains(runLog, "iceberg files compacted") {
+		e.t.Fatalf("compact: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
+
+// restoreReport runs restore with args and returns its output; it fails
+// unless restore exits with code.
+func (e *restoreEnv) restoreReport(code int, args ...string) string {
+	e.t.Helper()
+	got, stdout, stderr := jetlakeEnv(e.t, e.creds, append([]string{"restore", "-quiet", "-config", e.file}, args...)...)
+	if got != code {
+		e.t.Fatalf("restore %q: exit %d, want %d\n%s\n%s", args, got, code, stdout, stderr)
+	}
+	return stdout + stderr
+}
+
+// wantInReport fails unless out holds each of want.
+func wantInReport(t *testing.T, out string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Fatalf("restore output lacks %q:\n%s", w, out)
+		}
+	}
+}
+
+var (
+	snapshotLine = regexp.MustCompile(`Iceberg table lake\.events, (?:current )?snapshot (-?\d+) \(\w+, committed [^)]+\), (\d+) data files in all`)
+	objectsLine  = regexp.MustCompile(`(\d+) data objects read`)
+)
+
+// readSnapshot returns the snapshot a restore's output names, and checks
+// that the restore read every data file of it, and no other (the stream
+// is the table's only one): a data file another snapshot holds, or one
+// replaced by compaction, is not read.
+func readSnapshot(t *testing.T, out string) string {
+	t.Helper()
+	s, o := snapshotLine.FindStringSubmatch(out), objectsLine.FindStringSubmatch(out)
+	switch {
+	case s == nil || o == nil:
+		t.Fatalf("restore output names no snapshot or objects read:\n%s", out)
+	case s[2] != o[1]:
+		t.Fatalf("restore read %s data objects of a snapshot of %s data files:\n%s", o[1], s[2], out)
+	case strings.Contains(out, "two objects hold"):
+		t.Fatalf("restore read a sequence twice:\n%s", out)
+	}
+	return s[1]
+}
+
+// An Iceberg connector (headers, a typed column, partitioned by subject)
+// exports 1,000 messages with JSON, binary and empty payloads; a
+// compaction merges the files of the first 600 and leaves the replaced
+// files in the bucket. The stream is deleted and created again: restore
+// reads the data files of the table's current snapshot only, and gives
+// every message back once, byte for byte, under its own sequence. Run
+// again, it publishes nothing.
+func TestRestoreFromAnIcebergTableGivesEveryMessageBackOnce(t *testing.T) {
+	t.Parallel()
+	e := newIcebergRestoreEnv(t, "riceberg", `partitioning = ["subject"]`)
+	e.publishMixed(600)
+	e.compact(e.export())
+	e.publishMixed(400)
+	e.export()
+	if err := e.js.DeleteStream(context.Background(), e.stream); err != nil {
+		t.Fatal(err)
+	}
+	e.recreate(jetstream.StreamConfig{AllowAtomicPublish: true, AllowDirect: true})
+	out := e.restoreReport(exitOK, "-target", e.stream, "-batch", "100")
+	wantInReport(t, out, "current snapshot", "1000 messages selected", "1000 messages published in atomic batches", "original sequences kept up to 1000")
+	readSnapshot(t, out)
+	e.wantRestored(e.restored(), "", true)
+	out = e.restoreReport(exitOK, "-target", e.stream)
+	wantInReport(t, out, "0 messages published", "resumed after source sequence 1000")
+	e.wantRestored(e.restored(), "", true)
+}
+
+// -snapshot restores what an older snapshot of the table held, and only
+// that, though a compaction replaced its files since: 300 messages of a
+// table that now holds 600. A restore of the current snapshot then goes
+// on after them, and the stream is whole, each message once under its own
+// sequence. A snapshot the table does not have is refused, naming those
+// it has.
+func TestRestoreOfAnOlderIcebergSnapshotTakesOnlyWhatItHeld(t *testing.T) {
+	t.Parallel()
+	e := newIcebergRestoreEnv(t, "ricesnap", "")
+	e.publishMixed(300)
+	e.export()
+	older := readSnapshot(t, e.restoreReport(exitOK, "-dry-run"))
+	e.publishMixed(300)
+	e.compact(e.export())
+	if err := e.js.DeleteStream(context.Background(), e.stream); err != nil {
+		t.Fatal(err)
+	}
+	e.recreate(jetstream.StreamConfig{AllowAtomicPublish: true, AllowDirect: true})
+
+	out := e.restoreReport(exitOK, "-target", e.stream, "-snapshot", older)
+	wantInReport(t, out, "snapshot "+older+" (append", "300 messages selected", "300 messages published in atomic batches", "original sequences kept up to 300")
+	if readSnapshot(t, out) != older || strings.Contains(out, "current snapshot") {
+		t.Fatalf("restore -snapshot %s read another snapshot:\n%s", older, out)
+	}
+	first := *e
+	first.sent = e.sent[:300]
+	first.wantRestored(e.restored(), "", true)
+
+	out = e.restoreReport(exitOK, "-target", e.stream)
+	wantInReport(t, out, "current snapshot", "600 messages selected", "resumed after source sequence 300", "300 messages published in atomic batches", "original sequences kept up to 600")
+	if readSnapshot(t, out) == older {
+		t.Fatalf("the current snapshot is still %s after another export and a compaction:\n%s", older, out)
+	}
+	e.wantRestored(e.restored(), "", true)
+
+	out = e.restoreReport(exitFailure, "-dry-run", "-snapshot", "12345")
+	wantInReport(t, out, "no such snapshot 12345")
+	if !strings.Contains(out, older) {
+		t.Fatalf("refusing snapshot 12345, restore does not name the table's snapshot %s:\n%s", older, out)
 	}
 }

@@ -45,6 +45,9 @@ import (
 type Options struct {
 	Stream  string    // the source stream; "" for the connector's only one
 	Created time.Time // the source stream's incarnation; zero for the newest the lake holds
+	// Snapshot is the snapshot of an Iceberg connector's table read; 0
+	// for its current one.
+	Snapshot int64
 
 	FromSeq, ToSeq uint64    // 0: from the first, to the last
 	Since, Until   time.Time // message times, Until exclusive; zero: no bound
@@ -92,6 +95,9 @@ type Report struct {
 	RejectedObjects   int                  // rejected objects in scope (not restored)
 	Missing           []progress.Range     // in scope, in no object, marker or rejected object (unfiltered restores only)
 	Atomic            bool                 // published in atomic batches
+	// Table is the snapshot of an Iceberg connector's table read; nil for
+	// a file connector.
+	Table *lake.TableSnapshot
 	// KeptSequences is the last sequence restored under its own sequence
 	// number, 0 for none; WhyNotKept says why the others are not.
 	KeptSequences uint64
@@ -103,8 +109,8 @@ type Report struct {
 // as opts say. js may be nil with DryRun.
 func Run(ctx context.Context, cfg *config.Connector, store objstore.ObjectReader, js jetstream.JetStream, opts Options) (*Report, error) {
 	start := time.Now()
-	if cfg.Iceberg != nil {
-		return nil, errors.New("restore reads file connectors' objects; restoring from an Iceberg table is not available yet")
+	if cfg.Iceberg == nil && opts.Snapshot != 0 {
+		return nil, fmt.Errorf("connector %s writes files, not an Iceberg table: it has no snapshot %d", cfg.Name, opts.Snapshot)
 	}
 	stream, err := sourceStream(cfg, opts.Stream)
 	if err != nil {
@@ -117,7 +123,13 @@ func Run(ctx context.Context, cfg *config.Connector, store objstore.ObjectReader
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	cat, err := lake.ReadCatalog(ctx, cfg, stream, opts.Created, store)
+	var cat *lake.Catalog
+	var snap *lake.TableSnapshot
+	if cfg.Iceberg != nil {
+		cat, snap, err = lake.ReadTableCatalog(ctx, cfg, stream, opts.Created, opts.Snapshot, store)
+	} else {
+		cat, err = lake.ReadCatalog(ctx, cfg, stream, opts.Created, store)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +141,7 @@ func Run(ctx context.Context, cfg *config.Connector, store objstore.ObjectReader
 		sel.seqs.Last = math.MaxUint64
 	}
 	rep := &Report{Connector: cfg.Name, Stream: stream, Created: cat.Created, Others: cat.Others, Target: opts.Target,
-		BySubject: map[string]uint64{}}
+		BySubject: map[string]uint64{}, Table: snap}
 	rep.Scope = scope(cat, sel.seqs)
 	for _, m := range cat.Markers {
 		if m.FirstSeq <= rep.Scope.Last && rep.Scope.First <= m.LastSeq {
