@@ -175,3 +175,53 @@ func metricValue(reg prometheus.Gatherer, name string) float64 {
 	}
 	return 0
 }
+
+// An unpartitioned table (partitioning = []) is one partition: its small
+// files are merged into one under the data folder itself. Before, the
+// compacted file's key held a "./" segment (data/./<range>.parquet), which
+// MinIO refuses, and every compaction of such a table failed.
+func TestCompactionMergesTheSmallFilesOfAnUnpartitionedTable(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
+max_messages_per_file = 5
+max_file_age = "1s"`)
+	catalog := e.icebergConnector("1h")
+	body, err := os.ReadFile(e.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(e.file, append(body, "partitioning = []\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := e.connector()
+	const n = 200
+	e.publish(n, 4)
+	e.runUntilIdle(c, 2*time.Minute)
+	if before := e.readTable(c, catalog); len(before.Files) != n/5 {
+		t.Fatalf("%d data files before compaction, want %d", len(before.Files), n/5)
+	}
+	store, err := objstore.NewS3Store(c.S3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := lake.Compact(context.Background(), c, e.js, store, lake.CompactOptions{Now: time.Now().Add(3 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Groups) != 1 || rep.Groups[0].Compacted == "" {
+		t.Fatalf("compaction: %+v; want one group compacted", rep.Groups)
+	}
+	after := e.readTable(c, catalog)
+	if len(after.Files) != 1 || len(after.Files[0].Seqs) != n {
+		t.Fatalf("after compaction: %d files, want one of %d rows", len(after.Files), n)
+	}
+	for i, q := range after.Files[0].Seqs {
+		if q != uint64(i+1) {
+			t.Fatalf("row %d holds sequence %d", i, q)
+		}
+	}
+	if strings.Contains(after.Files[0].Path, "/./") {
+		t.Fatalf("after compaction: %d files, first %s", len(after.Files), after.Files[0].Path)
+	}
+	e.verify(c)
+}

@@ -192,6 +192,9 @@ func (t *Table) smallFilesByPartition(ctx context.Context, cur *table.Snapshot, 
 				continue
 			}
 			part := path.Dir(strings.TrimPrefix(loc, dataDir))
+			if part == "." {
+				part = "" // an unpartitioned table's files lie in the data folder itself
+			}
 			byPart[part] = append(byPart[part], newFileInfo(df, seqField.ID, tsField.ID))
 		}
 	}
