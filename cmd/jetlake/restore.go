@@ -48,10 +48,13 @@ func cmdRestore(args []string, stdout, stderr io.Writer) int {
 	var subjects subjectList
 	fs.Var(&subjects, "subject", "restore only messages whose original subject matches this filter (repeatable; * and > wildcards)")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "read the lake and print what would be published; publish nothing")
+	fs.BoolVar(&o.Rejected, "rejected", false, "restore the messages the connector rejected too, each with a Jetlake-Source-Rejected header saying why")
+	fs.BoolVar(&o.Verify, "verify", false, "compare the target with the lake: every selected message once, with its subject, headers and payload; publish nothing")
 	fs.IntVar(&o.BatchMessages, "batch", 500, "messages per batch (at most 1000)")
 	fs.IntVar(&o.Readers, "readers", 4, "objects read at once")
 	fs.IntVar(&o.ResumeScan, "resume-scan", 1_000_000, "messages of the target looked at, from its end back, for where an earlier restore stopped")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the restore to this file (for go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -81,8 +84,11 @@ func cmdRestore(args []string, stdout, stderr io.Writer) int {
 	}
 	o.Subjects = subjects
 	switch {
-	case o.Target == "" && !o.DryRun:
-		fmt.Fprintln(stderr, "jetlake restore: -target is required (or -dry-run)")
+	case o.Target == "" && (!o.DryRun || o.Verify):
+		fmt.Fprintln(stderr, "jetlake restore: -target is required (but with -dry-run)")
+		return exitUsage
+	case o.Verify && o.DryRun:
+		fmt.Fprintln(stderr, "jetlake restore: -verify and -dry-run exclude each other")
 		return exitUsage
 	case o.ToSeq != 0 && o.FromSeq > o.ToSeq:
 		fmt.Fprintf(stderr, "jetlake restore: -from-seq %d is after -to-seq %d\n", o.FromSeq, o.ToSeq)
@@ -132,6 +138,14 @@ func cmdRestore(args []string, stdout, stderr io.Writer) int {
 		o.Progress = &restore.Progress{}
 		stopProgress = prog.watch(func(time.Time) progressFrame { return restoreFrame(c.Name, o.Progress) })
 	}
+	if *cpuProfile != "" {
+		stopProfile, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "jetlake restore: -cpuprofile: %v\n", err)
+			return exitFailure
+		}
+		defer stopProfile()
+	}
 	rep, err := restore.Run(ctx, c, store, js, o)
 	stopProgress()
 	if rep != nil {
@@ -139,6 +153,9 @@ func cmdRestore(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "jetlake restore: connector %s: %v\n", c.Name, err)
+		return exitFailure
+	}
+	if rep.Verify != nil && !rep.Verify.OK() {
 		return exitFailure
 	}
 	return exitOK
@@ -205,8 +222,11 @@ func printRestore(w io.Writer, r *restore.Report, dry bool) {
 	for _, m := range r.Lost {
 		fmt.Fprintf(w, "  LOST %s (%s, %d messages): %s\n", progress.Range{First: m.FirstSeq, Last: m.LastSeq}, m.Reason, m.Count, m.Error)
 	}
-	if r.RejectedObjects > 0 {
-		fmt.Fprintf(w, "  REJECTED %d objects of rejected messages in scope: not restored\n", r.RejectedObjects)
+	switch {
+	case r.RejectedRestored > 0:
+		fmt.Fprintf(w, "  %d rejected messages (of %d rejected objects in scope) selected, each with a Jetlake-Source-Rejected header\n", r.RejectedRestored, r.RejectedObjects)
+	case r.RejectedObjects > 0:
+		fmt.Fprintf(w, "  REJECTED %d objects of rejected messages in scope: not restored (-rejected restores them)\n", r.RejectedObjects)
 	}
 	if len(r.Missing) > 0 {
 		parts := make([]string, 0, len(r.Missing))
@@ -221,6 +241,18 @@ func printRestore(w io.Writer, r *restore.Report, dry bool) {
 	}
 	if r.Duplicates > 0 {
 		fmt.Fprintf(w, "  %d records of sequences two objects hold were read once each (verify reports the overlaps)\n", r.Duplicates)
+	}
+	if v := r.Verify; v != nil {
+		fmt.Fprintf(w, "  verify: %d selected messages checked, %d messages of this source in %s\n", v.Checked, v.Found, r.Target)
+		for _, e := range v.Examples {
+			fmt.Fprintf(w, "  PROBLEM %s\n", e)
+		}
+		if v.OK() {
+			fmt.Fprintln(w, "  OK: every selected message is in the target once, with its subject, headers and payload")
+		} else {
+			fmt.Fprintf(w, "  FAILED: %d missing, %d duplicated, %d different, %d not in the lake\n", v.Missing, v.Duplicated, v.Differ, v.Extra)
+		}
+		return
 	}
 	switch {
 	case dry:

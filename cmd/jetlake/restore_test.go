@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
@@ -113,6 +114,9 @@ func (e *restoreEnv) restored() []*jetstream.RawStreamMsg {
 	var out []*jetstream.RawStreamMsg
 	for q := info.State.FirstSeq; q <= info.State.LastSeq && info.State.Msgs > 0; q++ {
 		m, err := st.GetMsg(ctx, q)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
 		if err != nil {
 			e.t.Fatalf("sequence %d: %v", q, err)
 		}
@@ -190,6 +194,33 @@ func TestRestoreGivesADeletedStreamBackExactlyOnce(t *testing.T) {
 				t.Fatalf("restore again: exit %d\n%s\n%s", code, stdout, stderr)
 			}
 			e.wantRestored(e.restored(), "", true)
+			code, stdout, stderr = jetlakeEnv(t, e.creds, "restore", "-quiet", "-config", e.file, "-target", e.stream, "-verify")
+			if code != exitOK || !strings.Contains(stdout, "1000 selected messages checked") || !strings.Contains(stdout, "OK: every selected message") {
+				t.Fatalf("restore -verify: exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			// One message gone, one published again with another payload.
+			st, err := e.js.Stream(context.Background(), e.stream)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.DeleteMsg(context.Background(), 10); err != nil {
+				t.Fatal(err)
+			}
+			m := e.restored()[19]
+			copied := nats.NewMsg(m.Subject)
+			for k, vs := range m.Header {
+				if !strings.HasPrefix(k, "Nats-") { // the batch's headers the server kept
+					copied.Header[k] = vs
+				}
+			}
+			copied.Data = []byte(`{"forged":true}`)
+			if _, err := e.js.PublishMsg(context.Background(), copied); err != nil {
+				t.Fatal(err)
+			}
+			code, stdout, stderr = jetlakeEnv(t, e.creds, "restore", "-quiet", "-config", e.file, "-target", e.stream, "-verify")
+			if code != exitFailure || !strings.Contains(stdout, "FAILED: 1 missing, 1 duplicated, 1 different") {
+				t.Fatalf("restore -verify after a message deleted and one forged: exit %d, want %d\n%s\n%s", code, exitFailure, stdout, stderr)
+			}
 		})
 	}
 }
@@ -242,6 +273,10 @@ func TestARestoreKilledAndRunAgainPublishesEveryMessageOnce(t *testing.T) {
 		t.Fatalf("the target holds %d of its own 50 messages", others)
 	}
 	e.wantRestored(ours, "back", false)
+	code, stdout, stderr = jetlakeEnv(t, e.creds, "restore", "-quiet", "-config", e.file, "-target", e.stream, "-subject-prefix", "back", "-verify")
+	if code != exitOK || !strings.Contains(stdout, "OK: every selected message") {
+		t.Fatalf("restore -verify: exit %d\n%s\n%s", code, stdout, stderr)
+	}
 }
 
 // A range with a loss marker: restore reports the lost sequences and
@@ -510,5 +545,79 @@ func TestRestoreOfAnOlderIcebergSnapshotTakesOnlyWhatItHeld(t *testing.T) {
 	wantInReport(t, out, "no such snapshot 12345")
 	if !strings.Contains(out, older) {
 		t.Fatalf("refusing snapshot 12345, restore does not name the table's snapshot %s:\n%s", older, out)
+	}
+}
+
+// The messages a connector rejected (here, without the event time its
+// path needs) are reported and left out of a restore, and with -rejected
+// restored in sequence order among the others, each saying why it was
+// rejected.
+func TestARestoreWithRejectedGivesBackTheRejectedMessagesToo(t *testing.T) {
+	t.Parallel()
+	ns, ms := shared.NATS(t), shared.MinIO(t)
+	name := "rrej"
+	js := streamAndBucket(t, ns, ms, name, jetstream.StreamConfig{})
+	ctx := context.Background()
+	for i := range 20 {
+		data := fmt.Appendf(nil, `{"i":%d,"created_at":%d}`, i, time.Now().UnixMilli())
+		if i%5 == 0 {
+			data = fmt.Appendf(nil, `{"i":%d}`, i)
+		}
+		if _, err := js.Publish(ctx, fmt.Sprintf("%s.s%d", name, i%2), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := writeFile(t, name+".toml", fmt.Sprintf(`name = %q
+[nats]
+url = %q
+[[streams]]
+stream = %q
+[s3]
+bucket = %q
+endpoint = %q
+[output]
+path_template = "{stream}/{date}/{hour}"
+time_source = "column:created_at"
+time_fallback = "reject"
+[[output.columns]]
+name = "created_at"
+source = "created_at"
+type = "timestamp"
+unit = "ms"
+`, name, ns.URL, strings.ToUpper(name), name, ms.Endpoint))
+	creds := ms.ClientEnv()
+	if code, _, stderr := jetlakeEnv(t, creds, "run", "-until-idle", "-config", file); code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	if err := js.DeleteStream(ctx, strings.ToUpper(name)); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{"RREJA", "RREJB"} {
+		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: target, Subjects: []string{target + ".>"}, AllowAtomicPublish: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, stdout, stderr := jetlakeEnv(t, creds, "restore", "-quiet", "-config", file, "-target", "RREJA", "-subject-prefix", "RREJA")
+	if code != exitOK || !strings.Contains(stdout, "16 messages published") || !strings.Contains(stdout, "not restored (-rejected restores them)") {
+		t.Fatalf("restore: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = jetlakeEnv(t, creds, "restore", "-quiet", "-config", file, "-target", "RREJB", "-subject-prefix", "RREJB", "-rejected")
+	if code != exitOK || !strings.Contains(stdout, "20 messages published") || !strings.Contains(stdout, "4 rejected messages") {
+		t.Fatalf("restore -rejected: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	st, err := js.Stream(ctx, "RREJB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for q := uint64(1); q <= 20; q++ {
+		m, err := st.GetMsg(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, _ := strconv.Atoi(m.Header.Get(restore.HeaderSourceSequence))
+		why := m.Header.Get(restore.HeaderSourceRejected)
+		if src != int(q) || (src%5 == 1) != (why != "") {
+			t.Fatalf("sequence %d: restores source sequence %d with %s %q", q, src, restore.HeaderSourceRejected, why)
+		}
 	}
 }

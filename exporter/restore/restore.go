@@ -20,11 +20,13 @@
 package restore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -57,6 +59,13 @@ type Options struct {
 	SubjectPrefix string // put before every restored subject, with a dot
 
 	DryRun bool // read and count, publish nothing
+	// Rejected restores the messages the connector rejected too, each
+	// with HeaderSourceRejected saying why.
+	Rejected bool
+	// Verify compares the target with the lake instead of publishing:
+	// every selected message once, with the subject, headers and payload
+	// a restore gives it (Report.Verify).
+	Verify bool
 
 	BatchMessages int // messages per batch; 0 means 500, at most 1000
 	BatchBytes    int // payload bytes per batch; 0 means 4 MiB
@@ -92,7 +101,8 @@ type Report struct {
 	Duplicates        int            // records of a sequence read twice (two objects hold it)
 	BySubject         map[string]uint64
 	Lost              []*lossmarker.Marker // loss markers in scope
-	RejectedObjects   int                  // rejected objects in scope (not restored)
+	RejectedObjects   int                  // rejected objects in scope (restored with Options.Rejected)
+	RejectedRestored  uint64               // rejected messages selected, with Options.Rejected
 	Missing           []progress.Range     // in scope, in no object, marker or rejected object (unfiltered restores only)
 	Atomic            bool                 // published in atomic batches
 	// Table is the snapshot of an Iceberg connector's table read; nil for
@@ -102,6 +112,7 @@ type Report struct {
 	// number, 0 for none; WhyNotKept says why the others are not.
 	KeptSequences uint64
 	WhyNotKept    string
+	Verify        *VerifyResult // with Options.Verify
 	Took          time.Duration
 }
 
@@ -116,8 +127,8 @@ func Run(ctx context.Context, cfg *config.Connector, store objstore.ObjectReader
 	if err != nil {
 		return nil, err
 	}
-	if opts.Target == "" && !opts.DryRun {
-		return nil, errors.New("no target stream: name the stream to restore into")
+	if opts.Target == "" && (!opts.DryRun || opts.Verify) {
+		return nil, errors.New("no target stream: name the stream to restore into, or to verify")
 	}
 	log := opts.Log
 	if log == nil {
@@ -162,11 +173,22 @@ func Run(ctx context.Context, cfg *config.Connector, store objstore.ObjectReader
 			return nil, err
 		}
 		rep.Atomic = r.t.atomic
-		if rep.ResumedAfter, err = r.t.restored(ctx, cmpOr(opts.ResumeScan, 1_000_000)); err != nil {
+		if opts.Verify {
+			if r.restored, err = r.t.readRestored(ctx); err != nil {
+				return nil, err
+			}
+			rep.Verify = &VerifyResult{Found: uint64(len(r.restored))}
+		} else if rep.ResumedAfter, err = r.t.restored(ctx, cmpOr(opts.ResumeScan, 1_000_000)); err != nil {
 			return nil, err
 		}
 	}
-	src := newSource(ctx, store, cat.Data, sel, cmpOr(opts.Readers, 4))
+	objects := cat.Data
+	if opts.Rejected {
+		objects = append(slices.Clone(cat.Data), cat.Rejected...)
+		slices.SortStableFunc(objects, func(a, b lake.CatalogObject) int { return cmp.Compare(a.First, b.First) })
+	}
+	src := newSource(ctx, store, objects, sel, cmpOr(opts.Readers, 4))
+	defer src.Close()
 	err = r.run(ctx, src)
 	rep.Duplicates = src.duplicates
 	if err == nil && len(opts.Subjects) == 0 && opts.Since.IsZero() && opts.Until.IsZero() {
@@ -182,10 +204,11 @@ type restorer struct {
 	rep      *Report
 	log      *slog.Logger
 	progress *Progress
-	t        *target        // nil in a dry run without a target
-	seen     progress.Set   // the sequences read, but for seenRun
-	seenRun  progress.Range // the run of sequences read last
-	keep     bool           // restored messages keep their sequences so far
+	t        *target                 // nil in a dry run without a target
+	restored map[uint64]*restoredMsg // with Options.Verify: the target's messages of this source
+	seen     progress.Set            // the sequences read, but for seenRun
+	seenRun  progress.Range          // the run of sequences read last
+	keep     bool                    // restored messages keep their sequences so far
 	batch    []*nats.Msg
 	bytes    int
 	first    uint64 // the source sequence of the batch's first message
@@ -211,6 +234,13 @@ func (r *restorer) run(ctx context.Context, src *source) error {
 		r.rep.Selected++
 		r.progress.Read.Add(1)
 		r.rep.BySubject[rec.Subject]++
+		if rec.Headers[rejectReasonHeader] != nil {
+			r.rep.RejectedRestored++
+		}
+		if r.restored != nil {
+			r.check(rec)
+			continue
+		}
 		if rec.Sequence <= r.rep.ResumedAfter {
 			r.rep.Already++
 			continue
@@ -225,6 +255,10 @@ func (r *restorer) run(ctx context.Context, src *source) error {
 	if r.seenRun.Last != 0 {
 		r.seen.Add(r.seenRun)
 	}
+	if r.restored != nil {
+		r.checkExtra(src.sel)
+		return nil
+	}
 	if r.opts.DryRun || r.t == nil {
 		r.rep.WhyNotKept = r.whyNotKept()
 		return nil
@@ -236,6 +270,52 @@ func (r *restorer) run(ctx context.Context, src *source) error {
 		r.rep.WhyNotKept = "the target stream held messages, or its last sequence was past the first restored one"
 	}
 	return nil
+}
+
+// check compares a selected record with the target's copy of it.
+func (r *restorer) check(rec *formats.Record) {
+	v := r.rep.Verify
+	v.Checked++
+	e := r.restored[rec.Sequence]
+	switch {
+	case e == nil:
+		v.Missing++
+		v.example("source sequence %d (%s) is not in the target", rec.Sequence, rec.Subject)
+		return
+	case e.count > 1:
+		v.Duplicated++
+		v.example("source sequence %d is in the target %d times", rec.Sequence, e.count)
+	}
+	e.seen = true
+	m := r.t.message(rec, r.subject(rec))
+	if msgHash(m.Subject, m.Header, m.Data) != e.hash || e.mixed {
+		v.Differ++
+		v.example("source sequence %d: the target's copy differs in subject, headers or payload", rec.Sequence)
+	}
+}
+
+// checkExtra counts the target's messages of this source in the selected
+// range that no selected record matched: with subject or time filters,
+// they may be selected out, and are not counted.
+func (r *restorer) checkExtra(sel selection) {
+	if len(sel.subjects) > 0 || !sel.since.IsZero() || !sel.until.IsZero() {
+		return
+	}
+	v := r.rep.Verify
+	for q, e := range r.restored {
+		if !e.seen && sel.seqs.Contains(q) {
+			v.Extra++
+			v.example("source sequence %d is in the target, and in no data object of the lake", q)
+		}
+	}
+}
+
+// subject is where rec is restored to.
+func (r *restorer) subject(rec *formats.Record) string {
+	if r.opts.SubjectPrefix != "" {
+		return r.opts.SubjectPrefix + "." + rec.Subject
+	}
+	return rec.Subject
 }
 
 // see records that sequence q was read.
@@ -252,7 +332,7 @@ func (r *restorer) see(q uint64) {
 
 // whyNotKept says, for a dry run, whether the sequences could be kept.
 func (r *restorer) whyNotKept() string {
-	if len(r.rep.Missing) > 0 || len(r.rep.Lost) > 0 || r.rep.RejectedObjects > 0 {
+	if len(r.rep.Missing) > 0 || len(r.rep.Lost) > 0 || r.rep.RejectedObjects > 0 && !r.opts.Rejected {
 		return "the selected range has gaps: loss markers, rejected messages or sequences the lake does not hold"
 	}
 	return ""
@@ -273,10 +353,7 @@ func (r *restorer) add(ctx context.Context, rec *formats.Record) error {
 		r.keep = false
 		r.rep.WhyNotKept = fmt.Sprintf("sequence %d follows %d: the sequences between are not in the lake's data (see the loss markers and rejected messages); from %d on, sequences differ", rec.Sequence, r.lastSeq, rec.Sequence)
 	}
-	subject := rec.Subject
-	if r.opts.SubjectPrefix != "" {
-		subject = r.opts.SubjectPrefix + "." + subject
-	}
+	subject := r.subject(rec)
 	if len(r.batch) == 0 {
 		r.first = rec.Sequence
 	}

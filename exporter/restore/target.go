@@ -29,6 +29,12 @@ const (
 	// and a forged Jetlake-Source-Sequence would move where a restore
 	// resumes.
 	HeaderKeptPrefix = "Jetlake-Source-Header-"
+	// HeaderSourceRejected carries, on a rejected message restored with
+	// Options.Rejected, why the connector rejected it.
+	HeaderSourceRejected = "Jetlake-Source-Rejected"
+	// rejectReasonHeader is the header a rejected object's records carry
+	// their reason in (exporter.RejectReasonHeader).
+	rejectReasonHeader = "Jetlake-Reject-Reason"
 )
 
 // target is the stream a restore publishes to.
@@ -63,7 +69,10 @@ func (t *target) message(r *formats.Record, subject string) *nats.Msg {
 	m := nats.NewMsg(subject)
 	m.Data = r.Data
 	for k, vs := range r.Headers {
-		if kept(k) {
+		switch {
+		case strings.EqualFold(k, rejectReasonHeader):
+			k = HeaderSourceRejected
+		case kept(k):
 			k = HeaderKeptPrefix + k
 		}
 		m.Header[k] = vs
