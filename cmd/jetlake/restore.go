@@ -229,15 +229,7 @@ func printRestore(w io.Writer, r *restore.Report, dry bool) {
 		fmt.Fprintf(w, "  REJECTED %d objects of rejected messages in scope: not restored (-rejected restores them)\n", r.RejectedObjects)
 	}
 	if len(r.Missing) > 0 {
-		parts := make([]string, 0, len(r.Missing))
-		for i, m := range r.Missing {
-			if i == 50 {
-				parts = append(parts, fmt.Sprintf("... (%d ranges in all)", len(r.Missing)))
-				break
-			}
-			parts = append(parts, m.String())
-		}
-		fmt.Fprintf(w, "  MISSING %s: in no data object, loss marker or rejected object\n", strings.Join(parts, ", "))
+		fmt.Fprintf(w, "  MISSING %s: in no data object, loss marker or rejected object\n", rangeList(r.Missing))
 	}
 	if r.Duplicates > 0 {
 		fmt.Fprintf(w, "  %d records of sequences two objects hold were read once each (verify reports the overlaps)\n", r.Duplicates)

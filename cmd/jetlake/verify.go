@@ -115,6 +115,19 @@ func connect(c *config.Connector, extra ...nats.Option) (store *objstore.S3Store
 	return store, js, nc.Close, nil
 }
 
+// rangeList lists ranges for a report, the first 50 of them.
+func rangeList(rs []progress.Range) string {
+	parts := make([]string, 0, min(len(rs), 51))
+	for i, m := range rs {
+		if i == 50 {
+			parts = append(parts, fmt.Sprintf("... (%d ranges in all)", len(rs)))
+			break
+		}
+		parts = append(parts, m.String())
+	}
+	return strings.Join(parts, ", ")
+}
+
 // maxProblems bounds the problem and overlap lines printed per stream.
 const maxProblems = 100
 
@@ -154,15 +167,7 @@ func printReport(w io.Writer, r *lake.Report) {
 		fmt.Fprintf(w, "  OVERLAP %s\n", o)
 	}
 	if len(r.Missing) > 0 {
-		parts := make([]string, 0, len(r.Missing))
-		for i, m := range r.Missing {
-			if i == 50 {
-				parts = append(parts, fmt.Sprintf("... (%d ranges in all)", len(r.Missing)))
-				break
-			}
-			parts = append(parts, m.String())
-		}
-		fmt.Fprintf(w, "  MISSING %s\n", strings.Join(parts, ", "))
+		fmt.Fprintf(w, "  MISSING %s\n", rangeList(r.Missing))
 	}
 	if r.OK() {
 		fmt.Fprintln(w, "  OK: every sequence in scope is in exactly one data object or a loss marker")
