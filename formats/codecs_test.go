@@ -24,11 +24,20 @@ func everyEncoding() []Options {
 			{Name: "sku", Source: "items.0.sku", Type: TypeString},
 		}})
 	}
+	for _, f := range []Format{JSONLines, JSONArray} {
+		for _, c := range []Compression{None, Zstd} {
+			all = append(all, Options{Format: f, Compression: c, Metadata: true, Headers: true, ExactPayload: true})
+		}
+	}
 	return all
 }
 
 func encodingName(o Options) string {
-	return string(o.Format) + "/" + string(o.Compression)
+	name := string(o.Format) + "/" + string(o.Compression)
+	if o.ExactPayload {
+		name += "/exact"
+	}
+	return name
 }
 
 // decompress returns the uncompressed body of a json_lines, json_array or

@@ -31,6 +31,16 @@
 // Nesting deeper than 10000 levels counts as not JSON, as it does for
 // encoding/json.
 //
+// With Options.ExactPayload, a JSON payload whose bytes its compacted value
+// does not keep (it had whitespace between tokens, or it is the literal
+// null, which reads back as an empty payload) is followed by
+// "payload_original", the base64 of its exact bytes:
+//
+//	{"stream":"EVENTS","subject":"events.a","sequence":43,"timestamp":"2026-11-29T07:00:00.123456789Z","payload":{"id":1},"payload_original":"eyAiaWQiOiAxIH0K"}
+//
+// A payload that is compact already, the common case, is written as
+// without the option.
+//
 // Stream names, subjects and headers are written as JSON strings. Bytes that
 // are not valid UTF-8 become U+FFFD, as encoding/json does, since a JSON
 // string cannot hold them.
@@ -208,6 +218,16 @@ type Options struct {
 	Headers      bool        // JSON formats: with Metadata, write headers when the message has some; Parquet: add the headers column
 	RawDelimiter []byte      // raw format only: written after every message
 
+	// ExactPayload is for json_lines and json_array with Metadata only
+	// (keep_exact_payload); New rejects it otherwise. A payload written as
+	// its JSON value whose bytes that value does not keep (whitespace
+	// between its tokens, or the literal null, which an empty payload
+	// writes too) also gets "payload_original", the base64 of its exact
+	// bytes, so that ReadRecords gives every payload back byte for byte.
+	// Parquet has no such option: its payload column holds a JSON payload
+	// compacted.
+	ExactPayload bool
+
 	// DeferCompression leaves the compression of gzip and zstd JSON and
 	// raw batches to the caller, who takes the chunks from the encoder, a
 	// ChunkSource, and compresses them on other goroutines (see Chunk).
@@ -312,6 +332,12 @@ func New(opts Options) (Encoder, error) {
 	opts, err := resolve(opts)
 	if err != nil {
 		return nil, err
+	}
+	switch {
+	case opts.ExactPayload && opts.Format != JSONLines && opts.Format != JSONArray:
+		return nil, fmt.Errorf("formats: an exact payload needs the %s or %s format, not %s", JSONLines, JSONArray, opts.Format)
+	case opts.ExactPayload && !opts.Metadata:
+		return nil, fmt.Errorf("formats: an exact payload needs Metadata: without it a record is the payload alone")
 	}
 	if opts.Format == Parquet {
 		return newParquetEncoder(opts)

@@ -11,12 +11,16 @@ import (
 )
 
 // FuzzRecord checks that json_lines and json_array bodies are valid JSON
-// and decode back to the records they were made from.
+// and decode back to the records they were made from, and that ReadRecords
+// reads back what they hold: with Options.ExactPayload, the data itself.
 func FuzzRecord(f *testing.F) {
 	f.Add("EVENTS", "events.a", uint64(42), int64(1795849200123456789), "K", "v", []byte(`{"a": [1, 2]}`), uint8(3))
 	f.Add("", "", uint64(0), int64(0), "", "", []byte(nil), uint8(0))
 	f.Add("S\"\\", "a.\x00.\xff.\u2028", uint64(1<<63), int64(-1), "\xfe", "\n\t", []byte("\xff"), uint8(1))
 	f.Add("é", "日本", uint64(7), int64(1), "b", "a", []byte(` 123456789012345678901234567890 `), uint8(3))
+	f.Add("EVENTS", "events.a", uint64(42), int64(1795849200123456789), "K", "v", []byte("{\"a\": [1, 2]}\n"), uint8(7))
+	f.Add("EVENTS", "events.a", uint64(1), int64(1), "K", "v", []byte("null"), uint8(5))
+	f.Add("EVENTS", "events.a", uint64(1), int64(1), "K", "v", []byte(`{"a":[1,2]}`), uint8(5))
 	f.Fuzz(func(t *testing.T, stream, subject string, seq uint64, nanos int64, key, value string, data []byte, flags uint8) {
 		r := &Record{
 			Stream:   stream,
@@ -30,7 +34,20 @@ func FuzzRecord(f *testing.F) {
 		records := []*Record{r, other, r}
 		for _, format := range []Format{JSONLines, JSONArray} {
 			opts := Options{Format: format, Metadata: flags&1 != 0, Headers: flags&2 != 0}
-			checkRoundTrip(t, opts, records, encode(t, opts, records...))
+			opts.ExactPayload = opts.Metadata && flags&4 != 0
+			body := encode(t, opts, records...)
+			checkRoundTrip(t, opts, records, body)
+			if opts.Metadata {
+				got, err := readAll(t, objectKey(t, opts), body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, r := range records {
+					if w := wantRecord(r, opts); !bytes.Equal(got[i].Data, w.Data) || (got[i].Data == nil) != (w.Data == nil) {
+						t.Fatalf("%s: record %d: ReadRecords gives data %q, want %q", encodingName(opts), i, got[i].Data, w.Data)
+					}
+				}
+			}
 		}
 	})
 }
@@ -90,6 +107,7 @@ func checkRecord(t *testing.T, opts Options, r *Record, elem []byte) {
 		Headers         map[string][]string
 		Payload         json.RawMessage
 		PayloadEncoding *string `json:"payload_encoding"`
+		PayloadOriginal *string `json:"payload_original"`
 	}
 	if err := json.Unmarshal(elem, &got); err != nil {
 		t.Fatalf("record %s: %v", elem, err)
@@ -128,6 +146,15 @@ func checkRecord(t *testing.T, opts Options, r *Record, elem []byte) {
 	}
 	if base64Payload != (got.PayloadEncoding != nil) || base64Payload && *got.PayloadEncoding != "base64" {
 		t.Errorf("record %s: payload_encoding wrong for base64 = %v", elem, base64Payload)
+	}
+	// With ExactPayload, a JSON payload whose compacted value is not its
+	// bytes, or is null, carries them in payload_original; no other does.
+	wantOriginal := opts.ExactPayload && !base64Payload && len(r.Data) > 0 && (payload != string(r.Data) || payload == "null")
+	switch {
+	case wantOriginal != (got.PayloadOriginal != nil):
+		t.Errorf("record %s: payload_original present = %v, want %v", elem, got.PayloadOriginal != nil, wantOriginal)
+	case wantOriginal && *got.PayloadOriginal != base64.StdEncoding.EncodeToString(r.Data):
+		t.Errorf("record %s: payload_original is not the base64 of %q", elem, r.Data)
 	}
 }
 

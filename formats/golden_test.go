@@ -56,6 +56,8 @@ func TestGolden(t *testing.T) {
 		{"json_lines.golden", Options{Format: JSONLines, Metadata: true, Headers: true}},
 		{"json_lines_payload_only.golden", Options{Format: JSONLines}},
 		{"json_array.golden", Options{Format: JSONArray, Metadata: true, Headers: true}},
+		{"json_lines_exact.golden", Options{Format: JSONLines, Metadata: true, Headers: true, ExactPayload: true}},
+		{"json_array_exact.golden", Options{Format: JSONArray, Metadata: true, ExactPayload: true}},
 		{"raw.golden", Options{Format: Raw, RawDelimiter: []byte("\n")}},
 		{"json_lines.gz.golden", Options{Format: JSONLines, Compression: Gzip, Metadata: true, Headers: true}},
 		{"json_lines.zst.golden", Options{Format: JSONLines, Compression: Zstd, Metadata: true, Headers: true}},

@@ -10,7 +10,8 @@ import (
 
 // AppendJSONRecord appends the JSON form of r to dst, as one element of a
 // json_lines or json_array body without the separator, and returns the
-// extended slice. It uses opts.Metadata and opts.Headers; opts.Format and
+// extended slice. It uses opts.Metadata, opts.Headers and
+// opts.ExactPayload (with opts.Metadata); opts.Format and
 // opts.RawDelimiter are ignored. It allocates only to grow dst and, when
 // headers are written, to sort their keys.
 func AppendJSONRecord(dst []byte, r *Record, opts Options) []byte {
@@ -40,26 +41,46 @@ func appendRecord(dst []byte, r *Record, opts *Options, keys []string) ([]byte, 
 	if len(r.Data) == 0 {
 		return append(dst, "null}"...), keys
 	}
+	start := len(dst)
 	dst, ok := appendCompactJSON(dst, r.Data)
-	if !ok {
+	switch {
+	case !ok:
 		dst = append(dst, '"')
 		dst = base64.StdEncoding.AppendEncode(dst, r.Data)
 		dst = append(dst, `","payload_encoding":"base64"`...)
+	case opts.ExactPayload && !keepsBytes(dst[start:], r.Data):
+		dst = append(dst, `,"payload_original":"`...)
+		dst = base64.StdEncoding.AppendEncode(dst, r.Data)
+		dst = append(dst, '"')
 	}
 	return append(dst, '}'), keys
+}
+
+// keepsBytes reports whether compact, the value appendCompactJSON wrote of
+// data, gives data back as ReadRecords reads it. Compaction only removes
+// bytes, so the same length means the same bytes; the literal null reads
+// back as an empty payload, whose record holds null too.
+func keepsBytes(compact, data []byte) bool {
+	return len(compact) == len(data) && string(compact) != "null"
 }
 
 // jsonBound returns an upper bound of the length appendRecord gives r, so
 // that a batch can encode r right into a buffer with that much room. A JSON
 // string takes at most six bytes for each byte of its content (\u0000,
 // \ufffd for a byte that is not UTF-8, \u2028 for three bytes); a payload
-// is either compacted, which only removes bytes, or base64.
+// is either compacted, which only removes bytes, or base64; with
+// Options.ExactPayload a compacted payload may be followed by the base64
+// of its bytes.
 func jsonBound(r *Record, opts *Options) int {
 	// The base64 form of the payload and its field, or of the object
 	// carrying it without metadata.
 	n := base64.StdEncoding.EncodedLen(len(r.Data)) + 64
 	if !opts.Metadata {
 		return n
+	}
+	if opts.ExactPayload {
+		// ,"payload_original":"<base64>" after the compacted payload.
+		n += base64.StdEncoding.EncodedLen(len(r.Data)) + 24
 	}
 	// The field names, 20 digits of sequence, a timestamp (at most 40 bytes
 	// for years outside 0-9999) and two strings.

@@ -71,8 +71,13 @@ const parquetBatchRows = 256
 //     string escapes unchanged); any other payload comes back byte for byte,
 //     from its base64; an empty payload comes back nil. A payload that was
 //     the JSON literal null, written as the null of an empty payload, also
-//     comes back nil. Objects written without Options.Metadata hold
-//     payloads only: the error wraps ErrNoEnvelope.
+//     comes back nil. A record written with Options.ExactPayload that
+//     carries payload_original gives its bytes instead: so with that
+//     option every payload comes back byte for byte, JSON and null
+//     included. A payload_original whose bytes, compacted, are not the
+//     payload is an error, as a record would be whose payload was edited
+//     without it. Objects written without Options.Metadata hold payloads
+//     only: the error wraps ErrNoEnvelope.
 //   - parquet: Stream, Subject and Sequence as written, and Time to the
 //     microsecond (the file holds no more) in UTC; Headers from the headers
 //     column (with Options.Headers), nil where it is null. Data is the
@@ -189,11 +194,12 @@ func zstdWindow(size int64, maxRecord int) uint64 {
 
 // jsonRecords reads the records of a json_lines or json_array object.
 type jsonRecords struct {
-	key  string
-	fn   func(*Record) error
-	rec  Record
-	env  envelope
-	data []byte // the decoded base64 payload
+	key     string
+	fn      func(*Record) error
+	rec     Record
+	env     envelope
+	data    []byte // the decoded base64 payload
+	compact []byte // payload_original compacted, to check it
 }
 
 // envelope is a JSON record written with Options.Metadata.
@@ -205,6 +211,7 @@ type envelope struct {
 	Headers         map[string][]string `json:"headers"`
 	Payload         json.RawMessage     `json:"payload"` // empty when absent, "null" when null
 	PayloadEncoding *string             `json:"payload_encoding"`
+	PayloadOriginal json.RawMessage     `json:"payload_original"` // empty when absent
 }
 
 // errFnStop wraps the error fn returned, so that it passes the framing
@@ -345,7 +352,7 @@ func (jr *jsonRecords) decode(b []byte) error {
 		return fmt.Errorf("not a JSON object: %w", ErrNoEnvelope)
 	}
 	env := &jr.env
-	*env = envelope{Payload: env.Payload[:0]}
+	*env = envelope{Payload: env.Payload[:0], PayloadOriginal: env.PayloadOriginal[:0]}
 	if err := json.Unmarshal(b, env); err != nil {
 		return err
 	}
@@ -375,10 +382,19 @@ func (jr *jsonRecords) decode(b []byte) error {
 	}
 	switch {
 	case env.PayloadEncoding != nil:
-		if *env.PayloadEncoding != "base64" {
+		switch {
+		case *env.PayloadEncoding != "base64":
 			return fmt.Errorf("unknown payload_encoding %q", *env.PayloadEncoding)
+		case len(env.PayloadOriginal) > 0:
+			return errors.New("payload_original beside payload_encoding: the payload is its bytes already")
+		case !isJSONString(env.Payload):
+			return errors.New("payload_encoding is base64, but the payload is not a string")
 		}
-		if rec.Data, err = jr.decodeBase64(env.Payload); err != nil {
+		if rec.Data, err = jr.decodeBase64("payload", env.Payload); err != nil {
+			return err
+		}
+	case len(env.PayloadOriginal) > 0:
+		if rec.Data, err = jr.original(env.Payload, env.PayloadOriginal); err != nil {
 			return err
 		}
 	case string(env.Payload) != "null":
@@ -387,15 +403,37 @@ func (jr *jsonRecords) decode(b []byte) error {
 	return nil
 }
 
-// decodeBase64 returns the bytes of the JSON string p holding base64.
-func (jr *jsonRecords) decodeBase64(p json.RawMessage) ([]byte, error) {
+// original returns the bytes of a payload that payload_original holds,
+// checking that they compact to the payload field: a payload edited
+// without its original must not come back as it was before.
+func (jr *jsonRecords) original(payload, original json.RawMessage) ([]byte, error) {
+	if !isJSONString(original) {
+		return nil, errors.New("payload_original is not a string")
+	}
+	data, err := jr.decodeBase64("payload_original", original)
+	if err != nil {
+		return nil, err
+	}
+	var ok bool
+	jr.compact, ok = appendCompactJSON(jr.compact[:0], data)
+	if !ok || !bytes.Equal(jr.compact, payload) {
+		return nil, errors.New("payload_original does not hold the payload: its bytes, compacted, differ from the payload field")
+	}
+	return data, nil
+}
+
+// isJSONString reports whether the JSON value p is a string.
+func isJSONString(p json.RawMessage) bool {
+	return len(p) >= 2 && p[0] == '"'
+}
+
+// decodeBase64 returns the bytes of the JSON string p holding base64, the
+// value of field.
+func (jr *jsonRecords) decodeBase64(field string, p json.RawMessage) ([]byte, error) {
 	var text []byte
-	switch {
-	case len(p) < 2 || p[0] != '"':
-		return nil, errors.New("payload_encoding is base64, but the payload is not a string")
-	case bytes.IndexByte(p, '\\') < 0:
+	if bytes.IndexByte(p, '\\') < 0 {
 		text = p[1 : len(p)-1]
-	default: // escaped, which the encoder never writes
+	} else { // escaped, which the encoder never writes
 		var s string
 		if err := json.Unmarshal(p, &s); err != nil {
 			return nil, err
@@ -404,7 +442,7 @@ func (jr *jsonRecords) decodeBase64(p json.RawMessage) ([]byte, error) {
 	}
 	data, err := base64.StdEncoding.AppendDecode(jr.data[:0], text)
 	if err != nil {
-		return nil, fmt.Errorf("payload: %w", err)
+		return nil, fmt.Errorf("%s: %w", field, err)
 	}
 	jr.data = data
 	if len(data) == 0 {

@@ -57,13 +57,15 @@ func recordsToRestore() []*Record {
 }
 
 // restoreEncodings are the encodings ReadRecords reads back, each with and
-// without headers.
+// without headers, the JSON formats with and without exact payloads.
 func restoreEncodings() []Options {
 	var all []Options
 	for _, headers := range []bool{false, true} {
 		for _, f := range []Format{JSONLines, JSONArray} {
 			for _, c := range []Compression{None, Gzip, Zstd} {
-				all = append(all, Options{Format: f, Compression: c, Metadata: true, Headers: headers})
+				for _, exact := range []bool{false, true} {
+					all = append(all, Options{Format: f, Compression: c, Metadata: true, Headers: headers, ExactPayload: exact})
+				}
 			}
 		}
 		for _, c := range []Compression{Snappy, Zstd, Gzip, None} {
@@ -82,6 +84,9 @@ func restoreName(o Options) string {
 	}
 	if len(o.Columns) > 0 {
 		name += "/typed"
+	}
+	if o.ExactPayload {
+		name += "/exact"
 	}
 	return name
 }
@@ -127,7 +132,8 @@ func wantData(data []byte, f Format) []byte {
 	return data
 }
 
-// wantRecord is what ReadRecords gives back for r written with opts.
+// wantRecord is what ReadRecords gives back for r written with opts: with
+// Options.ExactPayload, the data itself.
 func wantRecord(r *Record, opts Options) Record {
 	w := Record{
 		Stream:   validString(r.Stream),
@@ -135,6 +141,9 @@ func wantRecord(r *Record, opts Options) Record {
 		Sequence: r.Sequence,
 		Time:     r.Time.UTC(),
 		Data:     wantData(r.Data, opts.Format),
+	}
+	if opts.ExactPayload && len(r.Data) > 0 {
+		w.Data = r.Data
 	}
 	if opts.Format == Parquet {
 		w.Time = w.Time.Truncate(time.Microsecond)
@@ -248,6 +257,8 @@ func TestReadRecordsReadsTheGoldenObjects(t *testing.T) {
 		{"json_array.golden", "o.json", Options{Format: JSONArray, Metadata: true, Headers: true}},
 		{"json_array.gz.golden", "o.json.gz", Options{Format: JSONArray, Metadata: true, Headers: true}},
 		{"json_array.zst.golden", "o.json.zst", Options{Format: JSONArray, Metadata: true, Headers: true}},
+		{"json_lines_exact.golden", "o.jsonl", Options{Format: JSONLines, Metadata: true, Headers: true, ExactPayload: true}},
+		{"json_array_exact.golden", "o.json", Options{Format: JSONArray, Metadata: true, ExactPayload: true}},
 		{"parquet_snappy.golden", "o.parquet", Options{Format: Parquet, Headers: true}},
 		{"parquet_zstd.golden", "o.parquet", Options{Format: Parquet, Headers: true}},
 		{"parquet_gzip.golden", "o.parquet", Options{Format: Parquet, Headers: true}},
@@ -420,6 +431,14 @@ func TestReadRecordsErrorsNameTheKeyAndTheRecord(t *testing.T) {
 		{"unknown encoding", "o.jsonl", line(1, `,"payload":"AA==","payload_encoding":"hex"`), 0, `o.jsonl: line 1: unknown payload_encoding "hex"`},
 		{"bad base64", "o.jsonl", ok + "\n" + line(2, `,"payload":"A","payload_encoding":"base64"`), 0, "o.jsonl: line 2: payload: illegal base64 data at input byte 0"},
 		{"base64 not a string", "o.jsonl", line(1, `,"payload":1,"payload_encoding":"base64"`), 0, "o.jsonl: line 1: payload_encoding is base64, but the payload is not a string"},
+		{"original not a string", "o.jsonl", line(1, `,"payload":1,"payload_original":1`), 0, "o.jsonl: line 1: payload_original is not a string"},
+		{"original null", "o.jsonl", line(1, `,"payload":null,"payload_original":null`), 0, "o.jsonl: line 1: payload_original is not a string"},
+		{"bad original base64", "o.json", "[" + ok + "," + line(2, `,"payload":1,"payload_original":"I"`) + "]", 0, "o.json: element 2: payload_original: illegal base64 data at input byte 0"},
+		{"original beside base64", "o.jsonl", line(1, `,"payload":"AA==","payload_encoding":"base64","payload_original":"AA=="`), 0, "o.jsonl: line 1: payload_original beside payload_encoding"},
+		// {"a": 2 } under a payload edited to {"a":1}: the original must not come back.
+		{"original of another payload", "o.jsonl", line(1, `,"payload":{"a":1},"payload_original":"eyJhIjogMiB9"`), 0, "o.jsonl: line 1: payload_original does not hold the payload"},
+		{"original that is not JSON", "o.jsonl", line(1, `,"payload":1,"payload_original":"AA=="`), 0, "o.jsonl: line 1: payload_original does not hold the payload"},
+		{"empty original", "o.jsonl", line(1, `,"payload":1,"payload_original":""`), 0, "o.jsonl: line 1: payload_original does not hold the payload"},
 		{"line too long", "o.jsonl", ok + "\n" + long + "\n", 1000, "o.jsonl: line 2 is longer than 1000 bytes"},
 		{"line too long, compressed", "o.jsonl.gz", gz(ok + "\n" + long + "\n"), 1000, "o.jsonl.gz: line 2 is longer than 1000 bytes"},
 		{"element too long", "o.json", "[" + ok + "," + long + "]", 1000, "o.json: element 2 is longer than 1000 bytes"},
@@ -500,7 +519,7 @@ func TestReadRecordsParquetErrorsNameTheRow(t *testing.T) {
 // return, with records or an error, without panicking and without
 // allocating more than a bound of its own.
 func FuzzReadRecords(f *testing.F) {
-	for _, name := range []string{"json_lines", "json_lines.gz", "json_lines.zst", "json_array", "json_array.gz", "json_array.zst", "parquet_none", "parquet_snappy", "parquet_no_payload"} {
+	for _, name := range []string{"json_lines", "json_lines.gz", "json_lines.zst", "json_array", "json_array.gz", "json_array.zst", "json_lines_exact", "json_array_exact", "parquet_none", "parquet_snappy", "parquet_no_payload"} {
 		body, err := os.ReadFile(filepath.Join("testdata", name+".golden"))
 		if err != nil {
 			f.Fatal(err)

@@ -38,6 +38,9 @@ var (
 		{Name: "payload", Type: TypeJSON, Optional: true},
 		{Name: "payload_encoding", Type: TypeString, Optional: true},
 	}
+	// payloadOriginal is the base64 of a JSON payload's exact bytes, with
+	// Options.ExactPayload, where its compacted value does not keep them.
+	payloadOriginal = Field{Name: "payload_original", Type: TypeString, Optional: true}
 	// parquetPayload holds text in payload and anything else in
 	// payload_base64.
 	parquetPayload = []Field{
@@ -48,8 +51,8 @@ var (
 
 // Fields returns the fields of the records an encoder for opts writes, in
 // the order they are written: stream, subject, sequence, timestamp, headers
-// with Options.Headers, then for JSON records payload and payload_encoding,
-// for parquet files the typed columns of Options.Columns and, unless
+// with Options.Headers, then for JSON records payload and payload_encoding
+// (and payload_original with Options.ExactPayload), for parquet files the typed columns of Options.Columns and, unless
 // Options.OmitPayload, payload and payload_base64. Records of the raw
 // format, and JSON records without Options.Metadata (the payload alone),
 // have no fields: Fields returns nil. opts is not checked; New does that.
@@ -68,7 +71,11 @@ func Fields(opts Options) []Field {
 		fields = append(fields, headersField)
 	}
 	if opts.Format != Parquet {
-		return append(fields, jsonPayload...)
+		fields = append(fields, jsonPayload...)
+		if opts.ExactPayload {
+			fields = append(fields, payloadOriginal)
+		}
+		return fields
 	}
 	for _, c := range opts.Columns {
 		fields = append(fields, Field{Name: c.Name, Type: c.Type, Optional: true, Typed: true, blob: c.Type == TypeJSON})

@@ -77,6 +77,20 @@ func TestFieldsAreTheMembersOfJSONRecords(t *testing.T) {
 	}
 }
 
+// With ExactPayload a JSON record may end with payload_original, where
+// payload_encoding would be for a payload that is not JSON.
+func TestFieldsOfExactPayloads(t *testing.T) {
+	opts := Options{Format: JSONArray, Metadata: true, Headers: true, ExactPayload: true}
+	want := append(fieldNames(Fields(Options{Metadata: true, Headers: true})), "payload_original")
+	if got := fieldNames(Fields(opts)); !slices.Equal(got, want) {
+		t.Errorf("Fields(%+v) = %q, want %q", opts, got, want)
+	}
+	body := string(encodeBody(t, opts, rec(`{ "id": 1 }`)))
+	if !strings.HasSuffix(body, `"payload":{"id":1},"payload_original":"eyAiaWQiOiAxIH0="}]`) {
+		t.Errorf("record %s does not end with payload and payload_original", body)
+	}
+}
+
 func TestRecordsWithoutStructureHaveNoFields(t *testing.T) {
 	for _, opts := range []Options{{}, {Format: JSONArray, Headers: true}, {Format: Raw, Metadata: true}} {
 		if f := Fields(opts); f != nil {
