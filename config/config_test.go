@@ -274,6 +274,18 @@ func TestLoadResolvesParquetKeys(t *testing.T) {
 				{Name: "at", Source: "at", Type: formats.TypeTimestamp},
 			},
 		}},
+		{"testdata/exact-payload.good.toml", Output{
+			Format:             formats.JSONArray,
+			Compression:        formats.Zstd,
+			PathTemplate:       pathtemplate.MustParse("{stream}/{subject}/{date}/{hour}"),
+			GroupBy:            GroupBySubject,
+			IncludeMetadata:    true,
+			IncludeHeaders:     true,
+			KeepExactPayload:   true,
+			KeepPayload:        true,
+			OnTypeError:        formats.RejectTypeErrors,
+			MaxOpenDirectories: 4096,
+		}},
 		{"testdata/compression.good.toml", Output{
 			Format:             formats.JSONLines,
 			Compression:        formats.Gzip,

@@ -17,6 +17,7 @@ func (o *Output) FormatsOptions() formats.Options {
 		Compression:  o.Compression,
 		Metadata:     o.IncludeMetadata,
 		Headers:      o.IncludeHeaders,
+		ExactPayload: o.KeepExactPayload,
 		RawDelimiter: []byte(o.RawDelimiter),
 		RowGroupSize: o.RowGroupSize,
 		OmitPayload:  !o.KeepPayload,

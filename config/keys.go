@@ -243,6 +243,8 @@ var (
 				Allowed: "Write stream, subject, sequence and timestamp with every message. Not for `raw`, which writes the payloads alone: set there, it is an error."},
 			{Name: "include_headers", Type: "boolean", Default: "`false`",
 				Allowed: "Write the message headers too. Not for `raw` either."},
+			{Name: "keep_exact_payload", Type: "boolean", Default: "`false`",
+				Allowed: "`json_lines` and `json_array` with `include_metadata = true` only: `true` keeps the exact bytes of JSON payloads for [`jetlake restore`](restore.md). A record whose `payload` (the JSON value, compacted) does not keep them — whitespace between tokens, or the literal `null`, which an empty payload writes too — also gets `payload_original`, their base64; payloads already compact, the common case, get nothing more. See [Restore fidelity](formats.md#restore-fidelity). An error with any other format, or with `include_metadata = false`."},
 			{Name: "raw_delimiter", Type: "string", Default: "`\"\"`",
 				Allowed: "`raw` format only: bytes written after every message. TOML escapes work: `\"\\n\"`, `\"\\u0000\"`. An error with any other format."},
 			{Name: "row_group_size", Type: "size", Default: sizeValue(defaultRowGroupSize),

@@ -97,8 +97,8 @@ func (c *checker) outputLayout(t map[string]any, p keyPath, o *outputCheck) {
 }
 
 // outputRecords checks what a record holds besides its payload
-// (include_metadata, include_headers), and the raw format's
-// raw_delimiter.
+// (include_metadata, include_headers, keep_exact_payload), and the raw
+// format's raw_delimiter.
 func (c *checker) outputRecords(t map[string]any, p keyPath, o *outputCheck, formatOK bool) {
 	o.IncludeMetadata, _ = c.boolean(t, p, "include_metadata", true)
 	o.IncludeHeaders, _ = c.boolean(t, p, "include_headers", false)
@@ -107,6 +107,18 @@ func (c *checker) outputRecords(t map[string]any, p keyPath, o *outputCheck, for
 	for _, key := range []string{"include_metadata", "include_headers"} {
 		if has(t, key) && formatOK && o.Format == formats.Raw {
 			c.report(p.key(key), "does not apply to the raw format, which writes the payloads alone; remove %s, or choose json_lines, json_array or parquet", key)
+		}
+	}
+	if exact, ok := c.boolean(t, p, "keep_exact_payload", false); ok && has(t, "keep_exact_payload") {
+		json := o.Format == formats.JSONLines || o.Format == formats.JSONArray
+		switch {
+		case !formatOK:
+		case !json:
+			c.report(p.key("keep_exact_payload"), "is only for the json_lines and json_array formats, and format is %s; remove keep_exact_payload or set format = \"json_lines\"", o.Format)
+		case exact && !o.IncludeMetadata:
+			c.report(p.key("keep_exact_payload"), "needs include_metadata = true: without it a record is the payload alone, with no field to keep the bytes in; remove keep_exact_payload or set include_metadata = true")
+		default:
+			o.KeepExactPayload = exact
 		}
 	}
 	if d, ok := c.str(t, p, "raw_delimiter", ""); ok {

@@ -180,6 +180,12 @@ type Output struct {
 	Columns         []Column                // typed columns: parquet columns, in file order; with every format, what paths and event time read
 	Time            EventTime               // the time paths take: ingest time by default
 
+	// KeepExactPayload adds payload_original, the base64 of a payload's
+	// bytes, to the JSON records whose compacted payload does not keep
+	// them: json_lines and json_array with IncludeMetadata only; default
+	// false.
+	KeepExactPayload bool
+
 	// MaxOpenDirectories caps the directories (table partitions) written
 	// at once when they depend on the content (or the connector writes a
 	// table); 0: no cap. Default 4096.

@@ -266,3 +266,65 @@ max_file_age = "2s"`)
 		t.Fatalf("verify: %v %+v", err, reports[0])
 	}
 }
+
+// With keep_exact_payload, the connector's objects give every payload
+// back byte for byte through formats.ReadRecords; without it, JSON
+// payloads come back compacted.
+func TestKeepExactPayloadKeepsTheBytesOfJSONPayloads(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
+max_file_size = "64KiB"
+max_messages_per_file = 0
+max_file_age = "20s"`)
+	payload := func(i int) []byte {
+		switch i % 4 {
+		case 0:
+			return fmt.Appendf(nil, "{\n  \"i\": %d,\n  \"tags\": [ \"a\", \"b\" ]\n}\n", i)
+		case 1:
+			return fmt.Appendf(nil, `{"i":%d}`, i) // compact
+		case 2:
+			return []byte(" null ")
+		}
+		return fmt.Appendf(nil, "text %d\n", i)
+	}
+	const n = 2000
+	e.publishEach(n, func(i int) (string, []byte) { return fmt.Sprintf("%s.s%d", e.stream, i%3), payload(i) })
+	e.runVariant("exact", func(c *config.Connector) {
+		c.Output.KeepExactPayload = true
+		c.Output.Compression = formats.Zstd
+	})
+	e.runVariant("compact", func(c *config.Connector) {})
+	for _, prefix := range []string{"exact/", "compact/"} {
+		got := map[uint64][]byte{}
+		for key, body := range e.objects(prefix) {
+			if strings.HasPrefix(key, prefix+"_jetlake/") {
+				continue
+			}
+			err := formats.ReadRecords(key, bytes.NewReader(body), int64(len(body)), func(r *formats.Record) error {
+				got[r.Sequence] = bytes.Clone(r.Data)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(got) != n {
+			t.Fatalf("%s: %d records, want %d", prefix, len(got), n)
+		}
+		for seq, data := range got {
+			want := payload(int(seq - 1))
+			if prefix == "compact/" {
+				var b bytes.Buffer
+				if json.Compact(&b, want) == nil {
+					want = b.Bytes()
+					if b.String() == "null" {
+						want = nil
+					}
+				}
+			}
+			if !bytes.Equal(data, want) {
+				t.Fatalf("%s: sequence %d: payload %q, want %q", prefix, seq, data, want)
+			}
+		}
+	}
+}

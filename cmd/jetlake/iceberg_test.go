@@ -164,6 +164,11 @@ func TestPlanChecksTheIcebergTable(t *testing.T) {
 	if !strings.Contains(out, "sample data file keys of the Iceberg table") || !strings.Contains(out, sample) {
 		t.Fatalf("no sample data file key like %s:\n%s", sample, out)
 	}
+	// What a restore of the table gives back.
+	restore := "note  restore from the Iceberg table's parquet data files: messages come back with subjects; JSON payloads come back compacted (as the parquet payload column holds them), other payloads byte for byte; headers are not kept (include_headers = false)"
+	if !strings.Contains(out, restore) {
+		t.Fatalf("no %q:\n%s", restore, out)
+	}
 	// A table partitioned otherwise is refused.
 	ms := shared.MinIO(t)
 	tbl, err := iceberg.Open(context.Background(), iceberg.Config{

@@ -302,6 +302,9 @@ func (w *effectiveWriter) output(o config.Output, iceberg bool) {
 	}
 	w.kv("include_metadata", o.IncludeMetadata, "")
 	w.kv("include_headers", o.IncludeHeaders, "")
+	if o.Format == formats.JSONLines || o.Format == formats.JSONArray {
+		w.kv("keep_exact_payload", o.KeepExactPayload, "")
+	}
 	if o.Format == formats.Raw {
 		w.kv("raw_delimiter", o.RawDelimiter, "")
 	}

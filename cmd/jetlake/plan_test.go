@@ -261,6 +261,7 @@ func TestPlanOfAGoodSetupPassesAndShowsKeysAndPermissions(t *testing.T) {
 		"ok    probe: wrote s3://plan/raw/_jetlake/probe/plangood-plan-",
 		"ok    conditional writes: a second PUT with If-None-Match: * was refused",
 		"note  probe left in place; -cleanup removes it (needs s3:DeleteObject)",
+		"note  restore: messages come back with subjects; JSON payloads come back compacted (keep_exact_payload = true keeps their bytes), other payloads byte for byte; headers are not kept (include_headers = false)",
 		// permissions
 		`"Resource": "arn:aws:s3:::plan/raw/*"`,
 		`"s3:prefix": [`,

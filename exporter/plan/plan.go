@@ -1,7 +1,8 @@
 // Package plan checks online what jetlake run needs of a connector: that
 // NATS, its streams, consumers and state bucket and the S3 bucket are
 // there and fit, that the store honours conditional writes, and which
-// object keys the messages would get. It decides every outcome; printing
+// object keys the messages would get; and, offline, which kind of restore
+// the connector's objects allow. It decides every outcome; printing
 // them is left to the caller. It changes nothing but a probe object under
 // <prefix>/_jetlake/probe/, which it removes when asked to.
 package plan
@@ -22,6 +23,7 @@ import (
 	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/state"
+	"github.com/jetlake/jetlake/formats"
 )
 
 // Status is the outcome of a check.
@@ -84,12 +86,35 @@ func Run(ctx context.Context, c *config.Connector, o Options) *Result {
 		for _, s := range c.Streams {
 			p.sampleKeys(s, nil, "examples from the filter subjects")
 		}
+		p.r.Checks = append(p.r.Checks, RestoreCheck(c))
 		return p.r
 	}
 	p.checkNATS(ctx)
 	p.checkS3(ctx)
 	p.checkIceberg(ctx)
+	p.r.Checks = append(p.r.Checks, RestoreCheck(c))
 	return p.r
+}
+
+// RestoreCheck says which kind of restore the objects of connector c
+// allow: what jetlake restore gives back of their messages
+// (formats.RestoreFidelity of its [output]), in one line starting
+// "restore". It is OK when messages come back whole, with headers and
+// payloads byte for byte, a Note otherwise: a choice of format, not a
+// fault, and so no warning.
+func RestoreCheck(c *config.Connector) Check {
+	f := formats.RestoreFidelity(c.Output.FormatsOptions())
+	status := OK
+	if !f.Restorable || !f.Headers || !f.ExactJSON {
+		status = Note
+	}
+	where := ""
+	if c.Iceberg != nil {
+		// An Iceberg table's data files are parquet files of the same
+		// options; restore reads those of a snapshot.
+		where = " from the Iceberg table's parquet data files"
+	}
+	return Check{status, fmt.Sprintf("restore%s: %s", where, f)}
 }
 
 // checkIceberg checks the catalog and table of a connector with [iceberg].
