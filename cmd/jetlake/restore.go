@@ -50,7 +50,7 @@ func cmdRestore(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.DryRun, "dry-run", false, "read the lake and print what would be published; publish nothing")
 	fs.BoolVar(&o.Rejected, "rejected", false, "restore the messages the connector rejected too, each with a Jetlake-Source-Rejected header saying why")
 	fs.BoolVar(&o.Verify, "verify", false, "compare the target with the lake: every selected message once, with its subject, headers and payload; publish nothing")
-	fs.IntVar(&o.BatchMessages, "batch", 500, "messages per batch (at most 1000)")
+	fs.IntVar(&o.BatchMessages, "batch", 1000, "messages per batch (at most 1000, the most the server takes by default)")
 	fs.IntVar(&o.Readers, "readers", 4, "objects read at once")
 	fs.IntVar(&o.ResumeScan, "resume-scan", 1_000_000, "messages of the target looked at, from its end back, for where an earlier restore stopped")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")

@@ -67,7 +67,7 @@ type Options struct {
 	// a restore gives it (Report.Verify).
 	Verify bool
 
-	BatchMessages int // messages per batch; 0 means 500, at most 1000
+	BatchMessages int // messages per batch; 0 means 1000, the most the server takes
 	BatchBytes    int // payload bytes per batch; 0 means 4 MiB
 	Readers       int // objects read at once; 0 means 4
 	// ResumeScan bounds the target's messages looked at, from its end
@@ -213,6 +213,9 @@ type restorer struct {
 	bytes    int
 	first    uint64 // the source sequence of the batch's first message
 	lastSeq  uint64 // and of its last
+	// pending is an atomic batch committed, its answer awaited
+	// (pipeline.go).
+	pending *pendingBatch
 }
 
 func (r *restorer) run(ctx context.Context, src *source) error {
@@ -264,6 +267,9 @@ func (r *restorer) run(ctx context.Context, src *source) error {
 		return nil
 	}
 	if err := r.flush(ctx); err != nil {
+		return err
+	}
+	if err := r.settle(ctx); err != nil {
 		return err
 	}
 	if r.rep.WhyNotKept == "" && !r.keep && r.rep.Published > 0 {
@@ -341,7 +347,7 @@ func (r *restorer) whyNotKept() string {
 // add adds rec to the batch, and publishes the batch when it is full or
 // when rec does not follow on from the batch under kept sequences.
 func (r *restorer) add(ctx context.Context, rec *formats.Record) error {
-	if len(r.batch) == 0 && r.rep.Published == 0 && r.rep.KeptSequences == 0 && r.rep.WhyNotKept == "" {
+	if len(r.batch) == 0 && r.pending == nil && r.rep.Published == 0 && r.rep.KeptSequences == 0 && r.rep.WhyNotKept == "" {
 		if err := r.startKeeping(ctx, rec.Sequence); err != nil {
 			return err
 		}
@@ -360,7 +366,7 @@ func (r *restorer) add(ctx context.Context, rec *formats.Record) error {
 	r.batch = append(r.batch, r.t.message(rec, subject))
 	r.lastSeq = rec.Sequence
 	r.bytes += len(rec.Data)
-	if len(r.batch) >= min(cmpOr(r.opts.BatchMessages, 500), 1000) || r.bytes >= cmpOr(r.opts.BatchBytes, 4<<20) {
+	if len(r.batch) >= min(cmpOr(r.opts.BatchMessages, 1000), 1000) || r.bytes >= cmpOr(r.opts.BatchBytes, 4<<20) {
 		return r.flush(ctx)
 	}
 	return nil
@@ -394,17 +400,20 @@ func (r *restorer) startKeeping(ctx context.Context, first uint64) error {
 // batchAttempts bounds the attempts at one batch.
 const batchAttempts = 20
 
-// flush publishes the batch.
+// flush publishes the batch. An atomic batch is pipelined: it is
+// committed once the one before it has landed, and counted once it has
+// landed itself (settle).
 func (r *restorer) flush(ctx context.Context) error {
 	if len(r.batch) == 0 {
 		return nil
 	}
+	if r.t.atomic {
+		err := r.pipeline(ctx)
+		r.batch, r.bytes = nil, 0
+		return err
+	}
 	n := len(r.batch)
-	if !r.t.atomic {
-		if err := r.t.publishIDs(ctx, r.batch); err != nil {
-			return err
-		}
-	} else if err := r.publishBatch(ctx); err != nil {
+	if err := r.t.publishIDs(ctx, r.batch); err != nil {
 		return err
 	}
 	if r.keep {
@@ -414,54 +423,6 @@ func (r *restorer) flush(ctx context.Context) error {
 	r.progress.Published.Add(int64(n))
 	r.batch, r.bytes = r.batch[:0], 0
 	return nil
-}
-
-// publishBatch publishes the batch atomically right after the target's
-// last sequence. When the attempt fails, it looks at what the target
-// holds after the sequence it expected: the batch landed (an answer lost),
-// someone else published (tried again after them), or another restore of
-// this source is writing (an error).
-func (r *restorer) publishBatch(ctx context.Context) error {
-	for attempt := 1; ; attempt++ {
-		before := r.t.last
-		last, err := r.t.publishAtomic(ctx, r.batch)
-		if err == nil {
-			if r.keep && last != r.lastSeq {
-				return fmt.Errorf("target stream %s: message of sequence %d stored as %d", r.t.name, r.lastSeq, last)
-			}
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		found, ferr := r.t.restored(ctx, 0)
-		if ferr != nil {
-			return errors.Join(err, ferr)
-		}
-		switch {
-		case found == r.lastSeq:
-			// It landed: the answer was lost.
-			return nil
-		case found >= r.first:
-			return fmt.Errorf("target stream %s holds source sequence %d, in the batch of %d to %d being published: is another restore of %s running?", r.t.name, found, r.first, r.lastSeq, r.t.source)
-		case found > r.rep.ResumedAfter && found < r.first-1 && r.rep.Published > 0:
-			return fmt.Errorf("target stream %s: the last restored source sequence is %d, expected %d", r.t.name, found, r.first-1)
-		}
-		if r.keep && r.t.last != before {
-			return fmt.Errorf("target stream %s: someone else published to it (its last sequence moved from %d to %d) while it was restored under the original sequences", r.t.name, before, r.t.last)
-		}
-		if attempt == batchAttempts {
-			return fmt.Errorf("target stream %s: a batch of %d messages from source sequence %d failed %d times: %w", r.t.name, len(r.batch), r.first, attempt, err)
-		}
-		r.log.Warn("a batch was not published; trying again", "target", r.t.name, "first_seq", r.first, "last_seq", r.lastSeq, "attempt", attempt, "error", err)
-		if !errors.Is(err, errMoved) {
-			select {
-			case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-	}
 }
 
 // sourceStream returns the stream a restore reads: name, which one of

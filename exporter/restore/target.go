@@ -48,6 +48,9 @@ type target struct {
 	msgs   uint64 // messages it held when opened
 	source string // the source stream and incarnation, as the headers name them
 	stamp  string
+	// sourceVals and stampVals are the header values of source and
+	// stamp, shared by every message.
+	sourceVals, stampVals []string
 }
 
 func openTarget(ctx context.Context, js jetstream.JetStream, name, source string, created time.Time) (*target, error) {
@@ -66,8 +69,11 @@ func openTarget(ctx context.Context, js jetstream.JetStream, name, source string
 
 // message builds the message that restores r on subject.
 func (t *target) message(r *formats.Record, subject string) *nats.Msg {
-	m := nats.NewMsg(subject)
-	m.Data = r.Data
+	if t.sourceVals == nil {
+		t.sourceVals, t.stampVals = []string{t.source}, []string{t.stamp}
+	}
+	// Room for the batch headers too (pipeline.go).
+	m := &nats.Msg{Subject: subject, Data: r.Data, Header: make(nats.Header, len(r.Headers)+8)}
 	for k, vs := range r.Headers {
 		switch {
 		case strings.EqualFold(k, rejectReasonHeader):
@@ -77,8 +83,10 @@ func (t *target) message(r *formats.Record, subject string) *nats.Msg {
 		}
 		m.Header[k] = vs
 	}
-	m.Header.Set(HeaderSourceStream, t.source)
-	m.Header.Set(HeaderSourceCreated, t.stamp)
+	// The values of the source's headers are the same for every message,
+	// and shared: a header is replaced, never appended to.
+	m.Header[HeaderSourceStream] = t.sourceVals
+	m.Header[HeaderSourceCreated] = t.stampVals
 	m.Header.Set(HeaderSourceSequence, strconv.FormatUint(r.Sequence, 10))
 	m.Header.Set(HeaderSourceTime, r.Time.UTC().Format(time.RFC3339Nano))
 	return m
@@ -199,27 +207,6 @@ func (t *target) keepSequences(ctx context.Context, first uint64) error {
 // expected: someone else published, or an earlier attempt of the batch
 // landed after all.
 var errMoved = errors.New("the target stream's last sequence moved")
-
-// publish publishes msgs as one atomic batch expected right after the
-// stream's last sequence as this restore knows it, and returns the
-// sequence of its last message.
-func (t *target) publishAtomic(ctx context.Context, msgs []*nats.Msg) (uint64, error) {
-	msgs[0].Header.Set(jetstream.ExpectedLastSeqHeader, strconv.FormatUint(t.last, 10))
-	ack, err := jetstreamext.PublishMsgBatch(ctx, t.js, msgs)
-	msgs[0].Header.Del(jetstream.ExpectedLastSeqHeader)
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
-		return 0, fmt.Errorf("%w: %w", errMoved, err)
-	}
-	if err != nil {
-		return 0, err
-	}
-	if ack.Sequence != t.last+uint64(len(msgs)) {
-		return 0, fmt.Errorf("target stream %s: a batch of %d after sequence %d ended at %d", t.name, len(msgs), t.last, ack.Sequence)
-	}
-	t.last = ack.Sequence
-	return ack.Sequence, nil
-}
 
 // publishIDs publishes msgs one by one, each with a message id the
 // stream's duplicate window takes a second copy of for a duplicate.
