@@ -17,6 +17,7 @@ import (
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/objstore"
+	"github.com/jetlake/jetlake/exporter/plan"
 	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/exporter/restore"
 )
@@ -52,6 +53,7 @@ func cmdRestore(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.Verify, "verify", false, "compare the target with the lake: every selected message once, with its subject, headers and payload; publish nothing")
 	fs.IntVar(&o.BatchMessages, "batch", 1000, "messages per batch (at most 1000, the most the server takes by default)")
 	fs.IntVar(&o.Readers, "readers", 4, "objects read at once")
+	maxMemory := fs.Int64("max-memory-mib", restore.DefaultMaxMemory>>20, "MiB of records read ahead of publishing, at most (beyond one record an open object)")
 	fs.IntVar(&o.ResumeScan, "resume-scan", 1_000_000, "messages of the target looked at, from its end back, for where an earlier restore stopped")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the restore to this file (for go tool pprof)")
@@ -83,6 +85,11 @@ func cmdRestore(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	o.Subjects = subjects
+	if *maxMemory < 1 {
+		fmt.Fprintf(stderr, "jetlake restore: -max-memory-mib %d: want at least 1\n", *maxMemory)
+		return exitUsage
+	}
+	o.MaxMemory = *maxMemory << 20
 	switch {
 	case o.Target == "" && (!o.DryRun || o.Verify):
 		fmt.Fprintln(stderr, "jetlake restore: -target is required (but with -dry-run)")
@@ -150,6 +157,7 @@ func cmdRestore(args []string, stdout, stderr io.Writer) int {
 	stopProgress()
 	if rep != nil {
 		printRestore(stdout, rep, o.DryRun)
+		fmt.Fprintf(stdout, "  %s\n", plan.RestoreCheck(c).Msg)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "jetlake restore: connector %s: %v\n", c.Name, err)

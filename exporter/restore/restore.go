@@ -70,6 +70,9 @@ type Options struct {
 	BatchMessages int // messages per batch; 0 means 1000, the most the server takes
 	BatchBytes    int // payload bytes per batch; 0 means 4 MiB
 	Readers       int // objects read at once; 0 means 4
+	// MaxMemory bounds the bytes of the records read ahead of publishing
+	// (beyond one a cursor: see source); 0 means DefaultMaxMemory.
+	MaxMemory int64
 	// ResumeScan bounds the target's messages looked at, from its end
 	// back, for the last one restored; 0 means 1,000,000.
 	ResumeScan int
@@ -77,6 +80,10 @@ type Options struct {
 	Log      *slog.Logger
 	Progress *Progress // nil: none
 }
+
+// DefaultMaxMemory is the bytes of records a restore reads ahead of
+// publishing by default.
+const DefaultMaxMemory = 256 << 20
 
 // Progress counts a restore's work as it goes, for a status line. Safe for
 // concurrent use.
@@ -187,7 +194,7 @@ func Run(ctx context.Context, cfg *config.Connector, store objstore.ObjectReader
 		objects = append(slices.Clone(cat.Data), cat.Rejected...)
 		slices.SortStableFunc(objects, func(a, b lake.CatalogObject) int { return cmp.Compare(a.First, b.First) })
 	}
-	src := newSource(ctx, store, objects, sel, cmpOr(opts.Readers, 4))
+	src := newSource(ctx, store, objects, sel, cmpOr(opts.Readers, 4), cmp.Or(opts.MaxMemory, DefaultMaxMemory))
 	defer src.Close()
 	err = r.run(ctx, src)
 	rep.Duplicates = src.duplicates

@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -67,9 +68,10 @@ type source struct {
 	duplicates int
 	bytesRead  atomic.Int64
 	cancel     context.CancelFunc
+	mem        *budget
 }
 
-func newSource(ctx context.Context, store objstore.ObjectReader, objects []lake.CatalogObject, sel selection, readers int) *source {
+func newSource(ctx context.Context, store objstore.ObjectReader, objects []lake.CatalogObject, sel selection, readers int, maxMemory int64) *source {
 	var in []lake.CatalogObject
 	for _, o := range objects {
 		if o.Holds(sel.seqs) {
@@ -77,12 +79,83 @@ func newSource(ctx context.Context, store objstore.ObjectReader, objects []lake.
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
+	mem := newBudget(maxMemory)
+	context.AfterFunc(ctx, mem.wake)
 	return &source{ctx: ctx, store: store, sel: sel, objects: in, ahead: max(readers, 1),
-		started: make([]*objectCursors, len(in)), cancel: cancel}
+		started: make([]*objectCursors, len(in)), cancel: cancel, mem: mem}
 }
 
 // Close stops the cursors still reading.
 func (s *source) Close() { s.cancel() }
+
+// budget bounds the bytes of the records the cursors read ahead of the
+// merge. A cursor the merge waits on reads on whatever the budget says, or
+// the merge could wait for ever on records the budget holds back: so the
+// records held are at most the budget plus one a cursor. Safe for
+// concurrent use.
+type budget struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	used  int64
+	peak  int64 // the most used
+	limit int64 // 0: no bound
+}
+
+func newBudget(limit int64) *budget {
+	b := &budget{limit: limit}
+	b.cond = sync.NewCond(&b.mu)
+	return b
+}
+
+// take waits until n bytes fit, needed reports that the merge waits on
+// the caller, or ctx ends.
+func (b *budget) take(ctx context.Context, n int64, needed func() bool) {
+	if b.limit == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for b.used > 0 && b.used+n > b.limit && !needed() && ctx.Err() == nil {
+		b.cond.Wait()
+	}
+	b.used += n
+	b.peak = max(b.peak, b.used)
+}
+
+// give returns n bytes taken.
+func (b *budget) give(n int64) {
+	if b.limit == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
+	b.cond.Broadcast()
+}
+
+// wake has the cursors waiting look again: the merge took a record, or
+// the read ends.
+func (b *budget) wake() {
+	if b.limit == 0 {
+		return
+	}
+	// Under the lock: a waiter between its check and its Wait is woken.
+	b.mu.Lock()
+	b.cond.Broadcast()
+	b.mu.Unlock()
+}
+
+// recordSize is what a record holds in memory, for the budget.
+func recordSize(r *formats.Record) int64 {
+	n := int64(len(r.Data)+len(r.Subject)+len(r.Stream)) + 128
+	for k, vs := range r.Headers {
+		n += int64(len(k)) + 16
+		for _, v := range vs {
+			n += int64(len(v)) + 16
+		}
+	}
+	return n
+}
 
 // Next returns the next selected record, or nil at the end. The record is
 // the caller's.
@@ -97,10 +170,11 @@ func (s *source) Next() (*formats.Record, error) {
 		if len(s.open) == 0 {
 			return nil, nil
 		}
-		r, err := s.open.pop()
+		r, err := s.open.pop(s.mem)
 		if err != nil {
 			return nil, err
 		}
+		s.mem.give(recordSize(r))
 		if r.Sequence == s.last && s.last != 0 {
 			s.duplicates++
 			continue
@@ -125,7 +199,7 @@ func (s *source) take(i int) error {
 		return err
 	}
 	for _, c := range cs {
-		ok, err := c.advance()
+		ok, err := c.advance(s.mem)
 		if err != nil {
 			return err
 		}
@@ -230,8 +304,9 @@ const cursorBuffer = 64
 
 // cursor is one run of an object's selected records not merged yet.
 type cursor struct {
-	ch   chan item
-	head *formats.Record
+	ch      chan item
+	head    *formats.Record
+	waiting atomic.Bool // the merge waits for the next record
 }
 
 // item is a record, or the error that ended a cursor's read.
@@ -270,6 +345,8 @@ func (s *source) cursor(o lake.CatalogObject, r run) *cursor {
 					cp.Headers[k] = slices.Clone(v)
 				}
 			}
+			// Past the bound only for the one record the merge waits on.
+			s.mem.take(s.ctx, recordSize(&cp), func() bool { return c.waiting.CompareAndSwap(true, false) })
 			select {
 			case c.ch <- item{rec: &cp}:
 				return nil
@@ -285,8 +362,12 @@ func (s *source) cursor(o lake.CatalogObject, r run) *cursor {
 }
 
 // advance takes the cursor's next record as its head; false at its end.
-func (c *cursor) advance() (bool, error) {
+// The cursor may then read on: mem is told.
+func (c *cursor) advance(mem *budget) (bool, error) {
+	c.waiting.Store(true)
+	mem.wake()
 	it, ok := <-c.ch
+	c.waiting.Store(false)
 	switch {
 	case !ok:
 		c.head = nil
@@ -316,10 +397,10 @@ func (h *cursors) Pop() any {
 func (h cursors) min() uint64 { return h[0].head.Sequence }
 
 // pop takes the next record of the merge.
-func (h *cursors) pop() (*formats.Record, error) {
+func (h *cursors) pop(mem *budget) (*formats.Record, error) {
 	c := (*h)[0]
 	r := c.head
-	ok, err := c.advance()
+	ok, err := c.advance(mem)
 	if err != nil {
 		return nil, err
 	}

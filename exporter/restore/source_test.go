@@ -96,7 +96,7 @@ func TestASourceMergesObjectsInSequenceOrder(t *testing.T) {
 		{progress.Range{First: 13, Last: 13}, []uint64{13}, 0},
 	} {
 		for _, readers := range []int{1, 4} {
-			s := newSource(context.Background(), store, objects, selection{seqs: tc.sel}, readers)
+			s := newSource(context.Background(), store, objects, selection{seqs: tc.sel}, readers, 0)
 			got, err := drain(s)
 			if err != nil {
 				t.Fatalf("%v, %d readers: %v", tc.sel, readers, err)
@@ -114,7 +114,7 @@ func TestASourceMergesObjectsInSequenceOrder(t *testing.T) {
 func TestASourceRefusesAnObjectOutOfTheOrderItsMetadataClaims(t *testing.T) {
 	key := "a/00000000000000000001-00000000000000000003.jsonl"
 	s := newSource(context.Background(), memObjects{key: object(t, 1, 3, 2)},
-		[]lake.CatalogObject{{Key: key, First: 1, Last: 3, Ordered: true}}, selection{seqs: progress.Range{First: 1, Last: 10}}, 2)
+		[]lake.CatalogObject{{Key: key, First: 1, Last: 3, Ordered: true}}, selection{seqs: progress.Range{First: 1, Last: 10}}, 2, 0)
 	_, err := drain(s)
 	if err == nil || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "sequence order") {
 		t.Fatalf("read: %v; want an error naming %s and the order", err, key)
@@ -129,7 +129,7 @@ func TestASourceClosedEarlyStopsReading(t *testing.T) {
 	}
 	key := "a/00000000000000000001-00000000000000005000.jsonl"
 	s := newSource(context.Background(), memObjects{key: object(t, seqs...)},
-		[]lake.CatalogObject{{Key: key, First: 1, Last: 5000, Ordered: true}}, selection{seqs: progress.Range{First: 1, Last: 5000}}, 1)
+		[]lake.CatalogObject{{Key: key, First: 1, Last: 5000, Ordered: true}}, selection{seqs: progress.Range{First: 1, Last: 5000}}, 1, 0)
 	if r, err := s.Next(); err != nil || r.Sequence != 1 {
 		t.Fatalf("first record: %v, %v", r, err)
 	}
@@ -137,4 +137,41 @@ func TestASourceClosedEarlyStopsReading(t *testing.T) {
 	if _, err := s.Next(); err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatalf("after Close: %v", err)
 	}
+}
+
+// The records read ahead of the merge stay within the memory bound, plus
+// one record a cursor, however many objects overlap and however large they
+// are; what comes out is the same.
+func TestASourceKeepsTheRecordsReadAheadWithinItsBound(t *testing.T) {
+	store := memObjects{}
+	var objects []lake.CatalogObject
+	const objectsN, per = 12, 150
+	for o := range objectsN {
+		// Object o holds the sequences congruent to o: all overlap.
+		var seqs []uint64
+		for i := range per {
+			seqs = append(seqs, uint64(1+o+i*objectsN))
+		}
+		if o%3 == 0 { // out of order: runs
+			seqs[10], seqs[20] = seqs[20], seqs[10]
+		}
+		key := fmt.Sprintf("o%d/%020d-%020d.jsonl", o, seqs[0], seqs[len(seqs)-1])
+		store[key] = object(t, seqs...)
+		objects = append(objects, lake.CatalogObject{Key: key, First: uint64(1 + o), Last: uint64(1 + o + (per-1)*objectsN), Ordered: o%3 != 0})
+	}
+	const limit = 4 << 10
+	s := newSource(context.Background(), store, objects, selection{seqs: progress.Range{First: 1, Last: 1 << 20}}, 4, limit)
+	got, err := drain(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != objectsN*per || !slices.IsSorted(got) {
+		t.Fatalf("read %d records (sorted %v), want %d in order", len(got), slices.IsSorted(got), objectsN*per)
+	}
+	one := recordSize(&formats.Record{Stream: "S", Subject: "s.0", Data: []byte(`{"q":1800}`)})
+	cursors := int64(objectsN + objectsN/3*2) // the runs of the out-of-order objects
+	if s.mem.peak > limit+cursors*one {
+		t.Fatalf("%d bytes read ahead at the most; the bound is %d plus one record (%d) for each of %d cursors", s.mem.peak, limit, one, cursors)
+	}
+	t.Logf("peak %d bytes read ahead, bound %d + %d×%d", s.mem.peak, limit, cursors, one)
 }
