@@ -46,6 +46,8 @@ func cmdRestore(args []string, stdout, stderr io.Writer) int {
 	fs.Uint64Var(&o.ToSeq, "to-seq", 0, "last source sequence to restore")
 	since := fs.String("since", "", "restore messages stored at or after this time (RFC 3339)")
 	until := fs.String("until", "", "restore messages stored before this time (RFC 3339)")
+	eventSince := fs.String("event-since", "", "restore messages whose event time (the connector's time_source) is at or after this time (RFC 3339)")
+	eventUntil := fs.String("event-until", "", "restore messages whose event time is before this time (RFC 3339)")
 	var subjects subjectList
 	fs.Var(&subjects, "subject", "restore only messages whose original subject matches this filter (repeatable; * and > wildcards)")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "read the lake and print what would be published; publish nothing")
@@ -69,7 +71,8 @@ func cmdRestore(args []string, stdout, stderr io.Writer) int {
 		flag string
 		s    string
 		to   *time.Time
-	}{{"stream-created", *created, &o.Created}, {"since", *since, &o.Since}, {"until", *until, &o.Until}} {
+	}{{"stream-created", *created, &o.Created}, {"since", *since, &o.Since}, {"until", *until, &o.Until},
+		{"event-since", *eventSince, &o.EventSince}, {"event-until", *eventUntil, &o.EventUntil}} {
 		if t.s == "" {
 			continue
 		}

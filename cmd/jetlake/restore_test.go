@@ -621,3 +621,61 @@ unit = "ms"
 		}
 	}
 }
+
+// -event-since and -event-until select by the event time the connector's
+// time_source reads (a payload column here), not by when the stream stored
+// the message; a connector without an event time refuses them.
+func TestARestoreSelectsByEventTime(t *testing.T) {
+	t.Parallel()
+	ns, ms := shared.NATS(t), shared.MinIO(t)
+	name := "revt"
+	js := streamAndBucket(t, ns, ms, name, jetstream.StreamConfig{})
+	ctx := context.Background()
+	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 30 {
+		at := base.Add(time.Duration(i%3) * 24 * time.Hour).Add(time.Duration(i) * time.Minute)
+		if _, err := js.Publish(ctx, fmt.Sprintf("%s.s%d", name, i%2), fmt.Appendf(nil, `{"i":%d,"created_at":%d}`, i, at.UnixMilli())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	connector := func(timed bool) string {
+		body := fmt.Sprintf(`name = %q
+[nats]
+url = %q
+[[streams]]
+stream = %q
+[s3]
+bucket = %q
+endpoint = %q
+`, name, ns.URL, strings.ToUpper(name), name, ms.Endpoint)
+		if timed {
+			body += `[output]
+time_source = "column:created_at"
+[[output.columns]]
+name = "created_at"
+source = "created_at"
+type = "timestamp"
+unit = "ms"
+`
+		}
+		return writeFile(t, fmt.Sprintf("%s-%v.toml", name, timed), body)
+	}
+	timed := connector(true)
+	creds := ms.ClientEnv()
+	if code, _, stderr := jetlakeEnv(t, creds, "run", "-until-idle", "-config", timed); code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	code, stdout, stderr := jetlakeEnv(t, creds, "restore", "-quiet", "-config", timed, "-dry-run",
+		"-event-since", base.Add(24*time.Hour).Format(time.RFC3339), "-event-until", base.Add(48*time.Hour).Format(time.RFC3339))
+	if code != exitOK || !strings.Contains(stdout, "10 messages selected") {
+		t.Fatalf("restore -event-since -event-until: exit %d, want 10 of 30 selected\n%s\n%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = jetlakeEnv(t, creds, "restore", "-quiet", "-config", timed, "-dry-run", "-since", base.Add(24*time.Hour).Format(time.RFC3339))
+	if code != exitOK || !strings.Contains(stdout, "30 messages selected") {
+		t.Fatalf("restore -since (stream times, all of today): exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = jetlakeEnv(t, creds, "restore", "-quiet", "-config", connector(false), "-dry-run", "-event-since", base.Format(time.RFC3339))
+	if code != exitFailure || !strings.Contains(stderr, "has no event time") {
+		t.Fatalf("restore -event-since of a connector without event time: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}

@@ -34,11 +34,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
+	"github.com/jetlake/jetlake/exporter/content"
 	"github.com/jetlake/jetlake/exporter/lake"
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/lossmarker"
+	"github.com/jetlake/jetlake/pathtemplate"
 )
 
 // Options say what a restore takes and where it puts it. The zero value
@@ -53,7 +55,12 @@ type Options struct {
 
 	FromSeq, ToSeq uint64    // 0: from the first, to the last
 	Since, Until   time.Time // message times, Until exclusive; zero: no bound
-	Subjects       []string  // subject filters of the original subjects; none: all
+	// EventSince and EventUntil bound the messages' event times, as the
+	// connector's time_source reads them (a message without one has its
+	// stream time, or none when time_fallback rejects it); Until
+	// exclusive, zero: no bound.
+	EventSince, EventUntil time.Time
+	Subjects               []string // subject filters of the original subjects; none: all
 
 	Target        string // the stream to publish to
 	SubjectPrefix string // put before every restored subject, with a dot
@@ -175,6 +182,14 @@ func Run(ctx context.Context, cfg *config.Connector, store objstore.ObjectReader
 	if r.progress == nil {
 		r.progress = &Progress{}
 	}
+	if !opts.EventSince.IsZero() || !opts.EventUntil.IsZero() {
+		if cfg.Output.Time.Ingest() {
+			return nil, fmt.Errorf("connector %s has no event time (time_source is ingest): select by the messages' stream times", cfg.Name)
+		}
+		if r.events, err = content.New(&cfg.Output, false); err != nil {
+			return nil, err
+		}
+	}
 	if opts.Target != "" && js != nil {
 		if r.t, err = openTarget(ctx, js, opts.Target, stream, cat.Created); err != nil {
 			return nil, err
@@ -198,7 +213,7 @@ func Run(ctx context.Context, cfg *config.Connector, store objstore.ObjectReader
 	defer src.Close()
 	err = r.run(ctx, src)
 	rep.Duplicates = src.duplicates
-	if err == nil && len(opts.Subjects) == 0 && opts.Since.IsZero() && opts.Until.IsZero() {
+	if err == nil && len(opts.Subjects) == 0 && opts.Since.IsZero() && opts.Until.IsZero() && r.events == nil {
 		rep.Missing = missing(rep.Scope, &r.seen, cat, rep.Lost)
 	}
 	rep.Took = time.Since(start)
@@ -213,6 +228,7 @@ type restorer struct {
 	progress *Progress
 	t        *target                 // nil in a dry run without a target
 	restored map[uint64]*restoredMsg // with Options.Verify: the target's messages of this source
+	events   *content.Reader         // reads event times, with Options.EventSince or EventUntil
 	seen     progress.Set            // the sequences read, but for seenRun
 	seenRun  progress.Range          // the run of sequences read last
 	keep     bool                    // restored messages keep their sequences so far
@@ -241,6 +257,9 @@ func (r *restorer) run(ctx context.Context, src *source) error {
 			break
 		}
 		r.see(rec.Sequence)
+		if r.events != nil && !r.eventSelected(rec) {
+			continue
+		}
 		r.rep.Selected++
 		r.progress.Read.Add(1)
 		r.rep.BySubject[rec.Subject]++
@@ -285,6 +304,16 @@ func (r *restorer) run(ctx context.Context, src *source) error {
 	return nil
 }
 
+// eventSelected reports whether rec's event time is within the bounds.
+func (r *restorer) eventSelected(rec *formats.Record) bool {
+	var v pathtemplate.Values
+	if _, err := r.events.Read(rec.Data, rec.Headers, rec.Time, &v); err != nil {
+		return false // no event time, and no fallback: in no range
+	}
+	return (r.opts.EventSince.IsZero() || !v.Time.Before(r.opts.EventSince)) &&
+		(r.opts.EventUntil.IsZero() || v.Time.Before(r.opts.EventUntil))
+}
+
 // check compares a selected record with the target's copy of it.
 func (r *restorer) check(rec *formats.Record) {
 	v := r.rep.Verify
@@ -311,7 +340,7 @@ func (r *restorer) check(rec *formats.Record) {
 // range that no selected record matched: with subject or time filters,
 // they may be selected out, and are not counted.
 func (r *restorer) checkExtra(sel selection) {
-	if len(sel.subjects) > 0 || !sel.since.IsZero() || !sel.until.IsZero() {
+	if len(sel.subjects) > 0 || !sel.since.IsZero() || !sel.until.IsZero() || r.events != nil {
 		return
 	}
 	v := r.rep.Verify
