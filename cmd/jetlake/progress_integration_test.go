@@ -62,6 +62,10 @@ endpoint = %[3]q
 prefix = %[1]q
 [rotation]
 max_messages_per_file = %[4]d
+[output]
+# No time in the path: an hour that turns during the backfill would cut
+# an object early, and the count of objects verify reads would be off.
+path_template = "{stream}/{subject}"
 `, name, ns.URL, ms.Endpoint, backfillPerObject))
 	}
 	tty, logged := config("tty"), config("logged")
