@@ -222,15 +222,22 @@ func (b *bench) runChild(ctx context.Context, logFile string, args ...string) (*
 	cmd.Env = b.ms.ClientEnv()
 	cmd.Stdout, cmd.Stderr = log, log
 	start := time.Now()
-	err = cmd.Run()
-	if cmd.ProcessState == nil {
+	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start jetlake: %w", err)
 	}
-	res := &childResult{wall: time.Since(start)}
+	// Start returns after the exec: the address space polled is jetlake's.
+	done := make(chan struct{})
+	peak := watchPeakRSS(cmd.Process.Pid, done)
+	err = cmd.Wait()
+	close(done)
+	res := &childResult{wall: time.Since(start), maxRSS: <-peak}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		res.user = time.Duration(ru.Utime.Nano())
 		res.cpu = res.user + time.Duration(ru.Stime.Nano())
-		res.maxRSS = ru.Maxrss * 1024
+		if res.maxRSS == 0 {
+			// No /proc: the kernel's figure, which may count the bench's.
+			res.maxRSS = ru.Maxrss * 1024
+		}
 	}
 	if err != nil {
 		return res, fmt.Errorf("jetlake %s: %w (log %s)", args[0], err, logFile)
