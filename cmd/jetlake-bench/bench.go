@@ -29,6 +29,7 @@ type Config struct {
 	Compaction        compactionSpec  // zero: not measured
 	ScaleOut          scaleOutSpec    // zero: not measured
 	Cardinality       cardinalitySpec // zero: not measured
+	Restore           restoreSpec     // zero: not measured
 	Runs              []runSpec
 	PayloadBytes      int
 	MaxFileSize       int64
@@ -272,9 +273,13 @@ func (b *bench) measure(ctx context.Context, rep *Report) {
 		rep.Rounds = k
 		if k == 1 {
 			first = time.Since(start)
-			// Like the first round, the compaction measurement is a
-			// must: it comes before the rounds that are only taken
-			// when they fit.
+			// Like the first round, these measurements are a must:
+			// they come before the rounds that are only taken when
+			// they fit. The restore reads what round 1's runs wrote
+			// of a workload of its size.
+			if b.cfg.Restore.Messages > 0 && ctx.Err() == nil {
+				rep.Restore = b.restore(ctx, b.cfg.Restore, b.workloadExports(ws, b.cfg.Restore))
+			}
 			if b.cfg.Compaction.Messages > 0 && ctx.Err() == nil {
 				rep.Compaction = b.compaction(ctx, b.cfg.Compaction)
 			}

@@ -42,7 +42,8 @@ func TestQuickBenchMeasuresEveryRunAndStopsItsProcesses(t *testing.T) {
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	code := Main(ctx, []string{"-quick", "-messages", "5000", "-small-messages", "1000", "-small-subjects", "100",
-		"-cardinality-messages", "2000", "-cardinality-values", "1000", "-jetlake", bin, "-out", out, "-logs", t.TempDir()}, &stdout, &stderr)
+		"-cardinality-messages", "2000", "-cardinality-values", "1000", "-restore-messages", "5000",
+		"-jetlake", bin, "-out", out, "-logs", t.TempDir()}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit code %d\nstdout:\n%s\nstderr:\n%s", code, &stdout, &stderr)
 	}
@@ -153,7 +154,12 @@ func TestQuickBenchMeasuresEveryRunAndStopsItsProcesses(t *testing.T) {
 		c.Ratio != c.MessagesPerSecond/c.Normal.MessagesPerSecond || c.UncappedRatio != c.Uncapped.MessagesPerSecond/c.Normal.MessagesPerSecond {
 		t.Errorf("cardinality %+v", c)
 	}
+	// w1's 5,000 messages, as its json_lines and parquet runs of round 1
+	// wrote them, published back by the two publishers and restored from
+	// each export, every restore against the plain publisher of its round.
+	wantRestore(t, rep.Restore, 5000, "w1's json_lines and parquet runs of round 1")
 	for _, want := range []string{"### w1: 5,000 messages over 10 subjects",
+		"### Restore: 5,000 messages of 256 B over 10 subjects", "- jetlake restore from parquet (", "× the plain publisher** (target ≥ 0.8)",
 		"### High cardinality: 2,000 messages over 1,000 values of one field, max_buffered_bytes 16 MiB", "the bound 1.5 × 16 MiB + 64 MiB = 88 MiB", "- max_open_directories = 0 (no cap): ", "× the normal rate**", "**limit time**", "small-PUT rate",
 		"### Partitions: 20,000 messages over 40 subjects in 4 partitions", "- instance 2 of 2: wrote",
 		"| CPU s / 1M msg |", "| PUT-rate ratio | iceberg / parquet |",
@@ -167,6 +173,48 @@ func TestQuickBenchMeasuresEveryRunAndStopsItsProcesses(t *testing.T) {
 	if n := strings.Count(stdout.String(), "\n| --- |"); n != 1 {
 		t.Errorf("%d tables, want 1:\n%s", n, &stdout)
 	}
+}
+
+// wantRestore checks a restore measurement of n messages, from exports
+// its ExportsFrom names with from.
+func wantRestore(t *testing.T, r *RestoreResult, n int, from string) {
+	t.Helper()
+	if r == nil || r.Error != "" || r.Messages != n || r.Rounds != 1 || !strings.Contains(r.ExportsFrom, from) ||
+		r.Publisher == nil || r.Publisher.MessagesPerSecond <= 0 || r.AtomicPublisher == nil || r.AtomicPublisher.MessagesPerSecond <= 0 || len(r.Runs) != 2 {
+		t.Errorf("restore %+v", r)
+		return
+	}
+	for i, run := range r.Runs {
+		if run.Format != restoreFormats[i] || run.Error != "" || run.Objects == 0 || run.Seconds <= 0 || run.CPUSeconds <= 0 || run.PeakRSSBytes <= 0 ||
+			run.Ratio != run.MessagesPerSecond/r.Publisher.MessagesPerSecond || run.AtomicRatio != run.MessagesPerSecond/r.AtomicPublisher.MessagesPerSecond {
+			t.Errorf("restore from %s: %+v", restoreFormats[i], run)
+		}
+	}
+}
+
+// A restore measurement of another size than the workloads' fills and
+// exports a stream of its own.
+func TestRestoreMeasurementExportsAStreamOfItsOwn(t *testing.T) {
+	bin := buildJetlake(t)
+	out := filepath.Join(t.TempDir(), "bench.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := Main(ctx, []string{"-messages", "1000", "-small-messages", "0", "-runs", "json_lines", "-compaction=false", "-partitions=false",
+		"-cardinality-messages", "0", "-restore-messages", "3000", "-rounds", "1", "-jetlake", bin, "-out", out}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit code %d\nstdout:\n%s\nstderr:\n%s", code, &stdout, &stderr)
+	}
+	wantNoChildren(t)
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	wantRestore(t, rep.Restore, 3000, "a stream of its own")
 }
 
 func TestInterruptedBenchStopsJetlakeAndTheServers(t *testing.T) {

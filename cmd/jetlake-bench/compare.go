@@ -44,6 +44,7 @@ func Compare(before, after *Report, beforeName, afterName string) string {
 			fmtInt(int64(cb.SmallFiles)), fmtInt(int64(ca.SmallFiles)), change(cb.Ratio, ca.Ratio, fmtRatio, false),
 			change(cb.Seconds, ca.Seconds, func(x float64) string { return fmtSeconds(x) }, true)))
 	}
+	notes = append(notes, compareRestore(before.Restore, after.Restore)...)
 	if len(notes) > 0 {
 		b.WriteString("\n")
 		for _, n := range notes {
@@ -139,6 +140,26 @@ func change(before, after float64, format func(float64) string, pct bool) string
 		s += fmt.Sprintf(" (%+.1f%%)", (after-before)/before*100)
 	}
 	return s
+}
+
+// compareRestore notes how each restore of both reports went, against
+// the plain publisher of its own report.
+func compareRestore(rb, ra *RestoreResult) []string {
+	if rb == nil || ra == nil {
+		return nil
+	}
+	var notes []string
+	for _, a := range ra.Runs {
+		for _, b := range rb.Runs {
+			if a.Format == b.Format {
+				notes = append(notes, fmt.Sprintf("restore from %s (%s → %s messages): × the plain publisher %s, msg/s %s, CPU %s",
+					a.Format, fmtInt(int64(rb.Messages)), fmtInt(int64(ra.Messages)), change(b.Ratio, a.Ratio, fmtRatio, false),
+					change(b.MessagesPerSecond, a.MessagesPerSecond, func(x float64) string { return fmtInt(int64(x)) }, true),
+					change(b.CPUSeconds, a.CPUSeconds, func(x float64) string { return fmtSeconds(x) }, true)))
+			}
+		}
+	}
+	return notes
 }
 
 // workload returns the workload named name, or nil.

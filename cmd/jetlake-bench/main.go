@@ -38,6 +38,18 @@
 // 1.5 × 16 MiB + 64 MiB = 88 MiB, objects and time (-cardinality-messages 0
 // skips it).
 //
+// After the first round it also measures jetlake restore: 1,000,000
+// messages of -payload bytes over 10 subjects (-restore-messages; -quick:
+// 100,000) exported as json_lines and as parquet, the stream deleted, then
+// published back into a fresh stream (file storage, allow_atomic): by a
+// plain jetstream publisher of the bench (PublishAsync with 4,096 awaiting
+// their acks: the baseline), by an atomic-batch publisher of the bench
+// (batches of 1,000 one after the other, for comparison), and by "jetlake
+// restore" from each export. It reports each restore's msg/s over the
+// plain publisher's of the same round (target 0.8), its CPU, peak RSS and
+// the servers' CPU (-restore-rounds rounds, 1 by default, the median
+// shown; -restore-messages 0 skips it).
+//
 // The machine may be noisy, so every limit and run is measured in -rounds
 // rounds (3; -quick: 1), interleaved, and the median round is reported;
 // ratios compare a run with the limits of its own round. Rounds after the
@@ -99,6 +111,9 @@ var (
 	// Two instances on four partitions; -quick: a tenth of the messages.
 	fullScaleOut  = scaleOutSpec{Messages: 500_000, Subjects: 40, Partitions: 4, Instances: 2}
 	quickScaleOut = scaleOutSpec{Messages: 20_000, Subjects: 40, Partitions: 4, Instances: 2}
+	// Restore: 1,000,000 messages over 10 subjects; -quick: 100,000.
+	fullRestore  = restoreSpec{Messages: 1_000_000, Subjects: 10, Rounds: 1}
+	quickRestore = restoreSpec{Messages: 100_000, Subjects: 10, Rounds: 1}
 )
 
 // Main runs the benchmark with the command-line args and returns the exit
@@ -149,6 +164,8 @@ type benchFlags struct {
 	maxFileSize, maxBuffered string
 	compaction, scaleOut     bool
 	cardinality              cardinalitySpec // of the flags given
+	restoreMessages          int
+	restoreRounds            int
 	compare, against         string
 	set                      map[string]bool // the flags given, by name
 }
@@ -187,7 +204,10 @@ func (f *benchFlags) flagSet(stderr io.Writer) *flag.FlagSet {
 		"messages of the high-cardinality measurement, partitioned by a field of -cardinality-values values within max_buffered_bytes 16 MiB, without a cap on open directories and with the default one, against as many over 10 values; peak RSS against 1.5 × 16 MiB + 64 MiB (-quick: 10,000); 0 skips it")
 	fs.IntVar(&f.cardinality.Values, "cardinality-values", fullCardinality.Values, "distinct values of the high-cardinality measurement's field (-quick: 10,000)")
 	fs.IntVar(&f.cardinality.MaxOpen, "cardinality-max-open", 0, "max_open_directories of the high-cardinality measurement's capped run (0: jetlake's default, 4,096)")
-	fs.BoolVar(&f.cfg.Profile, "cpuprofile", false, "write a CPU profile of each jetlake run next to its log (use with -logs)")
+	fs.IntVar(&f.restoreMessages, "restore-messages", fullRestore.Messages,
+		"messages of the restore measurement, exported as json_lines and as parquet and restored into a fresh stream, against a plain jetstream publisher publishing as many (-quick: 100,000); 0 skips it")
+	fs.IntVar(&f.restoreRounds, "restore-rounds", fullRestore.Rounds, "rounds of the restore measurement (the publishers and every restore once each), while the time budget allows; the median is reported")
+	fs.BoolVar(&f.cfg.Profile, "cpuprofile", false, "write a CPU profile of each jetlake run and restore next to its log (use with -logs)")
 	fs.StringVar(&f.cfg.LogDir, "logs", "", "keep jetlake's logs and connector files in this directory (default: a temporary directory, removed)")
 	fs.StringVar(&f.compare, "compare", "", "after the results, compare them with those of an earlier bench: a JSON file written by -out")
 	fs.StringVar(&f.against, "against", "", "with -compare: compare with the results in this JSON file instead, measuring nothing")
@@ -255,6 +275,14 @@ func (f *benchFlags) config(stderr io.Writer) (Config, []string) {
 		cfg.Cardinality.Values = f.cardinality.Values
 	}
 	cfg.Cardinality.MaxOpen = f.cardinality.MaxOpen
+	cfg.Restore = fullRestore
+	if f.quick {
+		cfg.Restore = quickRestore
+	}
+	if f.set["restore-messages"] {
+		cfg.Restore.Messages = f.restoreMessages
+	}
+	cfg.Restore.Rounds = f.restoreRounds
 	problems = append(problems, rangeProblems(cfg, wl)...)
 	var runProblems []string
 	cfg.Runs, runProblems = parseRuns(f.runs)
@@ -314,6 +342,9 @@ func rangeProblems(cfg Config, wl [2]workloadSpec) []string {
 	}
 	if f := cfg.Cardinality; f.Messages < 0 || f.Messages > 0 && f.Values < 1 {
 		problems = append(problems, "-cardinality-messages must be 0 or more, and -cardinality-values at least 1")
+	}
+	if cfg.Restore.Messages < 0 || cfg.Restore.Rounds < 1 {
+		problems = append(problems, "-restore-messages must be 0 or more, and -restore-rounds at least 1")
 	}
 	if cfg.Cardinality.MaxOpen < 0 {
 		problems = append(problems, "-cardinality-max-open must be 0 or more")
@@ -397,7 +428,7 @@ func readReport(path string) (*Report, error) {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return nil, fmt.Errorf("%s holds no jetlake-bench results: %w", path, err)
 	}
-	if len(rep.Workloads) == 0 && rep.Compaction == nil && rep.ScaleOut == nil {
+	if len(rep.Workloads) == 0 && rep.Compaction == nil && rep.ScaleOut == nil && rep.Restore == nil {
 		return nil, fmt.Errorf("%s holds no jetlake-bench results: no workloads", path)
 	}
 	return &rep, nil

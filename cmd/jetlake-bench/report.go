@@ -25,6 +25,9 @@ type Report struct {
 	// Cardinality measures partitions by a field of many distinct values
 	// within a memory budget; nil when not measured.
 	Cardinality *CardinalityResult `json:"cardinality,omitempty"`
+	// Restore measures jetlake restore against a plain publisher; nil
+	// when not measured.
+	Restore *RestoreResult `json:"restore,omitempty"`
 }
 
 // Machine names what ran.
@@ -189,6 +192,9 @@ func (r *Report) Failures() int {
 	if r.Cardinality != nil && r.Cardinality.Error != "" {
 		n++
 	}
+	if r.Restore != nil && r.Restore.Error != "" {
+		n++
+	}
 	for _, w := range r.Workloads {
 		if w.Error != "" {
 			n++
@@ -254,6 +260,9 @@ func (r *Report) Markdown() string {
 	}
 	if r.Cardinality != nil {
 		r.Cardinality.lines(&b)
+	}
+	if r.Restore != nil {
+		r.Restore.lines(&b)
 	}
 	return b.String()
 }
