@@ -128,6 +128,7 @@ func (r *runner) consumerChecked(s *streamState, cons jetstream.Consumer, made b
 		s.book.Rewound()
 		if s.part != nil {
 			s.remade = cons.CachedInfo().Created
+			s.pins.await()
 		}
 		r.repull(s, cons)
 	case !cons.CachedInfo().Created.Equal(s.consCreated()):

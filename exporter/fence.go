@@ -41,11 +41,14 @@ func (e *Exporter) checkPin(ctx context.Context, s *streamState, pin string) err
 	if err != nil {
 		return fmt.Errorf("which instance is pinned: %w", err)
 	}
-	if pin == "" || pinned != pin && !s.pins.holds(pin, pinned) {
-		return fmt.Errorf("%w (pinned when sealed %q, now %q)", errFenced, pin, pinned)
-	}
-	return nil
+	return s.pins.judge(pin, pinned)
 }
+
+// errPinUnsettled fails an upload attempt, to be tried again, that finds
+// the server pinned to a pin this instance has not confirmed yet on a
+// consumer it re-created: the pin may follow on (the batch is this
+// instance's still) or not (fenced), which the confirmation tells.
+var errPinUnsettled = errors.New("the pin of a consumer this instance re-created is being confirmed")
 
 // pinLine is the pins this instance held on a consumer one after the
 // other with no other client pinned in between: a batch sealed under one
@@ -58,6 +61,9 @@ func (e *Exporter) checkPin(ctx context.Context, s *streamState, pin string) err
 type pinLine struct {
 	mu  sync.Mutex
 	ids []string
+	// awaiting: the consumer was re-created by this instance and its first
+	// pin is not confirmed yet; the next start or extend settles it.
+	awaiting bool
 }
 
 // maxPinLine bounds the pins a line keeps: a batch is sealed under one of
@@ -68,7 +74,7 @@ const maxPinLine = 8
 func (l *pinLine) start(pin string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.ids = l.ids[:0]
+	l.ids, l.awaiting = l.ids[:0], false
 	if pin != "" {
 		l.ids = append(l.ids, pin)
 	}
@@ -81,14 +87,32 @@ func (l *pinLine) extend(pin string) {
 	if len(l.ids) == maxPinLine {
 		l.ids = slices.Delete(l.ids, 0, 1)
 	}
-	l.ids = append(l.ids, pin)
+	l.ids, l.awaiting = append(l.ids, pin), false
 }
 
-// holds reports whether both pins are in the line.
-func (l *pinLine) holds(a, b string) bool {
+// await marks the line's consumer re-created by this instance: until its
+// first pin is confirmed (extend) or not (start), a pin the line does not
+// hold is neither this instance's nor another's.
+func (l *pinLine) await() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return slices.Contains(l.ids, a) && slices.Contains(l.ids, b)
+	l.awaiting = true
+}
+
+// judge tells the store of a batch sealed under pin sealed what the
+// server's pinned now means for it: nil when both are in the line,
+// errPinUnsettled when now may still follow on, errFenced otherwise.
+func (l *pinLine) judge(sealed, now string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case sealed == "":
+	case sealed == now || slices.Contains(l.ids, sealed) && slices.Contains(l.ids, now):
+		return nil
+	case l.awaiting && slices.Contains(l.ids, sealed):
+		return fmt.Errorf("%w (pinned when sealed %q, now %q)", errPinUnsettled, sealed, now)
+	}
+	return fmt.Errorf("%w (pinned when sealed %q, now %q)", errFenced, sealed, now)
 }
 
 // confirmPin asks the consumer's leader, beside the loop, whether this
