@@ -178,6 +178,7 @@ func (e *Exporter) batchPut(j *job, in *state.Intent, inTable bool) objstore.Put
 			objstore.MetaFormat:        j.format,
 			objstore.MetaStream:        st.cfg.Stream,
 			objstore.MetaStreamCreated: st.created.Format(time.RFC3339Nano),
+			objstore.MetaConsumer:      st.cfg.Consumer,
 			objstore.MetaIntent:        in.ID,
 			objstore.MetaVersion:       e.opts.Version,
 		},

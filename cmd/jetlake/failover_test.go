@@ -148,44 +148,75 @@ func TestAStandbyTakingOverNamesWhatTheStreamRemoved(t *testing.T) {
 func TestTwoInstancesWithDisjointFiltersCoverTheStream(t *testing.T) {
 	t.Parallel()
 	c := newCrashEnv(t, "split", shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
-	base, err := os.ReadFile(c.file)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 6000
 	c.publish(n, 10)
-	// Instance one takes subjects s00-s04, instance two s05-s09, each with
-	// its own consumer.
+	files := c.splitFiles()
+	var logs []*bytes.Buffer
+	for _, f := range files {
+		cmd, log := c.startFile(f)
+		logs = append(logs, log)
+		defer cmd.Process.Kill()
+	}
+	for i := range files {
+		c.consumerDone(fmt.Sprintf("split-%d", i+1), 0, time.Minute, logs[i])
+	}
+	c.verifySplit(files)
+	c.exactlyOnce(n)
+}
+
+// A connector that shares its lake with another, and starts when the
+// other has exported its subjects, rebuilds its export record from its own
+// objects only: the other's are not its, and the sequences of its own
+// subjects below them are exported, not skipped.
+func TestAConnectorSharingItsLakeRebuildsItsRecordFromItsOwnObjects(t *testing.T) {
+	t.Parallel()
+	c := newCrashEnv(t, "share", shared.NATS(t), shared.MinIO(t), jetstream.StreamConfig{})
+	const n = 2000
+	c.publish(n, 10)
+	files := c.splitFiles()
+	second, log2 := c.startFile(files[1])
+	defer second.Process.Kill()
+	c.consumerDone("share-2", 0, time.Minute, log2)
+	first, log1 := c.startFile(files[0])
+	defer first.Process.Kill()
+	c.consumerDone("share-1", 0, time.Minute, log1)
+	if strings.Contains(log1.String(), "rebuilt from the lake") {
+		t.Errorf("the second connector took the first's objects for its own:\n%s", log1)
+	}
+	c.verifySplit(files)
+	c.exactlyOnce(n)
+}
+
+// splitFiles writes two connector files of c's stream, each with a
+// consumer of its own: one takes subjects s00-s04, the other s05-s09.
+func (c *crashEnv) splitFiles() []string {
+	c.t.Helper()
+	base, err := os.ReadFile(c.file)
+	if err != nil {
+		c.t.Fatal(err)
+	}
 	var files []string
 	for i, part := range [][]string{{"00", "01", "02", "03", "04"}, {"05", "06", "07", "08", "09"}} {
 		var subjects []string
 		for _, p := range part {
-			subjects = append(subjects, fmt.Sprintf("%q", "split.s"+p))
+			subjects = append(subjects, fmt.Sprintf("%q", c.name+".s"+p))
 		}
 		body := strings.Replace(string(base), `ack_wait = "30s"`,
-			fmt.Sprintf("ack_wait = \"30s\"\nconsumer = \"split-%d\"\nsubjects = [%s]", i+1, strings.Join(subjects, ", ")), 1)
-		body = strings.Replace(body, `name = "split"`, fmt.Sprintf(`name = "split-%d"`, i+1), 1)
-		files = append(files, writeFile(t, fmt.Sprintf("split-%d.toml", i+1), body))
+			fmt.Sprintf("ack_wait = \"30s\"\nconsumer = \"%s-%d\"\nsubjects = [%s]", c.name, i+1, strings.Join(subjects, ", ")), 1)
+		body = strings.Replace(body, fmt.Sprintf(`name = %q`, c.name), fmt.Sprintf(`name = "%s-%d"`, c.name, i+1), 1)
+		files = append(files, writeFile(c.t, fmt.Sprintf("%s-%d.toml", c.name, i+1), body))
 	}
-	type proc struct {
-		file string
-		log  *bytes.Buffer
-	}
-	var runs []proc
+	return files
+}
+
+// verifySplit runs verify -deep on each of files, which must pass as
+// filtered consumers.
+func (c *crashEnv) verifySplit(files []string) {
+	c.t.Helper()
 	for _, f := range files {
 		c.file = f
-		cmd, log := c.start()
-		runs = append(runs, proc{f, log})
-		defer cmd.Process.Kill()
-	}
-	for i, r := range runs {
-		c.consumerDone(fmt.Sprintf("split-%d", i+1), 0, time.Minute, r.log)
-	}
-	for _, r := range runs {
-		c.file = r.file
 		if out := c.verify(); !strings.Contains(out, "OK: every sequence") || !strings.Contains(out, "filtered consumer") {
-			t.Fatalf("verify %s:\n%s", r.file, out)
+			c.t.Fatalf("verify %s:\n%s", f, out)
 		}
 	}
-	c.exactlyOnce(n)
 }

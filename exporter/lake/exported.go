@@ -48,7 +48,9 @@ func (x *Exported) Last() uint64 {
 // (objects of an earlier stream of the same name are left out): every data
 // object under the connector's prefix whose metadata names the stream, and
 // the rejected objects and loss markers under the stream's folders of
-// _jetlake/. Markers count only when they name one of consumers, or none.
+// _jetlake/. Objects and markers count only when they name one of
+// consumers, or none (an object written before objects named their
+// consumer): connectors that share a prefix do not take each other's.
 // For an Iceberg connector, a data file counts when the table's current
 // snapshot holds it, or when pending names it (by object key): an intent or
 // commit plan in the state bucket, whose file recovery commits.
@@ -78,7 +80,7 @@ func ReadExported(ctx context.Context, cfg *config.Connector, stream string, cre
 			}
 			return err
 		case strings.HasPrefix(key, rejected):
-			ok, err := x.object(ctx, store, key, md, stream, created)
+			ok, err := x.object(ctx, store, key, md, stream, created, consumers)
 			if ok {
 				x.Rejected++
 			}
@@ -91,7 +93,7 @@ func ReadExported(ctx context.Context, cfg *config.Connector, stream string, cre
 		if _, ok := pathtemplate.ParseName(path.Base(key)); !ok {
 			return nil // not jetlake's
 		}
-		ok, err := x.object(ctx, store, key, md, stream, created)
+		ok, err := x.object(ctx, store, key, md, stream, created, consumers)
 		if ok {
 			x.Objects++
 		}
@@ -112,8 +114,10 @@ func (x *Exported) add(rs []progress.Range) {
 }
 
 // object adds the sequences of the data or rejected object at key
-// when it is of stream, created at created, and reports whether it is.
-func (x *Exported) object(ctx context.Context, store objstore.ObjectReader, key string, md map[string]string, stream string, created time.Time) (bool, error) {
+// when it is of stream, created at created, and of one of consumers (an
+// object written before objects named their consumer counts), and reports
+// whether it is.
+func (x *Exported) object(ctx context.Context, store objstore.ObjectReader, key string, md map[string]string, stream string, created time.Time, consumers []string) (bool, error) {
 	if md == nil || md[objstore.MetaStream] == "" {
 		var err error
 		if md, err = store.Head(ctx, key); errors.Is(err, objstore.ErrNotFound) {
@@ -124,6 +128,9 @@ func (x *Exported) object(ctx context.Context, store objstore.ObjectReader, key 
 	}
 	if md[objstore.MetaStream] != stream {
 		return false, nil
+	}
+	if c := md[objstore.MetaConsumer]; c != "" && !slices.Contains(consumers, c) {
+		return false, nil // another connector's, sharing the prefix
 	}
 	if c, err := time.Parse(time.RFC3339Nano, md[objstore.MetaStreamCreated]); err != nil || !c.Equal(created) {
 		return false, nil // of an earlier stream of the same name

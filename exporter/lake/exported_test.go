@@ -18,7 +18,7 @@ import (
 // is the objects of that stream's name and creation time, its rejected
 // objects, and the markers of its consumer written after the stream was
 // created: not another stream's, not an earlier stream's of the same name,
-// not another consumer's marker, not a file that is not jetlake's.
+// not another consumer's object or marker, not a file that is not jetlake's.
 func TestReadExportedTakesOnlyThisStreamsObjectsAndThisConsumersMarkers(t *testing.T) {
 	const prefix, stream, consumer = "lake", "S", "c"
 	created := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
@@ -26,9 +26,12 @@ func TestReadExportedTakesOnlyThisStreamsObjectsAndThisConsumersMarkers(t *testi
 	var st mapStore
 	// data puts a data object of the sequences first to last, or of
 	// sparse when it is not nil.
-	data := func(dir string, first, last uint64, stream string, created time.Time, sparse []progress.Range) {
+	data := func(dir string, first, last uint64, stream string, created time.Time, sparse []progress.Range, consumer ...string) {
 		md := map[string]string{objstore.MetaStream: stream, objstore.MetaStreamCreated: created.Format(time.RFC3339Nano),
 			objstore.MetaIntent: "I", objstore.MetaFirstSeq: itoa(first), objstore.MetaLastSeq: itoa(last)}
+		if len(consumer) > 0 {
+			md[objstore.MetaConsumer] = consumer[0]
+		}
 		if sparse != nil {
 			s := progress.SeqsOf(sparse)
 			enc, _ := s.MarshalJSON()
@@ -48,8 +51,9 @@ func TestReadExportedTakesOnlyThisStreamsObjectsAndThisConsumersMarkers(t *testi
 		}
 		st.put(m.Key(prefix), body, map[string]string{objstore.MetaStream: stream, objstore.MetaConsumer: consumer})
 	}
-	data("S/a", 1, 10, stream, created, nil)
-	data("S/b", 11, 20, stream, created, nil)
+	data("S/a", 1, 10, stream, created, nil, consumer)
+	data("S/b", 11, 20, stream, created, nil)          // written before objects named their consumer
+	data("S/d", 70, 80, stream, created, nil, "other") // another connector's, sharing the prefix
 	data("S/c", 30, 40, stream, created, []progress.Range{{First: 30, Last: 32}, {First: 38, Last: 40}})
 	data("T/a", 21, 29, "T", created, nil)             // another stream
 	data("S/old", 41, 50, stream, earlier, nil)        // an earlier stream of the same name

@@ -19,7 +19,9 @@ const (
 	MetaStreamCreated = "Jetlake-Stream-Created"
 	// MetaIntent is the id of the intent the object was written under.
 	MetaIntent = "Jetlake-Intent"
-	// MetaConsumer names the consumer whose loss a marker records.
+	// MetaConsumer names the consumer whose messages a data or rejected
+	// object holds, or whose loss a marker records: connectors that share
+	// a prefix rebuild their export records from their own objects only.
 	MetaConsumer = "Jetlake-Consumer"
 	// MetaSeqs is the exact set of sequences in the object, in the intent's
 	// encoding, when it is short enough for object metadata; verify uses it.
@@ -39,15 +41,25 @@ const (
 // wrote a data file.
 const MetaCompaction = "Jetlake-Compaction"
 
-// MaxMetaSeqs bounds the encoded sequence set put in metadata: S3 allows 2
-// KiB of user metadata in all.
+// MaxMetaSeqs bounds the encoded sequence set put in metadata.
 const MaxMetaSeqs = 1024
+
+// MaxMetadata is the most user metadata S3 takes on an object: the bytes
+// of its keys and values.
+const MaxMetadata = 2048
 
 // SetSeqs puts enc, the sequences an object holds in their JSON form
 // (progress.Seqs.MarshalJSON), in md as MetaSeqs, when it is short enough
-// for object metadata.
+// for object metadata, beside what md holds already.
 func SetSeqs(md map[string]string, enc []byte) {
-	if len(enc) >= 2 && len(enc) <= MaxMetaSeqs+2 {
+	if len(enc) < 2 || len(enc) > MaxMetaSeqs+2 {
+		return
+	}
+	size := len(MetaSeqs) + len(enc) - 2
+	for k, v := range md {
+		size += len(k) + len(v)
+	}
+	if size <= MaxMetadata {
 		md[MetaSeqs] = string(enc[1 : len(enc)-1])
 	}
 }
