@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 	"time"
@@ -138,5 +139,30 @@ func BenchmarkSteadyState8MiB(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkReadRecords reads 10,000 records per op back from an object of
+// each JSON format and from parquet, as a restore reads them.
+func BenchmarkReadRecords(b *testing.B) {
+	records := benchRecords(10_000)
+	for _, opts := range []Options{
+		{Format: JSONLines, Metadata: true, Headers: true},
+		{Format: JSONArray, Metadata: true, Headers: true},
+		{Format: Parquet, Compression: Snappy},
+	} {
+		b.Run(string(opts.Format), func(b *testing.B) {
+			data := encodeBody(b, opts, records...)
+			key := objectKey(b, opts)
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				n := 0
+				if err := ReadRecords(key, bytes.NewReader(data), int64(len(data)), func(*Record) error { n++; return nil }); err != nil || n != len(records) {
+					b.Fatalf("%d records, %v", n, err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(records)), "ns/record")
+		})
 	}
 }

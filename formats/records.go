@@ -198,8 +198,9 @@ type jsonRecords struct {
 	fn      func(*Record) error
 	rec     Record
 	env     envelope
-	data    []byte // the decoded base64 payload
-	compact []byte // payload_original compacted, to check it
+	strs    envelopeStrings // what env points at, read by scanEnvelope
+	data    []byte          // the decoded base64 payload
+	compact []byte          // payload_original compacted, to check it
 }
 
 // envelope is a JSON record written with Options.Metadata.
@@ -353,8 +354,11 @@ func (jr *jsonRecords) decode(b []byte) error {
 	}
 	env := &jr.env
 	*env = envelope{Payload: env.Payload[:0], PayloadOriginal: env.PayloadOriginal[:0]}
-	if err := json.Unmarshal(b, env); err != nil {
-		return err
+	if !scanEnvelope(b, env, &jr.strs) {
+		*env = envelope{Payload: env.Payload[:0], PayloadOriginal: env.PayloadOriginal[:0]}
+		if err := json.Unmarshal(b, env); err != nil {
+			return err
+		}
 	}
 	switch {
 	case env.Sequence == nil:
