@@ -83,10 +83,11 @@ every object back and checks its records, not only names and metadata.`,
 publishes the selected messages (by -from-seq/-to-seq, -since/-until and
 -subject) in stream sequence order into the target stream, with their
 subjects (after -subject-prefix), headers and payloads, and headers that
-name where each came from. Into a stream with allow_atomic it publishes
-atomic batches, each right after the stream's last sequence: run again
-after a kill, it finds where it stopped and publishes every message
-once. Into an empty stream and over a range without gaps, the messages
+name where each came from. Into a stream with allow_batched it publishes
+a chain of fast batches, each message right after the one before; with
+allow_atomic, atomic batches, each right after the stream's last
+sequence: run again after a kill, it finds where it stopped and
+publishes every message once. Into an empty stream and over a range without gaps, the messages
 keep their sequence numbers. It reports loss markers, rejected messages
 and missing sequences in the range; -dry-run reads and reports without
 publishing. For a connector with [iceberg] it reads the data files of the

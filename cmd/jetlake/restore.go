@@ -264,10 +264,12 @@ func printRestore(w io.Writer, r *restore.Report, dry bool) {
 			fmt.Fprintf(w, "  the original sequences could not be kept: %s\n", r.WhyNotKept)
 		}
 		return
-	case r.Atomic:
+	case r.Publishing == restore.PublishChained:
+		fmt.Fprintf(w, "  %d messages published in fast batches, each right after the one before (exactly once)\n", r.Published)
+	case r.Publishing == restore.PublishAtomic:
 		fmt.Fprintf(w, "  %d messages published in atomic batches (exactly once)\n", r.Published)
 	default:
-		fmt.Fprintf(w, "  %d messages published with message ids: exactly once only within the target's duplicate window (allow_atomic on the target makes it exact)\n", r.Published)
+		fmt.Fprintf(w, "  %d messages published with message ids: exactly once only within the target's duplicate window (allow_batched or allow_atomic on the target makes it exact)\n", r.Published)
 	}
 	if r.KeptSequences > 0 {
 		fmt.Fprintf(w, "  original sequences kept up to %d\n", r.KeptSequences)

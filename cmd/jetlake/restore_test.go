@@ -171,19 +171,24 @@ func (e *restoreEnv) wantRestored(got []*jetstream.RawStreamMsg, prefix string, 
 // it publishes nothing.
 func TestRestoreGivesADeletedStreamBackExactlyOnce(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct{ name, output string }{
-		{"rjsonl", "format = \"json_lines\"\ncompression = \"gzip\""},
-		{"rparquet", "format = \"parquet\""},
+	for _, tc := range []struct {
+		name, output string
+		target       jetstream.StreamConfig
+		published    string
+	}{
+		{"rjsonl", "format = \"json_lines\"\ncompression = \"gzip\"", jetstream.StreamConfig{AllowAtomicPublish: true, AllowDirect: true}, "in atomic batches"},
+		{"rparquet", "format = \"parquet\"", jetstream.StreamConfig{AllowAtomicPublish: true, AllowDirect: true}, "in atomic batches"},
+		{"rchain", "format = \"json_lines\"", jetstream.StreamConfig{AllowBatchPublish: true, AllowDirect: true}, "in fast batches, each right after the one before"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := newRestoreEnv(t, tc.name, 1000, tc.output)
-			e.recreate(jetstream.StreamConfig{AllowAtomicPublish: true, AllowDirect: true})
+			e.recreate(tc.target)
 			code, stdout, stderr := jetlakeEnv(t, e.creds, "restore", "-quiet", "-config", e.file, "-target", e.stream, "-batch", "100")
 			if code != exitOK {
 				t.Fatalf("restore: exit %d\n%s\n%s", code, stdout, stderr)
 			}
-			for _, want := range []string{"1000 messages selected", "1000 messages published in atomic batches", "original sequences kept up to 1000"} {
+			for _, want := range []string{"1000 messages selected", "1000 messages published " + tc.published, "original sequences kept up to 1000"} {
 				if !strings.Contains(stdout, want) {
 					t.Errorf("restore output lacks %q:\n%s", want, stdout)
 				}
@@ -227,18 +232,34 @@ func TestRestoreGivesADeletedStreamBackExactlyOnce(t *testing.T) {
 
 // A restore killed (SIGKILL) three times at random moments and run again
 // publishes every message once, into a stream that already held other
-// messages and under a subject prefix.
+// messages and under a subject prefix: in atomic batches, and in a chain
+// of fast batches.
 func TestARestoreKilledAndRunAgainPublishesEveryMessageOnce(t *testing.T) {
 	t.Parallel()
-	e := newRestoreEnv(t, "rkill", 6000, "format = \"json_lines\"")
-	e.recreate(jetstream.StreamConfig{Subjects: []string{"rkill.>", "back.>"}, AllowAtomicPublish: true, AllowDirect: true})
+	for _, tc := range []struct {
+		name   string
+		target jetstream.StreamConfig
+	}{
+		{"rkill", jetstream.StreamConfig{Subjects: []string{"rkill.>", "rkillback.>"}, AllowAtomicPublish: true, AllowDirect: true}},
+		{"rkillchain", jetstream.StreamConfig{Subjects: []string{"rkillchain.>", "rkillchainback.>"}, AllowBatchPublish: true, AllowDirect: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			restoreKilled(t, tc.name, tc.target)
+		})
+	}
+}
+
+func restoreKilled(t *testing.T, name string, target jetstream.StreamConfig) {
+	e := newRestoreEnv(t, name, 6000, "format = \"json_lines\"")
+	e.recreate(target)
 	ctx := context.Background()
 	for i := range 50 {
-		if _, err := e.js.Publish(ctx, fmt.Sprintf("rkill.other.%d", i), []byte("already there")); err != nil {
+		if _, err := e.js.Publish(ctx, fmt.Sprintf("%s.other.%d", name, i), []byte("already there")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	args := []string{"restore", "-quiet", "-config", e.file, "-target", e.stream, "-subject-prefix", "back", "-batch", "50"}
+	args := []string{"restore", "-quiet", "-config", e.file, "-target", e.stream, "-subject-prefix", name + "back", "-batch", "50"}
 	seed := rand.Uint64()
 	rng := rand.New(rand.NewPCG(seed, 0))
 	t.Logf("seed %d", seed)
@@ -272,8 +293,8 @@ func TestARestoreKilledAndRunAgainPublishesEveryMessageOnce(t *testing.T) {
 	if others != 50 {
 		t.Fatalf("the target holds %d of its own 50 messages", others)
 	}
-	e.wantRestored(ours, "back", false)
-	code, stdout, stderr = jetlakeEnv(t, e.creds, "restore", "-quiet", "-config", e.file, "-target", e.stream, "-subject-prefix", "back", "-verify")
+	e.wantRestored(ours, name+"back", false)
+	code, stdout, stderr = jetlakeEnv(t, e.creds, "restore", "-quiet", "-config", e.file, "-target", e.stream, "-subject-prefix", name+"back", "-verify")
 	if code != exitOK || !strings.Contains(stdout, "OK: every selected message") {
 		t.Fatalf("restore -verify: exit %d\n%s\n%s", code, stdout, stderr)
 	}

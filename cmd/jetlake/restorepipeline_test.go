@@ -59,3 +59,42 @@ func TestARestoreBesideAnotherPublisherLandsEveryBatchWhole(t *testing.T) {
 	}
 	e.wantRestored(ours, "", false)
 }
+
+// A chain of fast batches into a stream another publisher writes to all
+// along: each message of the other publisher ends the batch under way at
+// the next restored message, which expected the stream's last sequence to
+// be its predecessor's; the chain is taken up again after the newest
+// restored message. Every message is restored once, in order.
+func TestARestoreChainBesideAnotherPublisherRestoresEveryMessageOnce(t *testing.T) {
+	t.Parallel()
+	const n = 4000
+	e := newRestoreEnv(t, "rchainbeside", n, "format = \"json_lines\"")
+	e.recreate(jetstream.StreamConfig{Subjects: []string{"rchainbeside.>", "chainother.>"}, AllowBatchPublish: true, AllowDirect: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 1; ctx.Err() == nil; i++ {
+			_, _ = e.js.Publish(ctx, "chainother."+strconv.Itoa(i), []byte("beside"))
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+	code, stdout, stderr := jetlakeEnv(t, e.creds, "restore", "-config", e.file, "-target", e.stream)
+	cancel()
+	wg.Wait()
+	if code != exitOK || !strings.Contains(stdout, fmt.Sprintf("%d messages published in fast batches", n)) {
+		t.Fatalf("restore: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	restarts := strings.Count(stderr, "the chain is taken up again")
+	t.Logf("the chain was taken up again %d times", restarts)
+	if restarts == 0 {
+		t.Errorf("the other publisher never came between two restored messages:\n%s", stderr)
+	}
+	var ours []*jetstream.RawStreamMsg
+	for _, m := range e.restored() {
+		if m.Header.Get(restore.HeaderSourceStream) != "" {
+			ours = append(ours, m)
+		}
+	}
+	e.wantRestored(ours, "", false)
+}

@@ -69,6 +69,9 @@ func (r *restorer) pipeline(ctx context.Context) error {
 // the batch published. When the commit failed, it finds out what became
 // of the batch, and publishes it again as needed.
 func (r *restorer) settle(ctx context.Context) error {
+	if r.chain != nil {
+		return r.chain.close(ctx)
+	}
 	b := r.pending
 	if b == nil {
 		return nil

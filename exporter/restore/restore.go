@@ -10,13 +10,15 @@
 // from (HeaderSourceStream, HeaderSourceCreated, HeaderSourceSequence,
 // HeaderSourceTime).
 //
-// Exactly once across kills: into a stream that allows atomic batches,
-// every batch lands whole or not at all, and only right after the stream's
-// last sequence as the restore read it. A restore run again finds the last
+// Exactly once across kills: into a stream that allows fast batches, the
+// messages go as a chain, each landing only right after the one before it
+// (chain.go); into one that allows atomic batches, every batch lands whole
+// or not at all, and only right after the stream's last sequence as the
+// restore read it (pipeline.go). A restore run again finds the last
 // message it restored (the newest one with this source's headers) and
-// goes on after it. Into a stream without atomic batches, each message
-// carries a message id: exactly once then holds only within the stream's
-// duplicate window.
+// goes on after it. Into a stream with neither, each message carries a
+// message id: exactly once then holds only within the stream's duplicate
+// window.
 package restore
 
 import (
@@ -118,7 +120,7 @@ type Report struct {
 	RejectedObjects   int                  // rejected objects in scope (restored with Options.Rejected)
 	RejectedRestored  uint64               // rejected messages selected, with Options.Rejected
 	Missing           []progress.Range     // in scope, in no object, marker or rejected object (unfiltered restores only)
-	Atomic            bool                 // published in atomic batches
+	Publishing        Publishing           // how the messages were published
 	// Table is the snapshot of an Iceberg connector's table read; nil for
 	// a file connector.
 	Table *lake.TableSnapshot
@@ -194,7 +196,7 @@ func Run(ctx context.Context, cfg *config.Connector, store objstore.ObjectReader
 		if r.t, err = openTarget(ctx, js, opts.Target, stream, cat.Created); err != nil {
 			return nil, err
 		}
-		rep.Atomic = r.t.atomic
+		rep.Publishing = r.t.publishing()
 		if opts.Verify {
 			if r.restored, err = r.t.readRestored(ctx); err != nil {
 				return nil, err
@@ -239,6 +241,8 @@ type restorer struct {
 	// pending is an atomic batch committed, its answer awaited
 	// (pipeline.go).
 	pending *pendingBatch
+	chain   *chain // into a target with allow_batched (chain.go)
+	started bool   // the first message to publish was added
 }
 
 func (r *restorer) run(ctx context.Context, src *source) error {
@@ -383,7 +387,8 @@ func (r *restorer) whyNotKept() string {
 // add adds rec to the batch, and publishes the batch when it is full or
 // when rec does not follow on from the batch under kept sequences.
 func (r *restorer) add(ctx context.Context, rec *formats.Record) error {
-	if len(r.batch) == 0 && r.pending == nil && r.rep.Published == 0 && r.rep.KeptSequences == 0 && r.rep.WhyNotKept == "" {
+	if !r.started {
+		r.started = true
 		if err := r.startKeeping(ctx, rec.Sequence); err != nil {
 			return err
 		}
@@ -396,6 +401,13 @@ func (r *restorer) add(ctx context.Context, rec *formats.Record) error {
 		r.rep.WhyNotKept = fmt.Sprintf("sequence %d follows %d: the sequences between are not in the lake's data (see the loss markers and rejected messages); from %d on, sequences differ", rec.Sequence, r.lastSeq, rec.Sequence)
 	}
 	subject := r.subject(rec)
+	if r.t.fast {
+		if r.chain == nil {
+			r.chain = newChain(r.t, r.rep.ResumedAfter, r.landed, r.log)
+		}
+		r.lastSeq = rec.Sequence
+		return r.chain.add(ctx, r.t.message(rec, subject), rec.Sequence, r.keep)
+	}
 	if len(r.batch) == 0 {
 		r.first = rec.Sequence
 	}
@@ -431,6 +443,17 @@ func (r *restorer) startKeeping(ctx context.Context, first uint64) error {
 	}
 	r.keep = true
 	return nil
+}
+
+// landed counts the messages of the chain that landed.
+func (r *restorer) landed(ms []chained) {
+	for _, m := range ms {
+		if m.kept {
+			r.rep.KeptSequences = m.src
+		}
+	}
+	r.rep.Published += uint64(len(ms))
+	r.progress.Published.Add(int64(len(ms)))
 }
 
 // batchAttempts bounds the attempts at one batch.

@@ -42,6 +42,7 @@ type target struct {
 	js     jetstream.JetStream
 	stream jetstream.Stream
 	name   string
+	fast   bool   // the stream takes fast batches: a restore publishes a chain (chain.go)
 	atomic bool   // the stream takes atomic batches: each lands whole or not at all
 	last   uint64 // the stream's last sequence as this restore knows it
 	first  uint64 // and its first
@@ -56,15 +57,41 @@ type target struct {
 func openTarget(ctx context.Context, js jetstream.JetStream, name, source string, created time.Time) (*target, error) {
 	st, err := js.Stream(ctx, name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, fmt.Errorf("target stream %s does not exist: create it (with subjects that take the restored ones, allow_atomic for exactly-once batches and allow_direct for a fast resume), then restore", name)
+		return nil, fmt.Errorf("target stream %s does not exist: create it (with subjects that take the restored ones, allow_batched or allow_atomic for exactly once and allow_direct for a fast resume), then restore", name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("target stream %s: %w", name, err)
 	}
 	si := st.CachedInfo()
-	return &target{js: js, stream: st, name: name, atomic: si.Config.AllowAtomicPublish,
+	return &target{js: js, stream: st, name: name, fast: si.Config.AllowBatchPublish, atomic: si.Config.AllowAtomicPublish,
 		last: si.State.LastSeq, first: si.State.FirstSeq, msgs: si.State.Msgs,
 		source: source, stamp: created.UTC().Format(time.RFC3339Nano)}, nil
+}
+
+// Publishing says how a restore publishes into its target.
+type Publishing string
+
+// The ways of publishing, in the order a restore prefers them.
+const (
+	// PublishChained: fast batches, each message right after the one
+	// before it (allow_batched); exactly once.
+	PublishChained Publishing = "chained"
+	// PublishAtomic: atomic batches, each right after the one before it
+	// (allow_atomic); exactly once.
+	PublishAtomic Publishing = "atomic"
+	// PublishIDs: message ids; exactly once within the target's
+	// duplicate window only.
+	PublishIDs Publishing = "ids"
+)
+
+func (t *target) publishing() Publishing {
+	switch {
+	case t.fast:
+		return PublishChained
+	case t.atomic:
+		return PublishAtomic
+	}
+	return PublishIDs
 }
 
 // message builds the message that restores r on subject.
