@@ -155,7 +155,7 @@ func TestQuickBenchMeasuresEveryRunAndStopsItsProcesses(t *testing.T) {
 		t.Errorf("cardinality %+v", c)
 	}
 	// w1's 5,000 messages, as its json_lines and parquet runs of round 1
-	// wrote them, published back by the two publishers and restored from
+	// wrote them, published back by the three publishers and restored from
 	// each export, every restore against the plain publisher of its round.
 	wantRestore(t, rep.Restore, 5000, "w1's json_lines and parquet runs of round 1")
 	for _, want := range []string{"### w1: 5,000 messages over 10 subjects",
@@ -180,13 +180,15 @@ func TestQuickBenchMeasuresEveryRunAndStopsItsProcesses(t *testing.T) {
 func wantRestore(t *testing.T, r *RestoreResult, n int, from string) {
 	t.Helper()
 	if r == nil || r.Error != "" || r.Messages != n || r.Rounds != 1 || !strings.Contains(r.ExportsFrom, from) ||
-		r.Publisher == nil || r.Publisher.MessagesPerSecond <= 0 || r.AtomicPublisher == nil || r.AtomicPublisher.MessagesPerSecond <= 0 || len(r.Runs) != 2 {
+		r.Publisher == nil || r.Publisher.MessagesPerSecond <= 0 || r.HeadedPublisher == nil || r.HeadedPublisher.MessagesPerSecond <= 0 ||
+		r.AtomicPublisher == nil || r.AtomicPublisher.MessagesPerSecond <= 0 || len(r.Runs) != 2 {
 		t.Errorf("restore %+v", r)
 		return
 	}
 	for i, run := range r.Runs {
 		if run.Format != restoreFormats[i] || run.Error != "" || run.Objects == 0 || run.Seconds <= 0 || run.CPUSeconds <= 0 || run.PeakRSSBytes <= 0 ||
-			run.Ratio != run.MessagesPerSecond/r.Publisher.MessagesPerSecond || run.AtomicRatio != run.MessagesPerSecond/r.AtomicPublisher.MessagesPerSecond {
+			run.Ratio != run.MessagesPerSecond/r.Publisher.MessagesPerSecond || run.HeadedRatio != run.MessagesPerSecond/r.HeadedPublisher.MessagesPerSecond ||
+			run.AtomicRatio != run.MessagesPerSecond/r.AtomicPublisher.MessagesPerSecond {
 			t.Errorf("restore from %s: %+v", restoreFormats[i], run)
 		}
 	}

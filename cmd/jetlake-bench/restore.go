@@ -34,6 +34,10 @@ type RestoreResult struct {
 	// Publisher is the baseline: a plain jetstream publisher (the round
 	// of the median time).
 	Publisher *PublishResult `json:"publisher,omitempty"`
+	// HeadedPublisher is the plain publisher with the headers a restore
+	// adds to each message (Jetlake-Source-Stream, -Created, -Sequence and
+	// -Time): what the server's work on them costs (for comparison).
+	HeadedPublisher *PublishResult `json:"headed_publisher,omitempty"`
 	// AtomicPublisher publishes the same messages in atomic batches of
 	// the server's largest size, one batch at a time, each after the
 	// last sequence: what the server's atomic batches cost a publisher
@@ -72,7 +76,9 @@ type RestoreRun struct {
 	MinIOCPUSeconds   float64 `json:"minio_cpu_seconds,omitempty"`
 	// Ratio is its msg/s over the plain publisher's: the target is 0.8.
 	Ratio float64 `json:"ratio,omitempty"`
-	// AtomicRatio is its msg/s over the atomic-batch publisher's.
+	// HeadedRatio is its msg/s over the headed publisher's, AtomicRatio
+	// over the atomic-batch publisher's.
+	HeadedRatio float64 `json:"headed_ratio,omitempty"`
 	AtomicRatio float64 `json:"atomic_ratio,omitempty"`
 	// Round is the round shown, RoundRatios the ratio of every round.
 	Round       int       `json:"round,omitempty"`
@@ -169,7 +175,7 @@ func (b *bench) restore(ctx context.Context, spec restoreSpec, exports []restore
 	defer b.deleteStream(ctx, restoreTarget)
 
 	msgs := newPublisherMessages(b.cfg.PayloadBytes, name, spec)
-	var plain, atomic []*PublishResult
+	var plain, headed, atomic []*PublishResult
 	runs := make([][]*RestoreRun, len(exports))
 	var problems []string
 	var first time.Duration
@@ -179,27 +185,26 @@ func (b *bench) restore(ctx context.Context, spec restoreSpec, exports []restore
 			b.progress("restore: round %d of %d skipped: %s of the time budget left, a round takes about %s", k, spec.Rounds, fmtDur(left), fmtDur(first))
 			break
 		}
-		if b.skip("restore: plain publisher", &r.Error) {
+		var ps [3]*PublishResult
+		for kind := range ps {
+			what := publisherKinds[kind]
+			if b.skip("restore: "+what, &r.Error) {
+				break
+			}
+			p, err := b.publishBaseline(ctx, msgs, kind)
+			if err != nil {
+				r.Error = b.failure("restore: "+what, ctx, err)
+				break
+			}
+			b.progress("restore (round %d): %s: %s, %s msg/s, nats-server CPU %s", k, what, fmtSeconds(p.Seconds),
+				fmtInt(int64(p.MessagesPerSecond)), fmtSeconds(p.NATSCPUSeconds))
+			ps[kind] = p
+		}
+		if ps[len(ps)-1] == nil {
 			break
 		}
-		p, err := b.publishBaseline(ctx, msgs, false)
-		if err != nil {
-			r.Error = b.failure("restore: plain publisher", ctx, err)
-			break
-		}
-		b.progress("restore (round %d): plain publisher: %s, %s msg/s, nats-server CPU %s", k, fmtSeconds(p.Seconds),
-			fmtInt(int64(p.MessagesPerSecond)), fmtSeconds(p.NATSCPUSeconds))
-		if b.skip("restore: atomic-batch publisher", &r.Error) {
-			break
-		}
-		a, err := b.publishBaseline(ctx, msgs, true)
-		if err != nil {
-			r.Error = b.failure("restore: atomic-batch publisher", ctx, err)
-			break
-		}
-		b.progress("restore (round %d): atomic-batch publisher: %s, %s msg/s, nats-server CPU %s", k, fmtSeconds(a.Seconds),
-			fmtInt(int64(a.MessagesPerSecond)), fmtSeconds(a.NATSCPUSeconds))
-		plain, atomic = append(plain, p), append(atomic, a)
+		p, h, a := ps[plainPublisher], ps[headedPublisher], ps[atomicPublisher]
+		plain, headed, atomic = append(plain, p), append(headed, h), append(atomic, a)
 		for i, e := range exports {
 			if b.skip("restore from "+e.format, &r.Error) {
 				break
@@ -211,10 +216,11 @@ func (b *bench) restore(ctx context.Context, spec restoreSpec, exports []restore
 				continue
 			}
 			run.Ratio = run.MessagesPerSecond / p.MessagesPerSecond
+			run.HeadedRatio = run.MessagesPerSecond / h.MessagesPerSecond
 			run.AtomicRatio = run.MessagesPerSecond / a.MessagesPerSecond
 			runs[i] = append(runs[i], run)
-			b.progress("restore from %s (round %d): %s, %s msg/s: %s × the plain publisher, %s × the atomic-batch publisher; CPU %s, peak RSS %s, nats-server CPU %s",
-				e.format, k, fmtSeconds(run.Seconds), fmtInt(int64(run.MessagesPerSecond)), fmtRatio(run.Ratio), fmtRatio(run.AtomicRatio),
+			b.progress("restore from %s (round %d): %s, %s msg/s: %s × the plain publisher, %s × with restore's headers, %s × the atomic-batch publisher; CPU %s, peak RSS %s, nats-server CPU %s",
+				e.format, k, fmtSeconds(run.Seconds), fmtInt(int64(run.MessagesPerSecond)), fmtRatio(run.Ratio), fmtRatio(run.HeadedRatio), fmtRatio(run.AtomicRatio),
 				fmtSeconds(run.CPUSeconds), fmtMiB(run.PeakRSSBytes), fmtSeconds(run.NATSCPUSeconds))
 		}
 		r.Rounds = k
@@ -222,7 +228,7 @@ func (b *bench) restore(ctx context.Context, spec restoreSpec, exports []restore
 			first = time.Since(start)
 		}
 	}
-	r.Publisher, r.AtomicPublisher = medianPublish(plain), medianPublish(atomic)
+	r.Publisher, r.HeadedPublisher, r.AtomicPublisher = medianPublish(plain), medianPublish(headed), medianPublish(atomic)
 	for i := range exports {
 		if run := medianRestore(runs[i]); run != nil {
 			r.Runs = append(r.Runs, run)
@@ -363,14 +369,25 @@ func (b *bench) checkRestoreTarget(ctx context.Context, n int) error {
 	return nil
 }
 
+// The baseline publishers.
+const (
+	plainPublisher  = iota // the target's
+	headedPublisher        // with the headers a restore adds
+	atomicPublisher        // in atomic batches
+)
+
+// publisherKinds name the baseline publishers.
+var publisherKinds = [...]string{"plain publisher", "plain publisher with restore's headers", "atomic-batch publisher"}
+
 // publishBaseline publishes msgs into a fresh target stream from a
 // connection of its own, and measures it. Plainly: asynchronous publishes
 // with publishWindow awaiting their acks (the fastest of the windows
-// tried, 256 to 16,384), until every ack is in. In atomic batches: one
-// batch of restoreBatch messages at a time, each after the sequence the
-// last one ended at (Nats-Expected-Last-Sequence), as a restore
-// publishes them, without its headers and its reading.
-func (b *bench) publishBaseline(ctx context.Context, msgs *publisherMessages, atomic bool) (*PublishResult, error) {
+// tried, 256 to 16,384), until every ack is in; headed, the same with the
+// headers a restore adds. In atomic batches: one batch of restoreBatch
+// messages at a time, each after the sequence the last one ended at
+// (Nats-Expected-Last-Sequence), as a restore into a stream with
+// allow_atomic alone publishes them, without its headers and its reading.
+func (b *bench) publishBaseline(ctx context.Context, msgs *publisherMessages, kind int) (*PublishResult, error) {
 	if err := b.createRestoreTarget(ctx); err != nil {
 		return nil, err
 	}
@@ -391,15 +408,18 @@ func (b *bench) publishBaseline(ctx context.Context, msgs *publisherMessages, at
 		return nil, err
 	}
 	r := &PublishResult{Method: fmt.Sprintf("PublishAsync, %s awaiting their acks", fmtInt(publishWindow))}
-	if atomic {
+	switch kind {
+	case headedPublisher:
+		r.Method += ", each message with Jetlake-Source-Stream, -Created, -Sequence and -Time"
+	case atomicPublisher:
 		r.Method = fmt.Sprintf("jetstreamext.PublishMsgBatch, %s a batch, each after the last sequence", fmtInt(restoreBatch))
 	}
 	startCPU, self := b.serverCPU(), selfCPU()
 	start := time.Now()
-	if atomic {
+	if kind == atomicPublisher {
 		err = publishBatches(ctx, js, msgs)
 	} else {
-		err = publishAsync(ctx, js, msgs, errs)
+		err = publishAsync(ctx, js, msgs, kind == headedPublisher, errs)
 	}
 	r.Seconds = time.Since(start).Seconds()
 	r.CPUSeconds = (selfCPU() - self).Seconds()
@@ -416,9 +436,20 @@ func (b *bench) publishBaseline(ctx context.Context, msgs *publisherMessages, at
 }
 
 // publishAsync publishes msgs asynchronously and waits for every ack.
-func publishAsync(ctx context.Context, js jetstream.JetStream, msgs *publisherMessages, errs <-chan error) error {
+// With headers, each message carries those a restore adds.
+func publishAsync(ctx context.Context, js jetstream.JetStream, msgs *publisherMessages, headers bool, errs <-chan error) error {
+	stream, created := []string{"BENCH_RESTORE"}, []string{time.Now().UTC().Format(time.RFC3339Nano)}
 	for i := range msgs.n {
-		if _, err := js.PublishAsync(msgs.subject(i), msgs.payload(i), jetstream.WithStallWait(time.Minute)); err != nil {
+		m := &nats.Msg{Subject: msgs.subject(i), Data: msgs.payload(i)}
+		if headers {
+			m.Header = nats.Header{
+				"Jetlake-Source-Stream":   stream,
+				"Jetlake-Source-Created":  created,
+				"Jetlake-Source-Sequence": {strconv.Itoa(i + 1)},
+				"Jetlake-Source-Time":     {time.Now().UTC().Format(time.RFC3339Nano)},
+			}
+		}
+		if _, err := js.PublishMsgAsync(m, jetstream.WithStallWait(time.Minute)); err != nil {
 			return fmt.Errorf("publish message %d: %w", i+1, err)
 		}
 		if i%4096 == 0 {
@@ -533,7 +564,7 @@ func (r *RestoreResult) lines(b *strings.Builder) {
 		about = append(about, fmt.Sprintf("Restored from %s, under the subject prefix %q, into a fresh file stream with allow_batched and allow_atomic (the publishers too): restore publishes a chain of fast batches, each message right after the one before.", r.ExportsFrom, restorePrefix))
 	}
 	if r.Rounds > 1 {
-		about = append(about, fmt.Sprintf("%d rounds, each the two publishers and then every restore; the median round is shown, with the spread of all rounds.", r.Rounds))
+		about = append(about, fmt.Sprintf("%d rounds, each the three publishers and then every restore; the median round is shown, with the spread of all rounds.", r.Rounds))
 	}
 	if len(about) > 0 {
 		b.WriteString(strings.Join(about, " ") + "\n\n")
@@ -541,7 +572,8 @@ func (r *RestoreResult) lines(b *strings.Builder) {
 	for _, p := range []struct {
 		what string
 		p    *PublishResult
-	}{{"baseline, a plain jetstream publisher", r.Publisher}, {"atomic-batch publisher (for comparison, not the target)", r.AtomicPublisher}} {
+	}{{"baseline, a plain jetstream publisher", r.Publisher}, {"the plain publisher with the headers a restore adds (for comparison)", r.HeadedPublisher},
+		{"atomic-batch publisher (for comparison, not the target)", r.AtomicPublisher}} {
 		if p.p == nil {
 			continue
 		}
@@ -558,9 +590,9 @@ func (r *RestoreResult) lines(b *strings.Builder) {
 			}
 			rounds = " (rounds: " + strings.Join(parts, " / ") + ")"
 		}
-		fmt.Fprintf(b, "- jetlake restore from %s (%s objects, %s): %s, %s msg/s, **%s × the plain publisher**%s (target ≥ 0.8), %s × the atomic-batch publisher; CPU %s, peak RSS %s, nats-server CPU %s, MinIO CPU %s\n",
+		fmt.Fprintf(b, "- jetlake restore from %s (%s objects, %s): %s, %s msg/s, **%s × the plain publisher**%s (target ≥ 0.8), %s × the one with restore's headers, %s × the atomic-batch publisher; CPU %s, peak RSS %s, nats-server CPU %s, MinIO CPU %s\n",
 			run.Format, fmtInt(int64(run.Objects)), fmtMB(run.Bytes), fmtSeconds(run.Seconds), fmtInt(int64(run.MessagesPerSecond)),
-			fmtRatio(run.Ratio), rounds, fmtRatio(run.AtomicRatio), fmtSeconds(run.CPUSeconds), fmtMiB(run.PeakRSSBytes),
+			fmtRatio(run.Ratio), rounds, fmtRatio(run.HeadedRatio), fmtRatio(run.AtomicRatio), fmtSeconds(run.CPUSeconds), fmtMiB(run.PeakRSSBytes),
 			fmtSeconds(run.NATSCPUSeconds), fmtSeconds(run.MinIOCPUSeconds))
 	}
 }
