@@ -54,7 +54,7 @@ func (r *runner) gatherAcks(ctx context.Context, n int) (end func()) {
 // results to out. A burst goes when its window ends or when it is full.
 // It is owned by the goroutine that runs run.
 type ackGatherer struct {
-	e   *Exporter
+	e   *session
 	in  chan *result
 	out chan<- *result
 }

@@ -67,7 +67,7 @@ func TestAckGathererAcksABurstWithOneConfirmationPerConsumer(t *testing.T) {
 	a, b := &streamState{}, &streamState{}
 	a.cfg.Stream, b.cfg.Stream = "A", "B"
 	acker := &orderAcker{fail: map[string]bool{"B.31": true}}
-	e := &Exporter{acks: acker, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	e := &session{acks: acker, Exporter: &Exporter{log: slog.New(slog.NewTextHandler(io.Discard, nil))}}
 	in, out := make(chan *result, 8), make(chan *result, 8)
 	g := &ackGatherer{e: e, in: in, out: out}
 	done := make(chan struct{})
@@ -162,7 +162,7 @@ func TestGatheredBatchFreesItsKeyAtOnce(t *testing.T) {
 	s := &streamState{}
 	s.cfg.Stream = "S"
 	r := &runner{
-		e:     &Exporter{cfg: &config.Connector{S3: config.S3{UploadConcurrency: 4}}},
+		e:     &session{Exporter: &Exporter{cfg: &config.Connector{S3: config.S3{UploadConcurrency: 4}}}},
 		wires: wires{results: make(chan *result, 2), gather: make(chan *result, 1)}, up: uploads{uploading: map[bufferKey]int{}},
 	}
 	res := gatherResult(s, 1, 10, time.Now().Add(time.Minute))

@@ -202,7 +202,7 @@ func (s *streamState) logAttrs(more ...any) []any {
 // what the record names above it is acked without being written again when
 // it comes back. Without a record of this stream it starts where the
 // connector's deliver_policy says.
-func (e *Exporter) findConsumer(ctx context.Context, s *streamState, from uint64) (jetstream.Consumer, bool, error) {
+func (e *session) findConsumer(ctx context.Context, s *streamState, from uint64) (jetstream.Consumer, bool, error) {
 	return jsclient.Find(ctx, s.stream, e.cfg.Name, s.cfg, func(ctx context.Context) (uint64, error) {
 		if from != 0 {
 			return from, nil
@@ -216,7 +216,7 @@ func (e *Exporter) findConsumer(ctx context.Context, s *streamState, from uint64
 // sequence below it is exported. 0 when there is no record of this stream,
 // or when the record claims sequences the stream never had and is not
 // believed.
-func (e *Exporter) recordStart(ctx context.Context, s *streamState) (uint64, error) {
+func (e *session) recordStart(ctx context.Context, s *streamState) (uint64, error) {
 	if e.intents == nil {
 		return 0, nil
 	}
@@ -302,7 +302,7 @@ func (r *runner) checkCursor(s *streamState, res *walkResult, now time.Time) {
 // record in the state bucket lacks q too. The ledger is a copy in memory,
 // which stops when the pin moves to another instance and misses what that
 // one exports since. It returns why the consumer stays, or "".
-func (e *Exporter) mayMove(ctx context.Context, s *streamState, pin string, q uint64) (string, error) {
+func (e *session) mayMove(ctx context.Context, s *streamState, pin string, q uint64) (string, error) {
 	if s.cfg.Failover == config.FailoverPinned && e.js != nil {
 		pinned, err := jsclient.Pinned(ctx, e.js, s.cfg.Stream, s.cfg.Consumer)
 		if err != nil {

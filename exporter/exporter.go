@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/content"
@@ -59,13 +58,9 @@ type Exporter struct {
 	opts  Options
 	log   *slog.Logger
 	store objstore.ObjectStore
-	enc   formats.Encoder
-	// encOptions are enc's options: their Fields are an Iceberg table's
-	// schema.
-	encOptions formats.Options
-	// table is the Iceberg table of a connector with [iceberg], set up by
-	// Run.
-	table *lakeTable
+	// formatOptions are the data encoder's options as the connector
+	// configures them; a session's encoder may differ (see session).
+	formatOptions formats.Options
 	// rejEnc writes rejected messages: JSON Lines with metadata and
 	// headers, the reason among them.
 	rejEnc formats.Encoder
@@ -73,28 +68,13 @@ type Exporter struct {
 	// runner's loop; nil when they take the envelope alone.
 	content *content.Reader
 
-	intents state.Store
-	// stateReplicas are the state bucket's replicas: fewer than a
-	// stream's, and the record is lost in an outage the stream survives.
-	stateReplicas int
-	// runCtx is Run's context, for set-up work that outlasts an attempt's
-	// deadline: listing a large lake to rebuild an export record.
-	runCtx context.Context
 	// wrapState, when set, wraps the state bucket: tests use it to stall
 	// it.
-	wrapState   func(state.Store) state.Store
-	conditional bool                     // the store honours If-None-Match: *
-	encoding    sync.Mutex               // held while a parquet batch is encoded
-	acks        jsclient.Acker           // the connection messages arrive on; set by Run
-	js          jetstream.JetStream      // on that connection; set by Run
-	perms       jsclient.PermissionWatch // ends a Run that NATS refuses a publish or subscription; see permission.go
+	wrapState func(state.Store) state.Store
+	encoding  sync.Mutex               // held while a parquet batch is encoded
+	perms     jsclient.PermissionWatch // ends a Run that NATS refuses a publish or subscription; see permission.go
 
 	m *metrics.Metrics
-
-	// Partitioned entries and the leases of their partitions; nil when
-	// the connector has none.
-	groups []*partGroup
-	leases *leasing
 
 	// Readiness, read by Ready from other goroutines.
 	nc          atomic.Pointer[nats.Conn]
@@ -150,8 +130,7 @@ func New(cfg *config.Connector, opts Options) (*Exporter, error) {
 	if cfg.Iceberg != nil {
 		fo.FieldIDs = formats.PositionalFieldIDs(formats.Fields(fo))
 	}
-	enc, err := formats.New(fo)
-	if err != nil {
+	if _, err := formats.New(fo); err != nil {
 		return nil, fmt.Errorf("connector %s: %w", cfg.Name, err)
 	}
 	rejEnc, err := formats.New(formats.Options{Format: formats.JSONLines, Metadata: true, Headers: true})
@@ -184,15 +163,14 @@ func New(cfg *config.Connector, opts Options) (*Exporter, error) {
 		m = metrics.New(nil)
 	}
 	return &Exporter{
-		cfg:        cfg,
-		opts:       opts,
-		log:        log.With("connector", cfg.Name),
-		store:      store,
-		enc:        enc,
-		encOptions: fo,
-		rejEnc:     rejEnc,
-		content:    place,
-		m:          m,
+		cfg:           cfg,
+		opts:          opts,
+		log:           log.With("connector", cfg.Name),
+		store:         store,
+		formatOptions: fo,
+		rejEnc:        rejEnc,
+		content:       place,
+		m:             m,
 	}, nil
 }
 
@@ -218,10 +196,9 @@ type bucketChecker interface {
 func (e *Exporter) Run(ctx context.Context) error {
 	ctx, unwatch := e.perms.Context(ctx)
 	defer unwatch()
-	e.runCtx = ctx
-	nc, streams, err := e.setUp(ctx)
-	if nc != nil {
-		defer nc.Close()
+	sn, streams, err := e.setUp(ctx)
+	if sn != nil && sn.nc != nil {
+		defer sn.nc.Close()
 	}
 	defer e.bound.Store(false)
 	if err != nil {
@@ -236,12 +213,13 @@ func (e *Exporter) Run(ctx context.Context) error {
 		return err
 	}
 	e.bound.Store(true)
-	r := newRunner(e, streams)
+	r := newRunner(sn, streams)
 	err = r.run(ctx)
 	if denied := jsclient.Denied(ctx); denied != nil {
 		err = denied // what else failed followed from it
 	}
 	e.done.Store(err == nil && r.chores.idleDone)
+	nc := sn.nc
 	if ferr := nc.FlushTimeout(5 * time.Second); ferr != nil && err == nil && !nc.IsClosed() {
 		e.log.Warn("flushing acks to NATS failed; unflushed acks are redelivered", "error", ferr)
 	}
@@ -256,9 +234,9 @@ func (e *Exporter) Done() bool { return e.done.Load() }
 
 // setUp checks the bucket, connects, opens the state bucket, sets every
 // stream up and probes the store, in an order that writes nothing to the
-// store before the streams are known to fit. The connection it returns is
-// the caller's to close, also with an error.
-func (e *Exporter) setUp(ctx context.Context) (*nats.Conn, []*streamState, error) {
+// store before the streams are known to fit. The session it returns, also
+// with an error, holds the connection, the caller's to close.
+func (e *Exporter) setUp(ctx context.Context) (*session, []*streamState, error) {
 	if bc, ok := e.store.(bucketChecker); ok {
 		err := retry(ctx, e.log, "object store", func(ctx context.Context) error { return bc.CheckBucket(ctx) })
 		if err != nil {
@@ -270,32 +248,38 @@ func (e *Exporter) setUp(ctx context.Context) (*nats.Conn, []*streamState, error
 		return nil, nil, err
 	}
 	e.nc.Store(nc)
-	e.acks = nc
-	js, err := jsclient.NewJetStream(nc, e.cfg.NATS)
+	sn, err := newSession(e, nc)
 	if err != nil {
-		return nc, nil, err
+		return sn, nil, err
 	}
-	e.js = js
-	if err := e.openState(ctx, js); err != nil {
-		return nc, nil, err
+	streams, err := sn.open(ctx)
+	return sn, streams, err
+}
+
+// open opens what the session works with: the state bucket, the Iceberg
+// table, every stream and the leases of partitioned entries; and probes
+// the store.
+func (e *session) open(ctx context.Context) ([]*streamState, error) {
+	if err := e.openState(ctx); err != nil {
+		return nil, err
 	}
 	if e.cfg.Iceberg != nil {
 		if err := e.openLakeTable(ctx); err != nil {
-			return nc, nil, err
+			return nil, err
 		}
 	}
-	streams, err := e.setUpStreams(ctx, js)
+	streams, err := e.setUpStreams(ctx)
 	if err != nil {
-		return nc, nil, err
+		return nil, err
 	}
-	if err := e.openLeases(ctx, js); err != nil {
-		return nc, nil, err
+	if err := e.openLeases(ctx); err != nil {
+		return nil, err
 	}
 	if e.table != nil {
 		// Plans whose intents are all gone: their files are in the table.
 		for _, p := range e.table.files.Unclaimed() {
 			if err := e.table.committer.Forget(ctx, p); err != nil {
-				return nc, nil, err
+				return nil, err
 			}
 			e.table.files.DropPlan(p)
 		}
@@ -303,17 +287,17 @@ func (e *Exporter) setUp(ctx context.Context) (*nats.Conn, []*streamState, error
 	// Probed once the streams are known to fit, so that a run refused for
 	// its streams writes nothing to the store.
 	if err := e.probe(ctx); err != nil {
-		return nc, nil, err
+		return nil, err
 	}
-	return nc, streams, nil
+	return streams, nil
 }
 
 // openState opens the state bucket, retrying until it answers.
-func (e *Exporter) openState(ctx context.Context, js jetstream.JetStream) error {
+func (e *session) openState(ctx context.Context) error {
 	var kv *state.KV
 	err := retry(ctx, e.log, "state bucket", func(ctx context.Context) error {
 		var err error
-		kv, err = state.Open(ctx, js, e.cfg.State.Bucket, e.cfg.State.Replicas)
+		kv, err = state.Open(ctx, e.js, e.cfg.State.Bucket, e.cfg.State.Replicas)
 		return err
 	})
 	if err != nil {
@@ -330,7 +314,7 @@ func (e *Exporter) openState(ctx context.Context, js jetstream.JetStream) error 
 // openLakeTable opens the connector's Iceberg table, retrying while the
 // catalog is unreachable; a table that does not fit, a catalog pointing
 // elsewhere or a missing folder stop the run.
-func (e *Exporter) openLakeTable(ctx context.Context) error {
+func (e *session) openLakeTable(ctx context.Context) error {
 	return retry(ctx, e.log, "iceberg catalog", func(ctx context.Context) error {
 		t, err := e.openTable(ctx)
 		var me *iceberg.MismatchError
@@ -351,14 +335,13 @@ func (e *Exporter) openLakeTable(ctx context.Context) error {
 
 // setUpStreams sets up every [[streams]] entry: its consumer, or a
 // partitioned entry's partitions, each recovered.
-func (e *Exporter) setUpStreams(ctx context.Context, js jetstream.JetStream) ([]*streamState, error) {
+func (e *session) setUpStreams(ctx context.Context) ([]*streamState, error) {
 	var streams []*streamState
-	e.groups = nil
 	for _, sc := range e.cfg.Streams {
 		if sc.Partitioned() {
 			var g *partGroup
-			err := retry(ctx, e.log, "jetstream", func(ctx context.Context) (err error) {
-				g, err = e.setUpPartitions(ctx, js, sc)
+			err := retry(ctx, e.log, "jetstream", func(attempt context.Context) (err error) {
+				g, err = e.setUpPartitions(ctx, attempt, sc)
 				return err
 			})
 			if err != nil {
@@ -369,8 +352,8 @@ func (e *Exporter) setUpStreams(ctx context.Context, js jetstream.JetStream) ([]
 			continue
 		}
 		s := &streamState{cfg: sc, m: e.streamMetrics(sc.Stream)}
-		err := retry(ctx, e.log, "jetstream", func(ctx context.Context) error {
-			return e.setupStream(ctx, js, s)
+		err := retry(ctx, e.log, "jetstream", func(attempt context.Context) error {
+			return e.setupStream(ctx, attempt, s)
 		})
 		if err != nil {
 			return nil, err
@@ -389,7 +372,7 @@ func (e *Exporter) setUpStreams(ctx context.Context, js jetstream.JetStream) ([]
 
 // openLeases opens the lease store of the partitioned entries, if there
 // are any, with the shortest of their lease_ttl for membership.
-func (e *Exporter) openLeases(ctx context.Context, js jetstream.JetStream) error {
+func (e *session) openLeases(ctx context.Context) error {
 	if len(e.groups) == 0 {
 		return nil
 	}
@@ -398,7 +381,7 @@ func (e *Exporter) openLeases(ctx context.Context, js jetstream.JetStream) error
 		ttl = min(ttl, g.cfg.LeaseTTL)
 	}
 	return retry(ctx, e.log, "state bucket", func(ctx context.Context) error {
-		store, err := lease.Open(ctx, js, e.cfg.State.Bucket)
+		store, err := lease.Open(ctx, e.js, e.cfg.State.Bucket)
 		if err == nil {
 			e.leases = &leasing{Leaser: lease.NewLeaser(store, e.cfg.Name, ttl), warned: map[string]uint64{}}
 		}

@@ -33,7 +33,7 @@ var errFenced = errors.New("this instance is no longer pinned to the consumer: t
 // paused, past that wait, between the check and the send of its PUT (see
 // docs/guarantees.md, step 6); a PUT presigned before the check and
 // expiring within the wait would close it.
-func (e *Exporter) checkPin(ctx context.Context, s *streamState, pin string) error {
+func (e *session) checkPin(ctx context.Context, s *streamState, pin string) error {
 	if s.cfg.Failover != config.FailoverPinned || e.js == nil {
 		return nil
 	}
@@ -195,7 +195,7 @@ func (r *runner) unpark(s *streamState) {
 // instance pinned now stored there, under its own intent. An intent whose
 // object is there (an earlier attempt passed the fence and was stored) is
 // left to the instance pinned now, which found it when it took over.
-func (e *Exporter) forgetFenced(ctx context.Context, res *result, id string) {
+func (e *session) forgetFenced(ctx context.Context, res *result, id string) {
 	if e.intents == nil {
 		return
 	}

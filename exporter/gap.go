@@ -49,7 +49,7 @@ type saveResult struct {
 // lastSeq returns how saveRecord asks for s's last sequence: through a
 // stream handle of its own, since the one s keeps serves the walks beside
 // the loop.
-func (e *Exporter) lastSeq(s *streamState) state.LastSeqFunc {
+func (e *session) lastSeq(s *streamState) state.LastSeqFunc {
 	return func(ctx context.Context) (uint64, error) {
 		if e.js == nil {
 			// Not connected (a test of the runner alone): no bound.

@@ -51,7 +51,7 @@ func (s *streamState) takeRefused(seq uint64) error {
 
 // forgetRefused deletes the intent of a batch whose key the store
 // refused: no object can be at that key, so recovery has nothing to find.
-func (e *Exporter) forgetRefused(ctx context.Context, res *result) {
+func (e *session) forgetRefused(ctx context.Context, res *result) {
 	if e.intents == nil || res.intentKey == "" {
 		return
 	}

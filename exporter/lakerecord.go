@@ -38,19 +38,13 @@ import (
 // the stream still holds that neither the consumer's ack floor nor the lake
 // show exported. The intents in the bucket stay as they are: recovery
 // applies them after.
-func (e *Exporter) checkRecord(ctx context.Context, js jetstream.JetStream, s *streamState) error {
+func (e *session) checkRecord(ctx context.Context, s *streamState) error {
 	s.rebuilt = nil
 	if e.intents == nil {
 		return nil
 	}
-	if e.runCtx != nil {
-		// A large lake takes longer to list than a set-up attempt may
-		// last: the check runs within Run's context, not the attempt's,
-		// and each NATS request within its own timeout.
-		ctx = e.runCtx
-	}
 	for attempt := 0; ; attempt++ {
-		err := e.checkRecordOnce(ctx, js, s)
+		err := e.checkRecordOnce(ctx, s)
 		if !errors.Is(err, state.ErrRecordChanged) || attempt == 4 {
 			return err
 		}
@@ -60,7 +54,7 @@ func (e *Exporter) checkRecord(ctx context.Context, js jetstream.JetStream, s *s
 
 // checkRecordOnce is one checkRecord; state.ErrRecordChanged says another
 // writer came first.
-func (e *Exporter) checkRecordOnce(ctx context.Context, js jetstream.JetStream, s *streamState) error {
+func (e *session) checkRecordOnce(ctx context.Context, s *streamState) error {
 	// The record first, then the consumer and the lake: what another
 	// instance stores meanwhile is in the lake before a record claims it.
 	rec, rev, err := state.LoadRecord(ctx, e.intents, s.recordKey)
@@ -117,7 +111,7 @@ func (e *Exporter) checkRecordOnce(ctx context.Context, js jetstream.JetStream, 
 			if rec.Claims() <= cut {
 				return nil
 			}
-			seqs, _, err := jsclient.ReadSequences(ctx, js, s.cfg.Stream, s.cfg.Subjects, cut+1, rec.Claims(), 1, 0)
+			seqs, _, err := jsclient.ReadSequences(ctx, e.js, s.cfg.Stream, s.cfg.Subjects, cut+1, rec.Claims(), 1, 0)
 			if err != nil {
 				return fmt.Errorf("stream %s: %w", s.cfg.Stream, err)
 			}
@@ -182,7 +176,7 @@ func (e *Exporter) checkRecordOnce(ctx context.Context, js jetstream.JetStream, 
 // connector stored that the intents and commit plans in the state bucket
 // name: recovery commits them, and the export record counts them stored.
 // nil for a connector without [iceberg].
-func (e *Exporter) pendingFiles(ctx context.Context) (map[string]bool, error) {
+func (e *session) pendingFiles(ctx context.Context) (map[string]bool, error) {
 	if e.table == nil {
 		return nil, nil
 	}

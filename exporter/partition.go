@@ -57,8 +57,9 @@ type partition struct {
 // setUpPartitions makes sure the stream of a partitioned entry carries the
 // partition transform, and returns its partitions' streamStates, set up as
 // pinned consumers that pull nothing until their lease is held.
-func (e *Exporter) setUpPartitions(ctx context.Context, js jetstream.JetStream, sc config.Stream) (*partGroup, error) {
-	stream, err := js.Stream(ctx, sc.Stream)
+func (e *session) setUpPartitions(run, attempt context.Context, sc config.Stream) (*partGroup, error) {
+	ctx := attempt
+	stream, err := e.js.Stream(ctx, sc.Stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, &jsclient.ConfigError{Stream: sc.Stream, Msg: "stream not found: create it, or fix " + jsclient.StreamKey(e.cfg, sc) + ".stream"}
 	}
@@ -66,7 +67,7 @@ func (e *Exporter) setUpPartitions(ctx context.Context, js jetstream.JetStream, 
 		return nil, fmt.Errorf("stream %s: %w", sc.Stream, err)
 	}
 	si := stream.CachedInfo()
-	if err := jsclient.EnsurePartitionTransform(ctx, js, e.cfg, sc, si.Config); err != nil {
+	if err := jsclient.EnsurePartitionTransform(ctx, e.js, e.cfg, sc, si.Config); err != nil {
 		return nil, err
 	}
 	if _, err := stream.Consumer(ctx, sc.Consumer); err == nil {
@@ -90,7 +91,7 @@ func (e *Exporter) setUpPartitions(ctx context.Context, js jetstream.JetStream, 
 			part: &partition{k: k, key: statekey.Lease(e.cfg.Name, sc.Stream, sc.Consumer, k)},
 			m:    e.streamMetrics(sc.Stream),
 		}
-		err := retry(ctx, e.log, "jetstream", func(ctx context.Context) error { return e.setupStream(ctx, js, s) })
+		err := retry(ctx, e.log, "jetstream", func(attempt context.Context) error { return e.setupStream(run, attempt, s) })
 		if err != nil {
 			return nil, err
 		}
@@ -259,7 +260,7 @@ func (s *streamState) leaseRef() leaseRef {
 
 // release unpins a partition's consumer and releases its lease; a lease
 // that was lost is left alone.
-func (e *Exporter) release(ctx context.Context, l leaseRef) error {
+func (e *session) release(ctx context.Context, l leaseRef) error {
 	if l.rev == 0 {
 		return nil
 	}

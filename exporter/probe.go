@@ -8,7 +8,7 @@ import (
 
 // probe records whether the store honours conditional writes, retrying
 // each write of the probe until it gets an answer.
-func (e *Exporter) probe(ctx context.Context) error {
+func (e *session) probe(ctx context.Context) error {
 	key := objstore.ProbeKey(e.cfg, "")
 	conditional, err := objstore.Probe(ctx, e.store, key, func(ctx context.Context, write func(context.Context) error) error {
 		return retry(ctx, e.log, "object store", write)

@@ -27,7 +27,7 @@ type recovery struct {
 // instance that was pinned before) left for s, skipping the ones this
 // process owns, and applies them to s's book. The data files of the table
 // that lost their records get them back from their own metadata first.
-func (e *Exporter) recover(ctx context.Context, s *streamState) error {
+func (e *session) recover(ctx context.Context, s *streamState) error {
 	if err := e.restoreIntents(ctx, s); err != nil {
 		return err
 	}
@@ -46,7 +46,7 @@ func (e *Exporter) recover(ctx context.Context, s *streamState) error {
 // resolveAfter has passed and the object is looked up again (see
 // runner.resolve). It reads only what does not change after set-up (cfg,
 // created, intentPrefix), so it may run beside the loop.
-func (e *Exporter) findIntents(ctx context.Context, s *streamState, known map[string]bool) (*recovery, error) {
+func (e *session) findIntents(ctx context.Context, s *streamState, known map[string]bool) (*recovery, error) {
 	entries, err := e.intents.List(ctx, s.intentPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("list intents: %w", err)
@@ -259,7 +259,7 @@ func (r *runner) resolve(ctx context.Context, now time.Time) {
 
 // resolveIntent asks the store whether the object of an unresolved intent
 // exists, and deletes the intent when it never will.
-func (e *Exporter) resolveIntent(ctx context.Context, ikey string, in *state.Intent) (bool, error) {
+func (e *session) resolveIntent(ctx context.Context, ikey string, in *state.Intent) (bool, error) {
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	md, err := e.store.Head(hctx, in.Key)
 	cancel()
@@ -382,7 +382,7 @@ func (r *runner) forgetNow(ctx context.Context) {
 
 // deleteIntents deletes keys, forgetConcurrency at a time, and returns
 // those it could not delete.
-func (e *Exporter) deleteIntents(ctx context.Context, keys []string) map[string]bool {
+func (e *session) deleteIntents(ctx context.Context, keys []string) map[string]bool {
 	next := make(chan string)
 	var mu sync.Mutex
 	failed := map[string]bool{}

@@ -16,7 +16,7 @@ import (
 // lake.Unrecorded); recovery then treats each as any stored batch: it is
 // committed, and its messages are acked without being written again should
 // they come back.
-func (e *Exporter) restoreIntents(ctx context.Context, s *streamState) error {
+func (e *session) restoreIntents(ctx context.Context, s *streamState) error {
 	lt := e.table
 	ls, ok := e.store.(lake.SweptStore)
 	if lt == nil || !ok {

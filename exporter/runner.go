@@ -18,7 +18,7 @@ import (
 
 // runner is the state of one Run. Only the goroutine in run touches it.
 type runner struct {
-	e       *Exporter
+	e       *session
 	log     *slog.Logger
 	streams []*streamState
 	groups  []*partGroup // the partitioned entries, whose partitions are among streams
@@ -107,7 +107,7 @@ type chores struct {
 	forgetting  bool
 }
 
-func newRunner(e *Exporter, streams []*streamState) *runner {
+func newRunner(e *session, streams []*streamState) *runner {
 	rot := e.cfg.Rotation
 	limits := buffer.Limits{
 		MaxBytes:    int(rot.MaxFileSize),
@@ -162,7 +162,7 @@ const jobOverhead = 512
 func (r *runner) pullBytes() int {
 	b := r.mem.budget / int64(8*len(r.streams))
 	b = min(max(b, 64<<10), 16<<20)
-	if nc := r.e.nc.Load(); nc != nil {
+	if nc := r.e.nc; nc != nil {
 		b = max(b, nc.MaxPayload()+pullMargin)
 	}
 	return int(b)

@@ -113,8 +113,13 @@ type delivery struct {
 // intents left by an earlier process, and resets the consumer to its ack
 // floor so unacked messages come back at once. An export record that is
 // missing or in doubt is rebuilt from the lake first (see checkRecord).
-func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *streamState) error {
-	stream, err := js.Stream(ctx, s.cfg.Stream)
+//
+// Each step runs within attempt, one try of the set-up; the record's
+// check within run: a large lake takes longer to list than an attempt may
+// last, and each NATS request within it has its own timeout.
+func (e *session) setupStream(run, attempt context.Context, s *streamState) error {
+	ctx := attempt
+	stream, err := e.js.Stream(ctx, s.cfg.Stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return &jsclient.ConfigError{Stream: s.cfg.Stream, Msg: "stream not found: create it, or fix " + jsclient.StreamKey(e.cfg, s.cfg) + ".stream"}
 	}
@@ -131,7 +136,7 @@ func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *s
 			"bucket", e.cfg.State.Bucket, "bucket_replicas", e.stateReplicas, "stream", s.cfg.Stream, "stream_replicas", si.Config.Replicas,
 			"fix", "state.replicas (for a bucket jetlake creates), or nats stream edit KV_"+e.cfg.State.Bucket+" --replicas")
 	}
-	if err := e.checkRecord(ctx, js, s); err != nil {
+	if err := e.checkRecord(run, s); err != nil {
 		return fmt.Errorf("stream %s, consumer %s: export record: %w", s.cfg.Stream, s.cfg.Consumer, err)
 	}
 	from, err := e.recordStart(ctx, s)
@@ -179,7 +184,7 @@ func (e *Exporter) setupStream(ctx context.Context, js jetstream.JetStream, s *s
 		// Pending messages would come back only after AckWait, interleaved
 		// with new ones; a reset replays them now and in order. Never on a
 		// pinned consumer: another instance may be pinned and working.
-		if _, err := js.ResetConsumer(ctx, s.cfg.Stream, s.cfg.Consumer); err != nil {
+		if _, err := e.js.ResetConsumer(ctx, s.cfg.Stream, s.cfg.Consumer); err != nil {
 			e.log.Info("consumer reset not available; unacked messages return after AckWait",
 				"stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "error", err)
 		}
@@ -198,7 +203,7 @@ type ledgerStart struct {
 
 // loadLedgerStart reads what s's ledger starts from. It reads only what
 // does not change after set-up, so it may run beside the loop.
-func (e *Exporter) loadLedgerStart(ctx context.Context, s *streamState) (*ledgerStart, error) {
+func (e *session) loadLedgerStart(ctx context.Context, s *streamState) (*ledgerStart, error) {
 	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	// The record first: another instance may write it meanwhile, and what

@@ -47,7 +47,7 @@ type lakeTable struct {
 
 // openTable opens (or creates) the connector's table and commits the plans
 // an earlier process left.
-func (e *Exporter) openTable(ctx context.Context) (*lakeTable, error) {
+func (e *session) openTable(ctx context.Context) (*lakeTable, error) {
 	cfg, dataPrefix, err := iceberg.ConnectorConfig(e.cfg)
 	if err != nil {
 		return nil, &objstore.PermanentError{Code: "IcebergCatalog", Err: err}
@@ -96,7 +96,7 @@ func (e *Exporter) openTable(ctx context.Context) (*lakeTable, error) {
 
 // adoptFieldIDs makes the encoder write the field ids the table has for
 // its columns, which differ from a new table's once its schema evolved.
-func (e *Exporter) adoptFieldIDs(t *iceberg.Table) error {
+func (e *session) adoptFieldIDs(t *iceberg.Table) error {
 	ids := t.FieldIDs()
 	if maps.Equal(ids, e.encOptions.FieldIDs) {
 		return nil
@@ -113,7 +113,7 @@ func (e *Exporter) adoptFieldIDs(t *iceberg.Table) error {
 
 // newLakeTable returns the connector's table t with its committer, whose
 // plans live in the state bucket.
-func (e *Exporter) newLakeTable(t *iceberg.Table, part *iceberg.Partitioner, dataPrefix string) *lakeTable {
+func (e *session) newLakeTable(t *iceberg.Table, part *iceberg.Partitioner, dataPrefix string) *lakeTable {
 	ic := e.cfg.Iceberg
 	lt := &lakeTable{
 		t: t, part: part, dataPrefix: dataPrefix, bucket: e.cfg.S3.Bucket, uuid: t.UUID(),
@@ -121,7 +121,7 @@ func (e *Exporter) newLakeTable(t *iceberg.Table, part *iceberg.Partitioner, dat
 		files:     iceberg.NewFileBook(e.cfg.S3.Bucket, dataPrefix), lastCommit: time.Now(),
 	}
 	lt.committer.Summary = map[string]string{"jetlake.connector": e.cfg.Name}
-	if nc := e.nc.Load(); nc != nil {
+	if nc := e.nc; nc != nil {
 		lt.committer.MaxPlanBytes = min(iceberg.DefaultMaxPlanBytes, int(nc.MaxPayload())/2)
 	}
 	lt.committer.AfterPlan = func() { fault.Point("before-table-commit") }
@@ -134,7 +134,7 @@ func (e *Exporter) newLakeTable(t *iceberg.Table, part *iceberg.Partitioner, dat
 // recoverPlans finishes the commits whose plans the state bucket keeps,
 // and records which intents their files claim. A plan jetlake did not
 // write stops the run with what to do.
-func (e *Exporter) recoverPlans(ctx context.Context, lt *lakeTable) ([]*iceberg.Plan, error) {
+func (e *session) recoverPlans(ctx context.Context, lt *lakeTable) ([]*iceberg.Plan, error) {
 	t := lt.t
 	plans, err := lt.committer.Recover(ctx)
 	var pe *iceberg.PlanError
@@ -157,7 +157,7 @@ func (e *Exporter) recoverPlans(ctx context.Context, lt *lakeTable) ([]*iceberg.
 // file of a plan found in the state bucket is committed only when an
 // intent of the connector names it, the record every data file jetlake
 // stores has from before its upload until after its plan is in the table.
-func (e *Exporter) planFileCheck(lt *lakeTable) func(context.Context, iceberg.File) error {
+func (e *session) planFileCheck(lt *lakeTable) func(context.Context, iceberg.File) error {
 	prefix := statekey.Intents(e.cfg.Name)
 	var intents map[string][]byte // listed once, at the first file checked
 	return func(ctx context.Context, f iceberg.File) error {

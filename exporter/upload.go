@@ -29,7 +29,7 @@ var ErrAbandoned = errors.New("AckWait passed before the batch was committed")
 
 // process runs one job. The result of a stored batch may still have its
 // acks to run (result.acks).
-func (e *Exporter) process(ctx context.Context, j *job) *result {
+func (e *session) process(ctx context.Context, j *job) *result {
 	if j.marker != nil {
 		return e.writeMarker(ctx, j)
 	}
@@ -39,7 +39,7 @@ func (e *Exporter) process(ctx context.Context, j *job) *result {
 // writeMarker stores a loss marker, then terminates the poison message it
 // records, if any. A marker's key is a function of its content, so writing
 // it twice is harmless.
-func (e *Exporter) writeMarker(ctx context.Context, j *job) *result {
+func (e *session) writeMarker(ctx context.Context, j *job) *result {
 	m := j.marker
 	m.DetectedAt = time.Now().UTC()
 	m.ExporterVersion = e.opts.Version
@@ -85,7 +85,7 @@ func (e *Exporter) writeMarker(ctx context.Context, j *job) *result {
 // redelivered. A crash at any point leaves either no object (the messages
 // come back and are batched anew) or an object and its intent (recovery
 // acks the messages without writing them again).
-func (e *Exporter) storeBatch(ctx context.Context, j *job) *result {
+func (e *session) storeBatch(ctx context.Context, j *job) *result {
 	b := j.batch
 	res := &result{job: j}
 	body, err := e.encodeBody(b.Body, j.format == string(formats.Parquet))
@@ -167,7 +167,7 @@ func (e *Exporter) storeBatch(ctx context.Context, j *job) *result {
 // metadata that says which sequences it holds and who wrote it (for a
 // table's data file, the connector and the table's UUID too), and the
 // conditional write when the store has it.
-func (e *Exporter) batchPut(j *job, in *state.Intent, inTable bool) objstore.PutOptions {
+func (e *session) batchPut(j *job, in *state.Intent, inTable bool) objstore.PutOptions {
 	b, st := j.batch, j.stream
 	opts := objstore.PutOptions{
 		ContentType: j.enc.ContentType(),
@@ -196,7 +196,7 @@ func (e *Exporter) batchPut(j *job, in *state.Intent, inTable bool) objstore.Put
 
 // recordIntent writes a batch's intent under ikey before its upload,
 // retried by c; an earlier attempt's intent that got through counts.
-func (e *Exporter) recordIntent(ctx context.Context, c *batchSteps, ikey string, in *state.Intent) error {
+func (e *session) recordIntent(ctx context.Context, c *batchSteps, ikey string, in *state.Intent) error {
 	value, err := json.Marshal(in)
 	if err != nil {
 		return err
@@ -215,7 +215,7 @@ func (e *Exporter) recordIntent(ctx context.Context, c *batchSteps, ikey string,
 // while it encodes them, outside the budget, and uploaders encoding four
 // files at once took the process 30 MiB past its memory bound; the two
 // cores are the bound of encoding anyway.
-func (e *Exporter) encodeBody(b formats.Batch, parquet bool) (formats.Body, error) {
+func (e *session) encodeBody(b formats.Batch, parquet bool) (formats.Body, error) {
 	if parquet {
 		e.encoding.Lock()
 		defer e.encoding.Unlock()
@@ -226,7 +226,7 @@ func (e *Exporter) encodeBody(b formats.Batch, parquet bool) (formats.Body, erro
 // batchSteps runs the steps of one batch's commit with retries, keeping the
 // batch's messages in progress.
 type batchSteps struct {
-	e       *Exporter
+	e       *session
 	stream  string
 	b       *msgBatch         // messages to keep in progress, or
 	msgs    []jsclient.AckRef // these
@@ -328,14 +328,14 @@ func (c *batchSteps) inProgress(ctx context.Context) (time.Time, bool) {
 // ack acks every message of a stored batch and confirms: the last ack waits
 // for the server's reply, which arrives after the earlier acks sent on the
 // same connection were processed.
-func (e *Exporter) ack(ctx context.Context, b *msgBatch) error {
+func (e *session) ack(ctx context.Context, b *msgBatch) error {
 	return e.ackBatches(ctx, []*msgBatch{b})
 }
 
 // ackBatches acks every message of stored batches of one consumer, in
 // order, and confirms the last ack, which the server answers after the
 // earlier ones sent on the same connection.
-func (e *Exporter) ackBatches(ctx context.Context, batches []*msgBatch) error {
+func (e *session) ackBatches(ctx context.Context, batches []*msgBatch) error {
 	nc := e.acks
 	var firstErr error
 	lastBatch := batches[len(batches)-1]

@@ -147,25 +147,24 @@ func (a *fakeAcker) RequestWithContext(ctx context.Context, subj string, data []
 	return nil, fmt.Errorf("unexpected request %q to %s", data, subj)
 }
 
-func testExporter(t testing.TB, store objstore.ObjectStore) *Exporter {
+func testExporter(t testing.TB, store objstore.ObjectStore) *session {
 	t.Helper()
 	enc, err := formats.New(formats.Options{Format: formats.JSONLines, Metadata: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Exporter{
+	e := &Exporter{
 		cfg:    &config.Connector{Name: "c", S3: config.S3{Prefix: "p"}, Output: config.Output{Format: "json_lines", PathTemplate: pathtemplate.MustParse("{subject}")}},
 		log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 		store:  store,
-		enc:    enc,
 		rejEnc: enc,
 		m:      metrics.New(nil),
-		acks:   &fakeAcker{},
 	}
+	return &session{Exporter: e, enc: enc, acks: &fakeAcker{}}
 }
 
 // sealedJob returns a sealed batch of n fake messages opened at opened.
-func sealedJob(t *testing.T, e *Exporter, n int, opened time.Time, ackWait time.Duration) (*job, []*fakeMsg) {
+func sealedJob(t *testing.T, e *session, n int, opened time.Time, ackWait time.Duration) (*job, []*fakeMsg) {
 	t.Helper()
 	set := buffer.New[jsclient.AckRef, formats.Record](e.enc.NewBatch, buffer.Limits{})
 	var msgs []*fakeMsg
@@ -316,7 +315,7 @@ func TestParquetTailIsTheFooter(t *testing.T) {
 
 // upload commits one batch, its acks included, as an uploader and the
 // loop do between them.
-func upload(ctx context.Context, e *Exporter, j *job) *result {
+func upload(ctx context.Context, e *session, j *job) *result {
 	res := e.storeBatch(ctx, j)
 	res.ack(ctx)
 	return res

@@ -43,7 +43,7 @@ const (
 // longer holds any of costs one lookup, however long it is. It runs beside
 // the runner, which applies the result. cons is the consumer s pulls:
 // where it stands tells whether it still delivers the holes found.
-func (e *Exporter) walk(ctx context.Context, s *streamState, cons jetstream.Consumer, holes []progress.Range) *walkResult {
+func (e *session) walk(ctx context.Context, s *streamState, cons jetstream.Consumer, holes []progress.Range) *walkResult {
 	res := &walkResult{stream: s}
 	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	pinned := s.cfg.Failover == config.FailoverPinned
@@ -82,7 +82,7 @@ func (e *Exporter) walk(ctx context.Context, s *streamState, cons jetstream.Cons
 		at := max(h.First, res.firstSeq)
 		for at <= h.Last && calls < walkMaxCalls {
 			calls += len(filters)
-			q, err := jsclient.NextMessage(ctx, e.nc.Load(), e.cfg.NATS, s.cfg.Stream, at, filters)
+			q, err := jsclient.NextMessage(ctx, e.nc, e.cfg.NATS, s.cfg.Stream, at, filters)
 			if err != nil {
 				res.err = err
 				return res
@@ -122,7 +122,7 @@ const walkMaxRead = 200_000
 // res the holes it covered and the sequences in them. It returns the holes
 // past the last message it read, for lookups: a replica the consumer reads
 // from may lag the leader, so only what it delivered counts as read.
-func (e *Exporter) readHoles(ctx context.Context, s *streamState, holes []progress.Range, filters []string, res *walkResult) ([]progress.Range, error) {
+func (e *session) readHoles(ctx context.Context, s *streamState, holes []progress.Range, filters []string, res *walkResult) ([]progress.Range, error) {
 	start := max(holes[0].First, res.firstSeq)
 	end := holes[len(holes)-1].Last
 	if start > end {
