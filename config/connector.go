@@ -159,12 +159,12 @@ func envName(s string) string {
 // envField binds a key that names the environment variable holding a
 // secret to the field at ptr.
 func envField[S any](ptr func(*S) *string) *field[S, string] {
-	return text(ptr).checked(envName).naming(NamesEnv)
+	return text(ptr).checked(envName).naming(namesEnv)
 }
 
 // fileField binds a key that names a file to the field at ptr.
 func fileField[S any](ptr func(*S) *string) *field[S, string] {
-	return text(ptr).naming(NamesFile)
+	return text(ptr).naming(namesFile)
 }
 
 // checkToken checks a name made of letters, digits, '_' and '-'.

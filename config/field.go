@@ -43,16 +43,16 @@ type Setting struct {
 	// Note says what the value means here, for a comment beside it; it
 	// may be "".
 	Note string
-	// Names is NamesEnv or NamesFile when the value is the name of an
-	// environment variable or of a file, whose presence plan reports; ""
-	// otherwise.
-	Names string
+	// Env is the environment variable the value names, File the file; ""
+	// when it names none. Whether they are there is for the reader of
+	// the configuration to say.
+	Env, File string
 }
 
-// What the value of a Setting names.
+// What the value of a key names.
 const (
-	NamesEnv  = "env"  // the name of an environment variable
-	NamesFile = "file" // the path of a file
+	namesEnv  = "env"  // the name of an environment variable
+	namesFile = "file" // the path of a file
 )
 
 // Table is one TOML table of a connector's effective configuration.
@@ -222,7 +222,7 @@ type field[S, V any] struct {
 	shown func(*S, *Connector) bool // whether the effective configuration shows the key
 	shows func(*S, *Connector) V    // the effective value, when it is not the field's
 	note  func(*S) string           // the note of the setting
-	names string                    // NamesEnv or NamesFile
+	names string                    // namesEnv or namesFile
 }
 
 // bind binds a key of kind k to a field of S through get and set.
@@ -323,8 +323,8 @@ func (f *field[S, V]) noted(note func(s *S) string) *field[S, V] {
 	return f
 }
 
-// naming says that the value names an environment variable (NamesEnv) or
-// a file (NamesFile).
+// naming says that the value names an environment variable (namesEnv) or
+// a file (namesFile).
 func (f *field[S, V]) naming(what string) *field[S, V] {
 	f.names = what
 	return f
@@ -401,7 +401,15 @@ func (f *field[S, V]) setting(dst any, conn *Connector, name string) (Setting, b
 	if f.shows != nil {
 		v = f.shows(s, conn)
 	}
-	st := Setting{Key: name, Names: f.names}
+	st := Setting{Key: name}
+	if s, ok := any(v).(string); ok {
+		switch f.names {
+		case namesEnv:
+			st.Env = s
+		case namesFile:
+			st.File = s
+		}
+	}
 	if f.note != nil {
 		st.Note = f.note(s)
 	}
