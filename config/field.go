@@ -35,7 +35,7 @@ type binding interface {
 // Setting is one key of a connector's effective configuration: its value,
 // defaults filled in, as a connector file would write it.
 type Setting struct {
-	Key string
+	Key string // the key as a file writes it
 	// Value is the value in TOML: `"30s"`, `true`, `["a", "b"]`. It is ""
 	// when the key has no value (it is optional and not set); Note then
 	// says what that means, as a comment line of its own.
