@@ -15,8 +15,12 @@ type checker struct {
 	file  string
 	lines *lineIndex
 	probs Errors
+	conn  *Connector      // the connector being decoded, for defaults taken from its other keys
+	bad   map[string]bool // the keys (keyPath.String()) without a usable value
+	stray map[string]bool // the keys (keyPath.String()) their tables do not allow
 }
 
+// report records a problem with the key at p.
 func (c *checker) report(p keyPath, format string, args ...any) {
 	c.probs = append(c.probs, &Problem{
 		File: c.file,
@@ -24,6 +28,32 @@ func (c *checker) report(p keyPath, format string, args ...any) {
 		Key:  p.String(),
 		Msg:  fmt.Sprintf(format, args...),
 	})
+}
+
+// fail records that the key at p has no usable value: it is missing, or
+// its value is of the wrong type, or failed its check, or a cross-check
+// refused it. The cross-checks leave such keys alone.
+func (c *checker) fail(p keyPath) {
+	if c.bad == nil {
+		c.bad = make(map[string]bool)
+	}
+	c.bad[p.String()] = true
+}
+
+// ok reports whether the key at p has a usable value (or its default).
+func (c *checker) ok(p keyPath) bool { return !c.bad[p.String()] }
+
+// clean reports whether no problem so far is about the key or table at p
+// or anything in it, besides keys the table does not allow (which are
+// left out of it).
+func (c *checker) clean(p keyPath) bool {
+	at := p.String()
+	for _, prob := range c.probs {
+		if k := prob.Key; !c.stray[k] && (k == at || strings.HasPrefix(k, at+".") || strings.HasPrefix(k, at+"[")) {
+			return false
+		}
+	}
+	return true
 }
 
 // syntaxProblem turns a decoding error into a problem.
@@ -45,6 +75,10 @@ func (c *checker) unknown(t map[string]any, p keyPath, sp *spec) {
 		if sp.allows(k) {
 			continue
 		}
+		if c.stray == nil {
+			c.stray = make(map[string]bool)
+		}
+		c.stray[p.key(k).String()] = true
 		if msg, ok := sp.secrets[k]; ok {
 			c.report(p.key(k), "%s", msg)
 			continue
@@ -104,123 +138,6 @@ func typeName(v any) string {
 func has(t map[string]any, key string) bool {
 	_, ok := t[key]
 	return ok
-}
-
-// The getters below return def when key is absent from t, the table at p.
-// They return false after reporting a value of the wrong type or form.
-
-// table returns the table sp describes, an empty one when it is absent.
-func (c *checker) table(t map[string]any, p keyPath, sp *spec) (map[string]any, keyPath, bool) {
-	p = p.key(sp.name)
-	v, ok := t[sp.name]
-	if !ok {
-		return map[string]any{}, p, true
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		c.report(p, "must be a table, not %s; write the keys under a %s header", typeName(v), sp.header)
-		return nil, p, false
-	}
-	return m, p, true
-}
-
-func (c *checker) str(t map[string]any, p keyPath, key, def string) (string, bool) {
-	v, ok := t[key]
-	if !ok {
-		return def, true
-	}
-	s, ok := v.(string)
-	if !ok {
-		c.report(p.key(key), "must be a string, not %s", typeName(v))
-		return def, false
-	}
-	return s, true
-}
-
-func (c *checker) boolean(t map[string]any, p keyPath, key string, def bool) (bool, bool) {
-	v, ok := t[key]
-	if !ok {
-		return def, true
-	}
-	b, ok := v.(bool)
-	if !ok {
-		c.report(p.key(key), "must be true or false, not %s", typeName(v))
-		return def, false
-	}
-	return b, true
-}
-
-func (c *checker) integer(t map[string]any, p keyPath, key string, def int64) (int64, bool) {
-	v, ok := t[key]
-	if !ok {
-		return def, true
-	}
-	n, ok := v.(int64)
-	if !ok {
-		c.report(p.key(key), "must be a whole number, not %s", typeName(v))
-		return def, false
-	}
-	return n, true
-}
-
-func (c *checker) duration(t map[string]any, p keyPath, key string, def time.Duration) (time.Duration, bool) {
-	v, ok := t[key]
-	if !ok {
-		return def, true
-	}
-	s, ok := v.(string)
-	if !ok {
-		c.report(p.key(key), "must be a duration string such as \"90s\" or \"2m\", not %s", typeName(v))
-		return def, false
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		c.report(p.key(key), "%q is not a duration; write a number and a unit (ms, s, m, h), such as \"90s\" or \"2m\"", s)
-		return def, false
-	}
-	return d, true
-}
-
-func (c *checker) size(t map[string]any, p keyPath, key string, def int64) (int64, bool) {
-	v, ok := t[key]
-	if !ok {
-		return def, true
-	}
-	switch v := v.(type) {
-	case int64:
-		return v, true
-	case string:
-		n, err := parseSize(v)
-		if err != nil {
-			c.report(p.key(key), "%q is not a size: %v; such as \"8MiB\"", v, err)
-			return def, false
-		}
-		return n, true
-	}
-	c.report(p.key(key), "must be a size such as \"8MiB\", not %s", typeName(v))
-	return def, false
-}
-
-func (c *checker) stringList(t map[string]any, p keyPath, key string) ([]string, bool) {
-	v, ok := t[key]
-	if !ok {
-		return nil, true
-	}
-	list, ok := v.([]any)
-	if !ok {
-		c.report(p.key(key), "must be an array of strings such as [\"events.>\"], not %s", typeName(v))
-		return nil, false
-	}
-	out := make([]string, 0, len(list))
-	for _, e := range list {
-		s, ok := e.(string)
-		if !ok {
-			c.report(p.key(key), "must be an array of strings such as [\"events.>\"]; it holds %s", typeName(e))
-			return nil, false
-		}
-		out = append(out, s)
-	}
-	return out, true
 }
 
 // FormatDuration formats d as a connector file writes it, without zero

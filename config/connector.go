@@ -64,70 +64,26 @@ func parse(file string, src []byte) (*Connector, *lineIndex, Errors) {
 	return conn, c.lines, c.probs
 }
 
+// connector decodes the top level of a file: its rows, which decode the
+// tables in turn, and then the cross-checks that relate the tables.
 func (c *checker) connector(top map[string]any) *Connector {
-	var root keyPath
-	c.unknown(top, root, &topSpec)
 	conn := &Connector{File: c.file}
-
-	if !has(top, "name") {
-		c.report(root.key("name"), "missing; every connector needs a name of letters, digits, '_' and '-', such as \"events\"")
-	} else if name, ok := c.str(top, root, "name", ""); ok {
-		if why := checkConnectorName(name); why != "" {
-			c.report(root.key("name"), "%q %s", name, why)
-		} else {
-			conn.Name = name
-		}
-	}
-	conn.Enabled, _ = c.boolean(top, root, "enabled", true)
-	if d, ok := c.duration(top, root, "shutdown_timeout", defaultShutdownTimeout); ok && d <= 0 {
-		c.report(root.key("shutdown_timeout"), "must be more than 0, such as \"30s\"")
-	} else {
-		conn.ShutdownTimeout = d
-	}
-
-	if d, ok := c.duration(top, root, "ready_upload_failure", defaultReadyUploadFailure); ok && d <= 0 {
-		c.report(root.key("ready_upload_failure"), "must be more than 0, such as \"1m\"")
-	} else {
-		conn.ReadyUploadFailure = d
-	}
-	if t, p, ok := c.table(top, root, &natsSpec); ok {
-		conn.NATS = c.nats(t, p)
-	}
-	if t, p, ok := c.table(top, root, &stateSpec); ok {
-		conn.State = c.state(t, p)
-	}
-	s3ok := false
-	if t, p, ok := c.table(top, root, &s3Spec); ok {
-		conn.S3, s3ok = c.s3(t, p)
-	}
-	out := outputCheck{}
-	if t, p, ok := c.table(top, root, &outputSpec); ok {
-		out = c.output(t, p)
-		conn.Output = out.Output
-	}
-	rot := rotationCheck{}
-	if t, p, ok := c.table(top, root, &rotationSpec); ok {
-		rot = c.rotation(t, p)
-		conn.Rotation = rot.Rotation
-	}
-	conn.Streams = c.streams(top, conn.Name, rot)
-	if t, p, ok := c.table(top, root, &icebergSpec); ok && has(top, "iceberg") {
-		conn.Iceberg = c.iceberg(t, p, conn.Name)
-		if conn.Iceberg.Region == "" {
-			conn.Iceberg.Region = conn.S3.Region
-		}
+	c.conn = conn
+	c.rows(top, nil, &topSpec, conn)
+	c.streamsCrossChecks(top, conn)
+	if conn.Iceberg != nil {
 		outT, _ := top["output"].(map[string]any)
-		c.checkIceberg(out, outT, conn.Iceberg)
+		c.icebergOutputCrossChecks(conn.Output, outT, conn.Iceberg)
 	}
-
-	c.checkTemplate(conn, out, s3ok)
+	c.templateCrossChecks(top, conn)
 	return conn
 }
 
-// checkTemplate checks that the path template suits the streams and that
-// every object key it renders fits in S3's key length limit.
-func (c *checker) checkTemplate(conn *Connector, out outputCheck, s3ok bool) {
-	tpl := out.PathTemplate
+// templateCrossChecks checks that the path template suits the streams,
+// and that every object key it renders fits in S3's key length limit with
+// the prefix.
+func (c *checker) templateCrossChecks(top map[string]any, conn *Connector) {
+	tpl := conn.Output.PathTemplate
 	if tpl == nil {
 		return
 	}
@@ -143,7 +99,7 @@ func (c *checker) checkTemplate(conn *Connector, out outputCheck, s3ok bool) {
 		c.report(key, "%q does not use {stream}, but the connector reads streams %s: their sequence numbers overlap, so object names would collide; add {stream} to the template", tpl.String(), strings.Join(names, ", "))
 	}
 
-	if !s3ok {
+	if !c.clean(keyPath{}.key("s3")) {
 		return
 	}
 	longest, dir := 0, 0
@@ -156,7 +112,8 @@ func (c *checker) checkTemplate(conn *Connector, out outputCheck, s3ok bool) {
 		longest = max(longest, n)
 	}
 	if longest > pathtemplate.MaxKeyLen {
-		if !out.templateSet {
+		outT, _ := top["output"].(map[string]any)
+		if !has(outT, "path_template") {
 			key = keyPath{}.key("s3").key("prefix")
 		}
 		c.report(key, "object keys may be %d bytes long (prefix %d, directory up to %d, object name up to %d), more than S3's limit of %d; shorten s3.prefix or the literal text of output.path_template",
@@ -182,24 +139,32 @@ func join[S ~string](values []S) string {
 	return b.String()
 }
 
-// envName returns the environment variable name at key, "" when it is
-// absent, empty or invalid.
-func (c *checker) envName(t map[string]any, p keyPath, key string) string {
-	s, ok := c.str(t, p, key, "")
-	if !ok || s == "" {
+// envName checks the name of an environment variable written where a
+// secret would go: "" is none.
+func envName(s string) string {
+	switch {
+	case s == "":
 		return ""
-	}
-	if looksLikeAccessKeyID(s) {
-		c.report(p.key(key), "looks like an access key id, not the name of an environment variable; %sname the variable that holds it", neverSecrets)
-		return ""
+	case looksLikeAccessKeyID(s):
+		return "looks like an access key id, not the name of an environment variable; " + neverSecrets + "name the variable that holds it"
 	}
 	if why := checkEnvName(s); why != "" {
 		// The value is not repeated: it may be the secret itself, pasted
 		// where the name of its variable belongs.
-		c.report(p.key(key), "%s (the value is not shown, in case it is a secret pasted in; secrets are never read from the file)", why)
-		return ""
+		return why + " (the value is not shown, in case it is a secret pasted in; secrets are never read from the file)"
 	}
-	return s
+	return ""
+}
+
+// envField binds a key that names the environment variable holding a
+// secret to the field at ptr.
+func envField[S any](ptr func(*S) *string) *field[S, string] {
+	return text(ptr).checked(envName).naming(namesEnv)
+}
+
+// fileField binds a key that names a file to the field at ptr.
+func fileField[S any](ptr func(*S) *string) *field[S, string] {
+	return text(ptr).naming(namesFile)
 }
 
 // checkToken checks a name made of letters, digits, '_' and '-'.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -58,68 +59,92 @@ const (
 	TimeFallbackReject = "reject"
 )
 
-// outputTime checks time_source, time_fallback, time_unit and timezone
-// against the typed columns o already holds.
-func (c *checker) outputTime(t map[string]any, p keyPath, o *outputCheck) {
-	et := &o.Time
-	if src, ok := c.str(t, p, "time_source", TimeSourceIngest); ok {
-		c.timeSource(p.key("time_source"), src, o)
-	}
-	if f, ok := c.str(t, p, "time_fallback", TimeFallbackIngest); ok {
-		switch f {
-		case TimeFallbackIngest:
-		case TimeFallbackReject:
-			et.Reject = true
-		default:
-			c.report(p.key("time_fallback"), "%q is not a fallback; allowed: ingest (the JetStream timestamp, counted in jetlake_event_time_fallback_total), reject (the message goes to the rejected objects with the reason)", f)
-		}
-	}
-	if u, ok := c.str(t, p, "time_unit", ""); ok && has(t, "time_unit") {
-		switch {
-		case et.Header == "":
-			c.report(p.key("time_unit"), "is the unit of a header's epoch numbers, and time_source is not a header; remove time_unit (a timestamp column has its own unit)")
-		case !slices.Contains([]string{"s", "ms", "us", "ns"}, u):
-			c.report(p.key("time_unit"), "%q is not a unit; allowed: s, ms, us, ns", u)
-		default:
-			et.Unit = u
-		}
-	}
-	if z, ok := c.str(t, p, "timezone", "UTC"); ok && z != "UTC" {
-		loc, err := time.LoadLocation(z)
-		if err != nil || z == "" || z == "Local" {
-			c.report(p.key("timezone"), "%q is not an IANA time zone name, such as \"UTC\", \"Europe/Berlin\" or \"America/New_York\"", z)
-		} else {
-			et.Location = loc
-		}
-	}
-}
-
-// timeSource checks time_source, src: ingest, a timestamp or date column,
-// or a header.
-func (c *checker) timeSource(k keyPath, src string, o *outputCheck) {
+// checkTimeSource checks time_source on its own: ingest, column:<name>
+// or header:<Name>.
+func checkTimeSource(src string) string {
 	kind, name, _ := strings.Cut(src, ":")
 	switch {
 	case src == TimeSourceIngest:
 	case kind == "column" && name != "":
-		i := slices.IndexFunc(o.Columns, func(col Column) bool { return col.Name == name })
-		switch {
-		case i < 0:
-			c.report(k, "%q names no column of [[output.columns]]; declare it there with type timestamp or date", src)
-		case o.Columns[i].Type != formats.TypeTimestamp && o.Columns[i].Type != formats.TypeDate:
-			c.report(k, "%q: column %s is %s, and an event time needs a timestamp or date column", src, name, o.Columns[i].Type)
-		default:
-			o.Time.Column = name
-		}
 	case kind == "header" && name != "" && !strings.ContainsAny(name, " :\t"):
-		o.Time.Header = name
 	default:
-		c.report(k, "%q is not a time source; allowed: ingest (the JetStream timestamp), column:<name> (a timestamp or date column of [[output.columns]]), header:<Name> (a header holding RFC 3339, or an epoch number with time_unit)", src)
+		return fmt.Sprintf("%q is not a time source; allowed: ingest (the JetStream timestamp), column:<name> (a timestamp or date column of [[output.columns]]), header:<Name> (a header holding RFC 3339, or an epoch number with time_unit)", src)
+	}
+	return ""
+}
+
+// setTimeSource sets the event time of o to time_source src, which
+// checkTimeSource allows.
+func (o *Output) setTimeSource(src string) {
+	kind, name, _ := strings.Cut(src, ":")
+	o.Time.Column, o.Time.Header = "", ""
+	switch kind {
+	case "column":
+		o.Time.Column = name
+	case "header":
+		o.Time.Header = name
+	}
+}
+
+// fallbackKind reads time_fallback into EventTime.Reject.
+var fallbackKind = simpleKind("string", func(v any) (bool, string) {
+	f, ok := v.(string)
+	switch {
+	case !ok:
+		return false, "must be a string, not " + typeName(v)
+	case f == TimeFallbackIngest:
+		return false, ""
+	case f == TimeFallbackReject:
+		return true, ""
+	}
+	return false, fmt.Sprintf("%q is not a fallback; allowed: ingest (the JetStream timestamp, counted in jetlake_event_time_fallback_total), reject (the message goes to the rejected objects with the reason)", f)
+}, func(reject bool) string { return tomlString(EventTime{Reject: reject}.Fallback()) })
+
+// zoneKind reads timezone into EventTime.Location: nil for UTC.
+var zoneKind = simpleKind("string", func(v any) (*time.Location, string) {
+	z, ok := v.(string)
+	if !ok {
+		return nil, "must be a string, not " + typeName(v)
+	}
+	if z == "UTC" {
+		return nil, ""
+	}
+	loc, err := time.LoadLocation(z)
+	if err != nil || z == "" || z == "Local" {
+		return nil, fmt.Sprintf("%q is not an IANA time zone name, such as \"UTC\", \"Europe/Berlin\" or \"America/New_York\"", z)
+	}
+	return loc, ""
+}, func(loc *time.Location) string { return tomlString(EventTime{Location: loc}.Zone()) })
+
+// outputTime checks what the event time asks of the other keys: a
+// time_source column is a timestamp or date column of [[output.columns]],
+// and time_unit goes with a header.
+func (c *checker) outputTime(t map[string]any, p keyPath, o *Output) {
+	if key := p.key("time_source"); c.ok(key) && o.Time.Column != "" {
+		src, name := o.Time.Source(), o.Time.Column
+		why := ""
+		switch i := slices.IndexFunc(o.Columns, func(col Column) bool { return col.Name == name }); {
+		case i < 0:
+			why = fmt.Sprintf("%q names no column of [[output.columns]]; declare it there with type timestamp or date", src)
+		case o.Columns[i].Type != formats.TypeTimestamp && o.Columns[i].Type != formats.TypeDate:
+			why = fmt.Sprintf("%q: column %s is %s, and an event time needs a timestamp or date column", src, name, o.Columns[i].Type)
+		}
+		if why != "" {
+			c.report(key, "%s", why)
+			c.fail(key)
+			o.Time.Column = ""
+		}
+	}
+	if key := p.key("time_unit"); has(t, "time_unit") && c.ok(key) && o.Time.Header == "" {
+		c.report(key, "is the unit of a header's epoch numbers, and time_source is not a header; remove time_unit (a timestamp column has its own unit)")
+		c.fail(key)
+		o.Time.Unit = ""
 	}
 }
 
 // checkTemplateColumns reports a {column:<name>} of the path template
 // that names no typed column.
-func (c *checker) checkTemplateColumns(p keyPath, o *outputCheck) {
+func (c *checker) checkTemplateColumns(p keyPath, o *Output) {
 	if o.PathTemplate == nil {
 		return
 	}

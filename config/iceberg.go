@@ -278,84 +278,30 @@ const (
 	defaultOrphanAge             = 72 * time.Hour
 )
 
-// iceberg checks [iceberg]: the table a connector writes.
-func (c *checker) iceberg(t map[string]any, p keyPath, name string) *Iceberg {
-	c.unknown(t, p, &icebergSpec)
-	ib := &Iceberg{Catalog: "sql", Namespace: DefaultIcebergNamespace, Table: name, CommitInterval: defaultIcebergCommitInterval}
-	c.icebergCatalog(t, p, ib)
-	c.icebergCatalogAccess(t, p, ib)
-	c.icebergCatalogKeysApply(t, p, ib)
-	c.icebergNames(t, p, ib)
-	ib.Partitioning = c.icebergPartitioning(t, p)
-	c.icebergSnapshots(t, p, ib)
-	c.icebergCompaction(t, p, ib)
-	if d, ok := c.duration(t, p, "commit_interval", defaultIcebergCommitInterval); ok {
-		if d < time.Second {
-			c.report(p.key("commit_interval"), "%s is too short: every commit adds a snapshot; use at least 1s, such as \"1m\"", d)
-		}
-		ib.CommitInterval = d
-	}
-	return ib
-}
-
-// icebergCatalog checks the kind of catalog and its uri, with
-// allow_insecure_sslmode for a PostgreSQL one.
-func (c *checker) icebergCatalog(t map[string]any, p keyPath, ib *Iceberg) {
-	if cat, ok := c.str(t, p, "catalog", "sql"); ok {
-		switch cat {
-		case "sql", "rest", "glue":
-		default:
-			c.report(p.key("catalog"), "%q is not a catalog; allowed: sql (a sqlite file or a PostgreSQL database), rest (an Iceberg REST catalog), glue (AWS Glue)", cat)
-		}
-		ib.Catalog = cat
-	}
-	uri, _ := c.str(t, p, "uri", "")
-	ib.URI = uri
-	ib.AllowInsecureSSLMode, _ = c.boolean(t, p, "allow_insecure_sslmode", false)
-	if has(t, "allow_insecure_sslmode") && (ib.Catalog != "sql" || !isPostgresURI(uri)) {
+// icebergCrossChecks checks the rules of [iceberg] that relate its keys:
+// the uri each kind of catalog takes, allow_insecure_sslmode for a
+// PostgreSQL one only, one way to authenticate to a REST catalog, and the
+// keys of one kind of catalog set for another.
+func (c *checker) icebergCrossChecks(t map[string]any, p keyPath, ib *Iceberg) {
+	if has(t, "allow_insecure_sslmode") && (ib.Catalog != "sql" || !isPostgresURI(ib.URI)) {
 		c.report(p.key("allow_insecure_sslmode"), "has no meaning here; it is for catalog = \"sql\" with a postgres:// uri")
 	}
 	switch ib.Catalog {
 	case "sql":
-		c.sqlCatalogURI(t, p, uri, ib.AllowInsecureSSLMode)
+		c.sqlCatalogURI(t, p, ib.URI, ib.AllowInsecureSSLMode)
 	case "rest":
-		c.restCatalogURI(t, p, uri)
+		c.restCatalogURI(t, p, ib.URI)
 	case "glue":
-		if uri != "" {
-			c.catalogURL(p, uri, "Glue signs its requests with the AWS credentials of the environment")
+		if ib.URI != "" {
+			c.catalogURL(p, ib.URI, "Glue signs its requests with the AWS credentials of the environment")
 		}
 	}
-}
-
-// icebergCatalogAccess checks how a REST or Glue catalog is reached:
-// warehouse, one way to authenticate (token_env, credential_env or
-// sigv4_service), region and catalog_id.
-func (c *checker) icebergCatalogAccess(t map[string]any, p keyPath, ib *Iceberg) {
-	ib.Warehouse, _ = c.str(t, p, "warehouse", "")
-	ib.TokenEnv = c.envName(t, p, "token_env")
-	ib.CredentialEnv = c.envName(t, p, "credential_env")
-	ib.SigV4Service, _ = c.str(t, p, "sigv4_service", "")
 	if ib.TokenEnv != "" && ib.CredentialEnv != "" {
 		c.report(p.key("credential_env"), "is set with token_env; a REST catalog takes a bearer token or a client credential, not both")
 	}
 	if ib.SigV4Service != "" && (ib.TokenEnv != "" || ib.CredentialEnv != "") {
 		c.report(p.key("sigv4_service"), "is set with token_env or credential_env; SigV4 signs with the AWS credentials of the environment instead")
 	}
-	if r, ok := c.str(t, p, "region", ""); ok && r != "" {
-		if why := checkRegion(r); why != "" {
-			c.report(p.key("region"), "%q %s", r, why)
-		}
-		ib.Region = r
-	}
-	ib.CatalogID, _ = c.str(t, p, "catalog_id", "")
-	if ib.CatalogID != "" && (len(ib.CatalogID) != 12 || !isDigits(ib.CatalogID)) {
-		c.report(p.key("catalog_id"), "%q is not an AWS account id (12 digits)", ib.CatalogID)
-	}
-}
-
-// icebergCatalogKeysApply reports the catalog access keys set for a kind
-// of catalog they have no meaning for.
-func (c *checker) icebergCatalogKeysApply(t map[string]any, p keyPath, ib *Iceberg) {
 	for _, key := range []string{"warehouse", "token_env", "credential_env", "sigv4_service", "catalog_id"} {
 		only := "rest"
 		if key == "catalog_id" {
@@ -365,107 +311,102 @@ func (c *checker) icebergCatalogKeysApply(t map[string]any, p keyPath, ib *Icebe
 			c.report(p.key(key), "has no meaning with catalog = %q; it is for catalog = %q", ib.Catalog, only)
 		}
 	}
-	if nonEmpty(t, "region") && ib.Catalog != "glue" && !(ib.Catalog == "rest" && ib.SigV4Service != "") {
+	if nonEmpty(t, "region") && !signsWithAWS(ib, nil) {
 		c.report(p.key("region"), "has no meaning with catalog = %q; it is for catalog = \"glue\", or \"rest\" with sigv4_service", ib.Catalog)
 	}
 }
 
-// icebergNames checks the table's namespace and name.
-func (c *checker) icebergNames(t map[string]any, p keyPath, ib *Iceberg) {
-	for _, key := range []string{"namespace", "table"} {
-		def := ib.Namespace
-		if key == "table" {
-			def = ib.Table
+// signsWithAWS reports whether the catalog's requests are signed with AWS
+// credentials: where region and catalog_id apply.
+func signsWithAWS(ib *Iceberg, _ *Connector) bool {
+	return ib.Catalog == "glue" || (ib.Catalog == "rest" && ib.SigV4Service != "")
+}
+
+// accountID checks an AWS account id.
+func accountID(id string) string {
+	if len(id) != 12 || !isDigits(id) {
+		return fmt.Sprintf("%q is not an AWS account id (12 digits)", id)
+	}
+	return ""
+}
+
+// tableName checks the name of a table or namespace.
+func tableName(v string) string {
+	if why := checkToken(v); why != "" || v == "" {
+		return fmt.Sprintf("%q is not a name; allowed: letters, digits, '_' and '-'", v)
+	}
+	return ""
+}
+
+// checkNamespace checks the namespace of the table: a name, and not the
+// folder of loss markers.
+func checkNamespace(v string) string {
+	if why := tableName(v); why != "" {
+		return why
+	}
+	if v == lossmarker.Dir {
+		return fmt.Sprintf("%q is the folder jetlake keeps its loss markers and probes in, under [s3] prefix: a table there would mix with them (a table \"lost\" would sweep the loss markers); choose another namespace, such as %q", v, DefaultIcebergNamespace)
+	}
+	return ""
+}
+
+// partitionsKind reads partitioning: an array of strings, of which it
+// keeps the entries that parse, reporting each other one.
+var partitionsKind = kind[[]Partition]{
+	name: stringsKind.name,
+	decode: func(c *checker, p keyPath, v any) ([]Partition, bool) {
+		list, ok := stringsKind.decode(c, p, v)
+		if !ok {
+			return nil, false
 		}
-		if v, ok := c.str(t, p, key, def); ok {
-			if why := checkToken(v); why != "" || v == "" {
-				c.report(p.key(key), "%q is not a name; allowed: letters, digits, '_' and '-'", v)
-			} else if key == "namespace" && v == lossmarker.Dir {
-				c.report(p.key(key), "%q is the folder jetlake keeps its loss markers and probes in, under [s3] prefix: a table there would mix with them (a table \"lost\" would sweep the loss markers); choose another namespace, such as %q", v, DefaultIcebergNamespace)
+		var parts []Partition
+		seen := map[string]bool{}
+		for _, s := range list {
+			part, err := ParsePartition(s)
+			if err != nil {
+				c.report(p, "%v", err)
+				continue
 			}
-			if key == "table" {
-				ib.Table = v
-			} else {
-				ib.Namespace = v
+			if seen[part.String()] {
+				c.report(p, "%q is there twice", part.String())
 			}
+			seen[part.String()] = true
+			parts = append(parts, part)
 		}
-	}
+		return parts, true
+	},
+	encode: func(parts []Partition) string {
+		list := make([]string, len(parts))
+		for i, part := range parts {
+			list[i] = part.String()
+		}
+		return stringsKind.encode(list)
+	},
 }
 
-// icebergPartitioning checks partitioning and returns the entries that
-// parse, DefaultPartitioning when the key is absent or not a list.
-func (c *checker) icebergPartitioning(t map[string]any, p keyPath) []Partition {
-	list, ok := c.stringList(t, p, "partitioning")
-	if !ok || !has(t, "partitioning") {
-		return DefaultPartitioning
+// notNegativeRetention is the check of snapshot_retention.
+func notNegativeRetention(d time.Duration) string {
+	if d < 0 {
+		return fmt.Sprintf("%s is negative; use 0s to keep only the newest keep_snapshots", d)
 	}
-	var parts []Partition
-	seen := map[string]bool{}
-	for _, s := range list {
-		part, err := ParsePartition(s)
-		if err != nil {
-			c.report(p.key("partitioning"), "%v", err)
-			continue
-		}
-		if seen[part.String()] {
-			c.report(p.key("partitioning"), "%q is there twice", part.String())
-		}
-		seen[part.String()] = true
-		parts = append(parts, part)
-	}
-	return parts
+	return ""
 }
 
-// icebergSnapshots checks how much history the table keeps:
-// keep_snapshots and snapshot_retention.
-func (c *checker) icebergSnapshots(t map[string]any, p keyPath, ib *Iceberg) {
-	if n, ok := c.integer(t, p, "keep_snapshots", defaultKeepSnapshots); ok {
-		if n < 1 || n > maxKeepSnapshots {
-			c.report(p.key("keep_snapshots"), "%d is out of range; allowed: 1 to %d", n, maxKeepSnapshots)
-		}
-		ib.KeepSnapshots = int(n)
-	}
-	if d, ok := c.duration(t, p, "snapshot_retention", defaultSnapshotRetention); ok {
-		if d < 0 {
-			c.report(p.key("snapshot_retention"), "%s is negative; use 0s to keep only the newest keep_snapshots", d)
-		}
-		ib.SnapshotRetention = d
-	}
-}
-
-// icebergCompaction checks when partitions are compacted and orphan files
-// removed: compact_after (its default follows ib.Partitioning),
-// remove_orphans and orphan_age.
-func (c *checker) icebergCompaction(t map[string]any, p keyPath, ib *Iceberg) {
-	if d, ok := c.duration(t, p, "compact_after", defaultCompactAfter(ib.Partitioning)); ok {
-		if d < time.Second {
-			c.report(p.key("compact_after"), "%s is too short: use at least 1s, such as \"2h\"; a partition still written to is compacted over and over", d)
-		}
-		ib.CompactAfter = d
-	}
-	ib.RemoveOrphans, _ = c.boolean(t, p, "remove_orphans", false)
-	if d, ok := c.duration(t, p, "orphan_age", defaultOrphanAge); ok {
-		if d < time.Hour {
-			c.report(p.key("orphan_age"), "%s is too short: use at least 1h, such as \"72h\"; a file younger than the writes, commits and compactions under way may still be named by one", d)
-		}
-		ib.OrphanAge = d
-	}
-}
-
-// checkIceberg checks what [iceberg] asks of [output], and that every
-// partition column is an envelope column or a typed column of a type its
+// icebergOutputCrossChecks checks what [iceberg] asks of [output], the
+// table t: parquet, none of the keys that place bare objects, and every
+// partition column an envelope column or a typed column of a type its
 // transform takes.
-func (c *checker) checkIceberg(out outputCheck, t map[string]any, ib *Iceberg) {
+func (c *checker) icebergOutputCrossChecks(out Output, t map[string]any, ib *Iceberg) {
 	for _, p := range ib.Partitioning {
 		if why := CheckPartition(p, out.Columns); why != "" {
 			c.report(keyPath{}.key("iceberg").key("partitioning"), "%s", why)
 		}
 	}
 	key := keyPath{}.key("output")
-	if out.Format != formats.Parquet {
+	if c.ok(key.key("format")) && out.Format != formats.Parquet {
 		c.report(key.key("format"), "%q can not go in an Iceberg table; use \"parquet\" with [iceberg]", out.Format)
 	}
-	if out.templateSet {
+	if has(t, "path_template") {
 		c.report(key.key("path_template"), "has no meaning with [iceberg]: the table's partitioning names the folders of its data files; remove path_template")
 	}
 	if has(t, "group_by") {

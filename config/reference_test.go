@@ -285,6 +285,9 @@ func TestKeyTableIsWellFormed(t *testing.T) {
 		}
 		seen := map[string]bool{}
 		for _, k := range sp.keys {
+			if k.bind == nil {
+				t.Errorf("%s.%s binds to no field", sp.title(), k.Name)
+			}
 			if seen[k.Name] {
 				t.Errorf("%s lists %s twice", sp.title(), k.Name)
 			}
