@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/jetlake/jetlake/exporter/jsclient"
-	"github.com/jetlake/jetlake/exporter/objstore"
+	"github.com/jetlake/jetlake/internal/failure"
 )
 
 // connect dials NATS, retrying with backoff until it succeeds or ctx ends.
@@ -50,7 +50,7 @@ func (e *Exporter) connect(ctx context.Context) (*nats.Conn, error) {
 }
 
 // natsPermanent marks a connection error that retrying will not mend as a
-// *PermanentError that says what to fix: refused credentials, or a server
+// *failure.Permanent that says what to fix: refused credentials, or a server
 // certificate this connector does not trust. Other errors are returned as
 // they are.
 func natsPermanent(url string, err error) error {
@@ -62,9 +62,9 @@ func natsPermanent(url string, err error) error {
 	)
 	switch {
 	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired):
-		return &objstore.PermanentError{Err: fmt.Errorf("nats %s: %w: check the credentials in [nats]", url, err)}
+		return &failure.Permanent{Err: fmt.Errorf("nats %s: %w: check the credentials in [nats]", url, err)}
 	case errors.As(err, &verify), errors.As(err, &unknown), errors.As(err, &hostname), errors.As(err, &invalid):
-		return &objstore.PermanentError{Err: fmt.Errorf("nats %s: %w: the server's certificate is not trusted; check tls_ca_file in [nats] and the host name in url", url, err)}
+		return &failure.Permanent{Err: fmt.Errorf("nats %s: %w: the server's certificate is not trusted; check tls_ca_file in [nats] and the host name in url", url, err)}
 	}
 	return err
 }

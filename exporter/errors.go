@@ -12,6 +12,7 @@ import (
 	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/state"
+	"github.com/jetlake/jetlake/internal/failure"
 )
 
 // The one classifier of errors: what stops a connector (permanent), what
@@ -20,14 +21,14 @@ import (
 
 // permanent reports whether err is one that waiting does not mend, and
 // that stops the connector: a wrong setting (jsclient.ConfigError), a
-// refusal of the store or server (objstore.PermanentError), or another
+// refusal of the store or server (failure.Permanent), or another
 // writer's object at a key (objstore.CollisionError), a state bucket that
 // can lose entries by itself (state.UnsafeBucketError).
 func permanent(err error) bool {
 	var ce *jsclient.ConfigError
 	var coll *objstore.CollisionError
 	var ub *state.UnsafeBucketError
-	return errors.As(err, &ce) || objstore.IsPermanent(err) || errors.As(err, &coll) || errors.As(err, &ub)
+	return errors.As(err, &ce) || failure.IsPermanent(err) || errors.As(err, &coll) || errors.As(err, &ub)
 }
 
 // retryable reports whether a set-up error may go away by itself: a network
@@ -54,7 +55,7 @@ func errorKind(err error) string {
 		return "abandoned"
 	case errors.As(err, &coll):
 		return "collision"
-	case objstore.IsPermanent(err):
+	case failure.IsPermanent(err):
 		return "permanent"
 	case keyError(err) != nil:
 		return "key"
