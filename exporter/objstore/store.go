@@ -107,10 +107,13 @@ var permanentCodes = map[string]string{
 	"InvalidArgument":       "the store refused a header; check storage_class and sse, and set [s3] checksum = \"md5\" for a store without x-amz-checksum-crc32c",
 }
 
-// classify wraps a minio error into a *failure.Permanent when retrying cannot
-// help, or into a *KeyError when the store refuses key, the key of a PUT
-// ("" for other requests); action is the IAM action the request needed
-// (s3:PutObject for a PUT), which the hint of a refusal names.
+// classify puts a minio error into the kind it is: a *failure.Permanent
+// when retrying cannot help, a *KeyError when the store refuses key, the
+// key of a PUT ("" for other requests), a *failure.Throttled when the store
+// asks for fewer requests (SlowDown, 503) and a *failure.ServerFault for
+// another failure on its side (5xx); action is the IAM action the request
+// needed (s3:PutObject for a PUT), which the hint of a refusal names.
+// Outside this package no code reads minio-go's errors.
 func classify(err error, bucket, key, action string) error {
 	if err == nil {
 		return nil
@@ -131,6 +134,12 @@ func classify(err error, bucket, key, action string) error {
 				hint = fmt.Sprintf(hint, action)
 			}
 			return &failure.Permanent{Code: er.Code, Err: fmt.Errorf("bucket %q: %s: %w (%s)", bucket, er.Code, err, hint)}
+		}
+		switch {
+		case er.Code == "SlowDown" || er.StatusCode == http.StatusServiceUnavailable:
+			return &failure.Throttled{Err: err}
+		case er.StatusCode >= http.StatusInternalServerError:
+			return &failure.ServerFault{Err: err}
 		}
 	}
 	return err

@@ -13,6 +13,8 @@ func TestAKindKeepsTheMessageAndTheChainOfWhatItWraps(t *testing.T) {
 	cause := fmt.Errorf("put k: %w", io.ErrUnexpectedEOF)
 	for _, err := range []error{
 		&failure.Permanent{Code: "AccessDenied", Err: cause},
+		&failure.Throttled{Err: cause},
+		&failure.ServerFault{Err: cause},
 	} {
 		if err.Error() != cause.Error() {
 			t.Errorf("%T says %q, want %q", err, err, cause)
@@ -31,9 +33,10 @@ func TestIsPermanentLooksThroughWrapping(t *testing.T) {
 	}{
 		{nil, false},
 		{errors.New("connection refused"), false},
+		{&failure.Throttled{Err: errors.New("SlowDown")}, false},
 		{perm, true},
 		{fmt.Errorf("check bucket: %w", perm), true},
-		{fmt.Errorf("a: %w", fmt.Errorf("b: %w", perm)), true},
+		{&failure.ServerFault{Err: perm}, true},
 	}
 	for _, tt := range tests {
 		if got := failure.IsPermanent(tt.err); got != tt.want {
