@@ -2,15 +2,10 @@ package exporter
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
-	"fmt"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/jetlake/jetlake/exporter/jsclient"
-	"github.com/jetlake/jetlake/exporter/objstore"
 )
 
 // connect dials NATS, retrying with backoff until it succeeds or ctx ends.
@@ -44,27 +39,7 @@ func (e *Exporter) connect(ctx context.Context) (*nats.Conn, error) {
 	err = retry(ctx, e.log, "NATS", func(context.Context) error {
 		var err error
 		nc, err = nats.Connect(e.cfg.NATS.URL, opts...)
-		return natsPermanent(e.cfg.NATS.URL, err)
+		return jsclient.ClassifyConnect(e.cfg.NATS.URL, err)
 	})
 	return nc, err
-}
-
-// natsPermanent marks a connection error that retrying will not mend as a
-// *PermanentError that says what to fix: refused credentials, or a server
-// certificate this connector does not trust. Other errors are returned as
-// they are.
-func natsPermanent(url string, err error) error {
-	var (
-		verify   *tls.CertificateVerificationError
-		unknown  x509.UnknownAuthorityError
-		hostname x509.HostnameError
-		invalid  x509.CertificateInvalidError
-	)
-	switch {
-	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired):
-		return &objstore.PermanentError{Err: fmt.Errorf("nats %s: %w: check the credentials in [nats]", url, err)}
-	case errors.As(err, &verify), errors.As(err, &unknown), errors.As(err, &hostname), errors.As(err, &invalid):
-		return &objstore.PermanentError{Err: fmt.Errorf("nats %s: %w: the server's certificate is not trusted; check tls_ca_file in [nats] and the host name in url", url, err)}
-	}
-	return err
 }

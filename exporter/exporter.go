@@ -28,6 +28,7 @@ import (
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/state"
 	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/internal/failure"
 )
 
 // Options tune an Exporter. The zero value runs until the context ends,
@@ -188,7 +189,7 @@ type bucketChecker interface {
 //
 // Run returns nil after a clean stop, ctx ending while it sets up included.
 // It returns a *ConfigError when a stream or consumer does not fit, a
-// *PermanentError when the store or NATS refuses for good (a permissions
+// *failure.Permanent when the store or NATS refuses for good (a permissions
 // violation among them: a *PermissionError), a
 // *CollisionError when another writer's object holds a key, and
 // ErrConsumerDeleted when a stream vanishes. A consumer that vanishes is
@@ -322,11 +323,11 @@ func (e *session) openLakeTable(ctx context.Context) error {
 		var nf *iceberg.NoCatalogFolderError
 		switch {
 		case errors.As(err, &me):
-			return &objstore.PermanentError{Code: "IcebergTable", Err: fmt.Errorf("iceberg table %s.%s: %w", e.cfg.Iceberg.Namespace, e.cfg.Iceberg.Table, err)}
+			return &failure.Permanent{Code: "IcebergTable", Err: fmt.Errorf("iceberg table %s.%s: %w", e.cfg.Iceberg.Namespace, e.cfg.Iceberg.Table, err)}
 		case errors.As(err, &fh), errors.As(err, &nf):
 			// A catalog pointing elsewhere, or a folder that is not
 			// there, stays so however often it is asked.
-			return &objstore.PermanentError{Code: "IcebergCatalog", Err: err}
+			return &failure.Permanent{Code: "IcebergCatalog", Err: err}
 		}
 		e.table = t
 		return err

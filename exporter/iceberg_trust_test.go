@@ -18,7 +18,7 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/exportertest"
-	"github.com/jetlake/jetlake/exporter/objstore"
+	"github.com/jetlake/jetlake/internal/failure"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 
@@ -175,7 +175,7 @@ max_file_age = "1s"`)
 			switch {
 			case err == nil:
 				t.Fatalf("the forged plan %s was accepted", key)
-			case !objstore.IsPermanent(err):
+			case !failure.IsPermanent(err):
 				t.Fatalf("not a permanent error: %v", err)
 			case !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), tc.location) || !strings.Contains(err.Error(), tc.why):
 				t.Fatalf("the error does not name the key %s, the file %s and why (%s): %v", key, tc.location, tc.why, err)

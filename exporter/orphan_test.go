@@ -21,6 +21,7 @@ import (
 	"github.com/jetlake/jetlake/exporter/lake"
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/state"
+	"github.com/jetlake/jetlake/internal/failure"
 )
 
 // tableUUID reads the UUID jetlake recorded for the connector's table.
@@ -195,7 +196,7 @@ max_file_age = "1s"`)
 	c.Iceberg.URI = "sqlite://" + fresh
 	err := e.runUntilIdleErr(c, time.Minute)
 	var changed *state.TableChangedError
-	if !errors.As(err, &changed) || !objstore.IsPermanent(err) {
+	if !errors.As(err, &changed) || !failure.IsPermanent(err) {
 		t.Fatalf("run on a fresh catalog: %v, want a permanent *TableChangedError", err)
 	}
 	store, err := objstore.NewS3Store(c.S3)

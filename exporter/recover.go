@@ -14,6 +14,7 @@ import (
 	"github.com/jetlake/jetlake/exporter/fault"
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/state"
+	"github.com/jetlake/jetlake/internal/failure"
 )
 
 // recovery is what the intents another process left say about a stream:
@@ -63,7 +64,7 @@ func (e *session) findIntents(ctx context.Context, s *streamState, known map[str
 		var in state.Intent
 		if err := json.Unmarshal(value, &in); err != nil {
 			// Not going away by itself: retries would not help.
-			return nil, &objstore.PermanentError{Code: "IntentUnreadable", Err: fmt.Errorf("intent %s: %w", ikey, err)}
+			return nil, &failure.Permanent{Code: "IntentUnreadable", Err: fmt.Errorf("intent %s: %w", ikey, err)}
 		}
 		if !in.StreamCreated.Equal(s.created) {
 			// The stream was re-created: these sequences are other messages.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/objstore"
+	"github.com/jetlake/jetlake/internal/failure"
 )
 
 func TestRetryableTellsPassingTroubleFromWrongSettings(t *testing.T) {
@@ -21,7 +22,7 @@ func TestRetryableTellsPassingTroubleFromWrongSettings(t *testing.T) {
 		{&jetstream.APIError{Code: 503, Description: "JetStream system temporarily unavailable"}, true},
 		{&jetstream.APIError{Code: 404, Description: "stream not found"}, false},
 		{&jsclient.ConfigError{Stream: "S", Consumer: "c", Msg: "AckAll"}, false},
-		{&objstore.PermanentError{Err: errors.New("AccessDenied")}, false},
+		{&failure.Permanent{Err: errors.New("AccessDenied")}, false},
 		// A collision does not go away by waiting: it stops the exporter.
 		{fmt.Errorf("recover: %w", &objstore.CollisionError{Key: "k", Intent: "other"}), false},
 	}

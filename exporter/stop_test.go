@@ -13,7 +13,7 @@ import (
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/jsclient"
-	"github.com/jetlake/jetlake/exporter/objstore"
+	"github.com/jetlake/jetlake/internal/failure"
 )
 
 func TestMissingBucketStopsWithAClearError(t *testing.T) {
@@ -25,7 +25,7 @@ func TestMissingBucketStopsWithAClearError(t *testing.T) {
 	defer cancel()
 	done, _ := e.run(ctx, c, false)
 	err := <-done
-	if !objstore.IsPermanent(err) || !strings.Contains(err.Error(), "no-such-bucket-here") {
+	if !failure.IsPermanent(err) || !strings.Contains(err.Error(), "no-such-bucket-here") {
 		t.Fatalf("Run = %v, want a permanent error naming the bucket", err)
 	}
 }

@@ -11,10 +11,10 @@ import (
 
 	"github.com/jetlake/jetlake/exporter/fault"
 	"github.com/jetlake/jetlake/exporter/iceberg"
-	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/state"
 	"github.com/jetlake/jetlake/exporter/statekey"
 	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/internal/failure"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 
@@ -50,7 +50,7 @@ type lakeTable struct {
 func (e *session) openTable(ctx context.Context) (*lakeTable, error) {
 	cfg, dataPrefix, err := iceberg.ConnectorConfig(e.cfg)
 	if err != nil {
-		return nil, &objstore.PermanentError{Code: "IcebergCatalog", Err: err}
+		return nil, &failure.Permanent{Code: "IcebergCatalog", Err: err}
 	}
 	if err := state.RefuseMissingTable(ctx, e.intents, e.cfg, cfg); err != nil {
 		return nil, err
@@ -80,7 +80,7 @@ func (e *session) openTable(ctx context.Context) (*lakeTable, error) {
 	// when a publisher's long subject comes.
 	if n := maxDataKeyLen(dataPrefix, part, e.enc.Ext()); n > pathtemplate.MaxKeyLen {
 		t.Close()
-		return nil, &objstore.PermanentError{Code: "IcebergTable", Err: fmt.Errorf(
+		return nil, &failure.Permanent{Code: "IcebergTable", Err: fmt.Errorf(
 			"iceberg table %s: data file keys may be %d bytes long (%s/, a partition folder of up to %d bytes, a sequence range), more than S3's limit of %d; shorten s3.prefix, the namespace or table, or the partition fields",
 			t.Name(), n, dataPrefix, part.MaxDirLen(), pathtemplate.MaxKeyLen)}
 	}
@@ -142,7 +142,7 @@ func (e *session) recoverPlans(ctx context.Context, lt *lakeTable) ([]*iceberg.P
 		// A plan jetlake did not write, or one it can not have written:
 		// committing it would put objects it never stored into the
 		// table, and waiting mends nothing.
-		return nil, &objstore.PermanentError{Code: "IcebergPlan", Err: fmt.Errorf(
+		return nil, &failure.Permanent{Code: "IcebergPlan", Err: fmt.Errorf(
 			"iceberg table %s: recover commits: %w; inspect the key %s of the state bucket %s, and delete it if no jetlake process wrote it (nats kv del %s %s): its files that have an intent are then planned anew",
 			t.Name(), err, pe.Key, e.cfg.State.Bucket, e.cfg.State.Bucket, pe.Key)}
 	}
@@ -250,7 +250,7 @@ func (r *runner) tableCommitted(plan *iceberg.Plan, files []iceberg.File, took t
 	var le *iceberg.LocationError
 	if errors.As(err, &le) {
 		// A file outside the table's data folder: no retry commits it.
-		err = &objstore.PermanentError{Code: "IcebergPlan", Err: err}
+		err = &failure.Permanent{Code: "IcebergPlan", Err: err}
 	}
 	m, name, table := r.e.m, r.e.cfg.Name, lt.t.Name()
 	if err != nil {
@@ -265,7 +265,7 @@ func (r *runner) tableCommitted(plan *iceberg.Plan, files []iceberg.File, took t
 			lt.files.Return(files)
 		}
 		r.log.Warn("iceberg commit failed; trying again", "table", lt.t.Name(), "files", len(files), "error", err)
-		var pe *objstore.PermanentError
+		var pe *failure.Permanent
 		if errors.As(err, &pe) {
 			r.fail(err)
 		}

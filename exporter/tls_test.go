@@ -23,7 +23,7 @@ import (
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/exportertest"
 	"github.com/jetlake/jetlake/exporter/jsclient"
-	"github.com/jetlake/jetlake/exporter/objstore"
+	"github.com/jetlake/jetlake/internal/failure"
 )
 
 // testCert is a certificate and its key, written as PEM files.
@@ -137,7 +137,7 @@ func TestUntrustedServerCertificateStopsTheExporter(t *testing.T) {
 	defer cancel()
 	done, _ := e.run(ctx, c, false)
 	err = <-done
-	if !objstore.IsPermanent(err) || !strings.Contains(err.Error(), "tls_ca_file") || ctx.Err() != nil {
+	if !failure.IsPermanent(err) || !strings.Contains(err.Error(), "tls_ca_file") || ctx.Err() != nil {
 		t.Fatalf("Run with another CA = %v, want a permanent error naming tls_ca_file", err)
 	}
 }

@@ -250,7 +250,7 @@ func (c *batchSteps) ownedUntil() time.Time { return ownedUntil(c.progress, c.ac
 // for an instance whose link to NATS froze while a standby took over. It
 // keeps the messages in progress, with InProgress the server confirms, and
 // returns ErrAbandoned once it cannot: the AckWait is (nearly) spent. It
-// returns a *PermanentError, *CollisionError or *KeyError (a key the store
+// returns a *failure.Permanent, *CollisionError or *KeyError (a key the store
 // refuses is refused again) at once, and ctx's error when ctx ends.
 func (c *batchSteps) do(ctx context.Context, what string, step func(context.Context) error) error {
 	for attempt := 0; ; attempt++ {

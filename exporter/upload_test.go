@@ -24,6 +24,7 @@ import (
 	"github.com/jetlake/jetlake/exporter/metrics"
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/internal/failure"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 
@@ -205,11 +206,11 @@ func TestUploadAcksEveryMessageOnceAfterTheStoreSucceeds(t *testing.T) {
 }
 
 func TestUploadNeverAcksOnAPermanentError(t *testing.T) {
-	store := &MemStore{n: 1 << 30, err: &objstore.PermanentError{Code: "AccessDenied", Err: errors.New("access denied")}}
+	store := &MemStore{n: 1 << 30, err: &failure.Permanent{Code: "AccessDenied", Err: errors.New("access denied")}}
 	e := testExporter(t, store)
 	j, msgs := sealedJob(t, e, 3, time.Now(), time.Minute)
 	res := upload(context.Background(), e, j)
-	if !objstore.IsPermanent(res.err) || store.puts != 1 {
+	if !failure.IsPermanent(res.err) || store.puts != 1 {
 		t.Fatalf("err = %v after %d puts; want a permanent error after 1", res.err, store.puts)
 	}
 	for _, m := range msgs {

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/lossmarker"
 )
 
@@ -14,14 +13,14 @@ func TestGapsNameEveryLostSequenceInMarkersOfBoundedSize(t *testing.T) {
 	if got := lossmarker.Gaps("S", "c", nil, "purged"); len(got) != 0 {
 		t.Fatalf("%d markers of nothing", len(got))
 	}
-	one := lossmarker.Gaps("S", "c", []progress.Range{{First: 5, Last: 9}}, "purged")
+	one := lossmarker.Gaps("S", "c", []lossmarker.Range{{First: 5, Last: 9}}, "purged")
 	if len(one) != 1 || one[0].Count != 5 || one[0].FirstSeq != 5 || one[0].LastSeq != 9 || len(one[0].Ranges) != 0 ||
 		one[0].Reason != lossmarker.Gap || one[0].Stream != "S" || one[0].Consumer != "c" || one[0].Error != "purged: 5 sequences from 5 to 9" {
 		t.Fatalf("one range: %+v", one)
 	}
-	var lost []progress.Range
+	var lost []lossmarker.Range
 	for i := range uint64(lossmarker.MaxRanges + 3) {
-		lost = append(lost, progress.Range{First: 10 + 3*i, Last: 11 + 3*i})
+		lost = append(lost, lossmarker.Range{First: 10 + 3*i, Last: 11 + 3*i})
 	}
 	many := lossmarker.Gaps("S", "c", lost, "removed")
 	if len(many) != 2 || len(many[0].Ranges) != lossmarker.MaxRanges || len(many[1].Ranges) != 3 {

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/lossmarker"
 )
 
@@ -35,7 +34,7 @@ func goldenMarkers() map[string]*lossmarker.Marker {
 			FirstSeq:        2,
 			LastSeq:         2000001,
 			Count:           1000001,
-			Ranges:          []progress.Range{{First: 2, Last: 1000001}, {First: 2000001, Last: 2000001}},
+			Ranges:          []lossmarker.Range{{First: 2, Last: 1000001}, {First: 2000001, Last: 2000001}},
 			Reason:          lossmarker.Gap,
 			Error:           "the stream removed these sequences before they were exported",
 			DetectedAt:      time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC),

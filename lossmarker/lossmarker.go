@@ -15,7 +15,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 
@@ -48,20 +47,20 @@ type Marker struct {
 	// Ranges, when set, are the exact sequences the marker names: sorted,
 	// disjoint, not adjacent, from FirstSeq to LastSeq, Count in all. A
 	// marker without them names every sequence from FirstSeq to LastSeq.
-	Ranges          []progress.Range `json:"ranges,omitempty"`
-	Reason          Reason           `json:"reason"`
-	Error           string           `json:"error"`
-	DetectedAt      time.Time        `json:"detected_at"`
-	ExporterVersion string           `json:"exporter_version"`
+	Ranges          []Range   `json:"ranges,omitempty"`
+	Reason          Reason    `json:"reason"`
+	Error           string    `json:"error"`
+	DetectedAt      time.Time `json:"detected_at"`
+	ExporterVersion string    `json:"exporter_version"`
 }
 
 // Runs returns the ranges the marker names: its Ranges, or the one range
 // from FirstSeq to LastSeq.
-func (m *Marker) Runs() []progress.Range {
+func (m *Marker) Runs() []Range {
 	if len(m.Ranges) > 0 {
 		return m.Ranges
 	}
-	return []progress.Range{{First: m.FirstSeq, Last: m.LastSeq}}
+	return []Range{{First: m.FirstSeq, Last: m.LastSeq}}
 }
 
 // Key returns the marker's object key, as pathtemplate.LostKey names it:
@@ -165,7 +164,7 @@ const MaxRanges = 10_000
 // Gaps returns the markers of lost, sorted disjoint ranges of stream that
 // consumer never exported because the stream removed them, one per
 // MaxRanges ranges; why says what removed them.
-func Gaps(stream, consumer string, lost []progress.Range, why string) []*Marker {
+func Gaps(stream, consumer string, lost []Range, why string) []*Marker {
 	var out []*Marker
 	for len(lost) > 0 {
 		part := lost[:min(len(lost), MaxRanges)]

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/lossmarker"
 )
 
@@ -97,31 +96,31 @@ func TestValidate(t *testing.T) {
 		{"detected in year 9999", func(m *lossmarker.Marker) { m.DetectedAt = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC) }, ""},
 
 		{"exact ranges", func(m *lossmarker.Marker) {
-			m.Ranges, m.Count = []progress.Range{{First: 1001, Last: 1001}, {First: 1003, Last: 1400}, {First: 1500, Last: 1500}}, 400
+			m.Ranges, m.Count = []lossmarker.Range{{First: 1001, Last: 1001}, {First: 1003, Last: 1400}, {First: 1500, Last: 1500}}, 400
 		}, ""},
-		{"one exact range", func(m *lossmarker.Marker) { m.Ranges = []progress.Range{{First: 1001, Last: 1500}} }, ""},
+		{"one exact range", func(m *lossmarker.Marker) { m.Ranges = []lossmarker.Range{{First: 1001, Last: 1500}} }, ""},
 		{"ranges up to the last sequence", func(m *lossmarker.Marker) {
 			m.FirstSeq, m.LastSeq, m.Count = 1, math.MaxUint64, math.MaxUint64-1
-			m.Ranges = []progress.Range{{First: 1, Last: 1}, {First: 3, Last: math.MaxUint64}}
+			m.Ranges = []lossmarker.Range{{First: 1, Last: 1}, {First: 3, Last: math.MaxUint64}}
 		}, ""},
 
 		{"ranges that touch", func(m *lossmarker.Marker) {
-			m.Ranges, m.Count = []progress.Range{{First: 1001, Last: 1200}, {First: 1201, Last: 1500}}, 500
+			m.Ranges, m.Count = []lossmarker.Range{{First: 1001, Last: 1200}, {First: 1201, Last: 1500}}, 500
 		}, "lossmarker: ranges[1] 1201-1500 does not follow 1001-1200 with a gap"},
 		{"ranges out of order", func(m *lossmarker.Marker) {
-			m.Ranges, m.Count = []progress.Range{{First: 1400, Last: 1500}, {First: 1001, Last: 1100}}, 201
+			m.Ranges, m.Count = []lossmarker.Range{{First: 1400, Last: 1500}, {First: 1001, Last: 1100}}, 201
 		}, "lossmarker: ranges[1] 1001-1100 does not follow 1400-1500 with a gap"},
 		{"a range after the last sequence", func(m *lossmarker.Marker) {
 			m.FirstSeq, m.LastSeq = 1, math.MaxUint64
-			m.Ranges, m.Count = []progress.Range{{First: 1, Last: math.MaxUint64}, {First: 5, Last: 5}}, 1
+			m.Ranges, m.Count = []lossmarker.Range{{First: 1, Last: math.MaxUint64}, {First: 5, Last: 5}}, 1
 		}, "lossmarker: ranges[1] 5-5 does not follow 1-18446744073709551615 with a gap"},
-		{"a reversed range", func(m *lossmarker.Marker) { m.Ranges = []progress.Range{{First: 1500, Last: 1001}} },
+		{"a reversed range", func(m *lossmarker.Marker) { m.Ranges = []lossmarker.Range{{First: 1500, Last: 1001}} },
 			"lossmarker: ranges[0] 1500-1001 is not a range of stream sequences"},
 		{"ranges that do not span the marker", func(m *lossmarker.Marker) {
-			m.Ranges, m.Count = []progress.Range{{First: 1001, Last: 1400}}, 400
+			m.Ranges, m.Count = []lossmarker.Range{{First: 1001, Last: 1400}}, 400
 		}, "lossmarker: ranges span 1001-1400, not 1001-1500"},
 		{"ranges that do not hold count", func(m *lossmarker.Marker) {
-			m.Ranges = []progress.Range{{First: 1001, Last: 1001}, {First: 1500, Last: 1500}}
+			m.Ranges = []lossmarker.Range{{First: 1001, Last: 1001}, {First: 1500, Last: 1500}}
 		}, "lossmarker: ranges hold 2 sequences, not count 500"},
 		{"no stream", func(m *lossmarker.Marker) { m.Stream = "" },
 			"lossmarker: stream is empty"},

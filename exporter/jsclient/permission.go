@@ -11,7 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/jetlake/jetlake/exporter/objstore"
+	"github.com/jetlake/jetlake/internal/failure"
 )
 
 // PermissionError is a publish or a subscription the NATS server refused
@@ -112,14 +112,14 @@ func (w *PermissionWatch) Option() nats.Option {
 
 // Observe takes an error the connection reported. A permissions violation
 // ends every context of Context that is still running, with a
-// *PermanentError wrapping the *PermissionError as the cause; Observe
+// *failure.Permanent wrapping the *PermissionError as the cause; Observe
 // reports whether err was one.
 func (w *PermissionWatch) Observe(err error) bool {
 	pe := ParsePermissionError(err)
 	if pe == nil {
 		return false
 	}
-	cause := &objstore.PermanentError{Code: "NATSPermission", Err: pe}
+	cause := &failure.Permanent{Code: "NATSPermission", Err: pe}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for id, cancel := range w.active {
@@ -150,7 +150,7 @@ func (w *PermissionWatch) Context(ctx context.Context) (context.Context, context
 	}
 }
 
-// Denied returns the *PermanentError, wrapping a *PermissionError, that
+// Denied returns the *failure.Permanent, wrapping a *PermissionError, that
 // ended ctx (a context of PermissionWatch.Context, or one made from it),
 // or nil when ctx did not end for a permissions violation.
 func Denied(ctx context.Context) error {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/jetlake/jetlake/exporter/objstore"
+	"github.com/jetlake/jetlake/internal/failure"
 )
 
 // violation is the error nats.go hands the error handler for the server's
@@ -104,7 +104,7 @@ func TestAViolationEndsTheWatchedContextsAsPermanentAndLeavesOthers(t *testing.T
 	}
 	denied := Denied(running)
 	var pe *PermissionError
-	if !objstore.IsPermanent(denied) || !errors.As(denied, &pe) || pe.Subject != "$JS.ACK.S.c.>" {
+	if !failure.IsPermanent(denied) || !errors.As(denied, &pe) || pe.Subject != "$JS.ACK.S.c.>" {
 		t.Fatalf("Denied: %v, want a permanent error naming the subject", denied)
 	}
 	if Denied(released) != nil {

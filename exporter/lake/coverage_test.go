@@ -130,7 +130,7 @@ func TestCheckCoverage(t *testing.T) {
 				data:  objs([]progress.Range{{First: 1, Last: 10}}, []progress.Range{{First: 21, Last: 30}}),
 				markers: []*lossmarker.Marker{{
 					FirstSeq: 11, LastSeq: 20, Count: 8,
-					Ranges: []progress.Range{{First: 11, Last: 12}, {First: 15, Last: 20}},
+					Ranges: []lossmarker.Range{{First: 11, Last: 12}, {First: 15, Last: 20}},
 				}},
 			},
 			want: coverage{missing: []progress.Range{{First: 13, Last: 14}}, messages: 20},
@@ -312,7 +312,7 @@ func TestCheckCoverageAgreesWithCheckingEachSequence(t *testing.T) {
 			rs := randomRuns(rng.IntN(6) + 1)
 			m := &lossmarker.Marker{FirstSeq: rs[0].First, LastSeq: rs[len(rs)-1].Last}
 			for _, r := range rs {
-				m.Ranges = append(m.Ranges, progress.Range{First: r.First, Last: r.Last})
+				m.Ranges = append(m.Ranges, lossmarker.Range{First: r.First, Last: r.Last})
 			}
 			in.markers = append(in.markers, m)
 		}

@@ -175,6 +175,6 @@ func (x *Exported) marker(ctx context.Context, store objstore.ObjectReader, key 
 		m.Consumer != "" && !slices.Contains(consumers, m.Consumer) {
 		return false, nil
 	}
-	x.add(m.Runs())
+	x.add(progress.MarkerRanges(m.Runs()))
 	return true, nil
 }

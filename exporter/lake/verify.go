@@ -377,7 +377,7 @@ func (v *verifier) scope(ctx context.Context, sc config.Stream, stream jetstream
 func markedRanges(markers []*lossmarker.Marker) []progress.Range {
 	var all []progress.Range
 	for _, m := range markers {
-		all = append(all, m.Runs()...)
+		all = append(all, progress.MarkerRanges(m.Runs())...)
 	}
 	slices.SortFunc(all, func(a, b progress.Range) int { return cmp.Compare(a.First, b.First) })
 	var merged progress.Set

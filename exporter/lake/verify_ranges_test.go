@@ -41,7 +41,7 @@ func TestMarkedRangesFindsEverySequenceOfEveryMarker(t *testing.T) {
 
 func TestMarkedRangesNamesOnlyAMarkersRanges(t *testing.T) {
 	markers := []*lossmarker.Marker{
-		{FirstSeq: 10, LastSeq: 30, Count: 6, Ranges: []progress.Range{{First: 10, Last: 12}, {First: 20, Last: 20}, {First: 29, Last: 30}}},
+		{FirstSeq: 10, LastSeq: 30, Count: 6, Ranges: []lossmarker.Range{{First: 10, Last: 12}, {First: 20, Last: 20}, {First: 29, Last: 30}}},
 		{FirstSeq: 21, LastSeq: 21}, // joins 20
 		{FirstSeq: 1, LastSeq: 300_000_000},
 	}

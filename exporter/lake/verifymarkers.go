@@ -76,7 +76,7 @@ func withoutExported(markers []*lossmarker.Marker, data []objectRuns) ([]*lossma
 		var total uint64
 		for _, r := range m.Runs() {
 			total += r.Last - r.First + 1
-			left = append(left, stored.Outside(r)...)
+			left = append(left, stored.Outside(progress.Range(r))...)
 		}
 		n := progress.Count(left)
 		if n == total {
@@ -91,7 +91,7 @@ func withoutExported(markers []*lossmarker.Marker, data []objectRuns) ([]*lossma
 		trimmed.FirstSeq, trimmed.LastSeq, trimmed.Count, trimmed.Ranges = left[0].First, left[len(left)-1].Last, n, nil
 		if len(left) > 1 {
 			for _, r := range left {
-				trimmed.Ranges = append(trimmed.Ranges, r)
+				trimmed.Ranges = append(trimmed.Ranges, lossmarker.Range(r))
 			}
 		}
 		out = append(out, &trimmed)

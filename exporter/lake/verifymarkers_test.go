@@ -21,8 +21,8 @@ func TestWithoutExportedKeepsOnlyWhatNoObjectHolds(t *testing.T) {
 		{"all stored", lossmarker.Marker{FirstSeq: 2, LastSeq: 5, Count: 4}, nil, 4},
 		{"part stored", lossmarker.Marker{FirstSeq: 5, LastSeq: 15, Count: 11},
 			[]lossmarker.Marker{{FirstSeq: 11, LastSeq: 15, Count: 5}}, 6},
-		{"ranges split", lossmarker.Marker{FirstSeq: 20, LastSeq: 31, Count: 8, Ranges: []progress.Range{{First: 20, Last: 23}, {First: 26, Last: 29}, {First: 31, Last: 31}}},
-			[]lossmarker.Marker{{FirstSeq: 20, LastSeq: 31, Count: 4, Ranges: []progress.Range{{First: 20, Last: 20}, {First: 26, Last: 27}, {First: 31, Last: 31}}}}, 5},
+		{"ranges split", lossmarker.Marker{FirstSeq: 20, LastSeq: 31, Count: 8, Ranges: []lossmarker.Range{{First: 20, Last: 23}, {First: 26, Last: 29}, {First: 31, Last: 31}}},
+			[]lossmarker.Marker{{FirstSeq: 20, LastSeq: 31, Count: 4, Ranges: []lossmarker.Range{{First: 20, Last: 20}, {First: 26, Last: 27}, {First: 31, Last: 31}}}}, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := tc.in

@@ -28,6 +28,7 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/internal/failure"
 )
 
 // ObjectStore is where the exporter writes objects.
@@ -35,7 +36,7 @@ type ObjectStore interface {
 	// Put stores body under key durably before it returns nil. With
 	// o.IfNoneMatch it stores nothing when the key exists and returns an
 	// error wrapping ErrExists. Errors that retrying will not mend are
-	// *PermanentError.
+	// *failure.Permanent.
 	Put(ctx context.Context, key string, body formats.Body, o PutOptions) error
 	// Head returns the user metadata of the object at key, or an error
 	// wrapping ErrNotFound.
@@ -64,23 +65,6 @@ var (
 	ErrExists   = errors.New("object exists")
 	ErrNotFound = errors.New("object not found")
 )
-
-// PermanentError marks a storage error that retrying will not mend, such as
-// AccessDenied or NoSuchBucket.
-type PermanentError struct {
-	Code string // the S3 error code
-	Err  error
-}
-
-func (e *PermanentError) Error() string { return e.Err.Error() }
-func (e *PermanentError) Unwrap() error { return e.Err }
-
-// IsPermanent reports whether err (or an error it wraps) is a
-// *PermanentError.
-func IsPermanent(err error) bool {
-	var pe *PermanentError
-	return errors.As(err, &pe)
-}
 
 // KeyError is a store's refusal of an object key, such as MinIO's
 // XMinioInvalidObjectName for a segment longer than 255 bytes, or a key
@@ -123,10 +107,13 @@ var permanentCodes = map[string]string{
 	"InvalidArgument":       "the store refused a header; check storage_class and sse, and set [s3] checksum = \"md5\" for a store without x-amz-checksum-crc32c",
 }
 
-// classify wraps a minio error into a *PermanentError when retrying cannot
-// help, or into a *KeyError when the store refuses key, the key of a PUT
-// ("" for other requests); action is the IAM action the request needed
-// (s3:PutObject for a PUT), which the hint of a refusal names.
+// classify puts a minio error into the kind it is: a *failure.Permanent
+// when retrying cannot help, a *KeyError when the store refuses key, the
+// key of a PUT ("" for other requests), a *failure.Throttled when the store
+// asks for fewer requests (SlowDown, 503) and a *failure.ServerFault for
+// another failure on its side (5xx); action is the IAM action the request
+// needed (s3:PutObject for a PUT), which the hint of a refusal names.
+// Outside this package no code reads minio-go's errors.
 func classify(err error, bucket, key, action string) error {
 	if err == nil {
 		return nil
@@ -146,7 +133,13 @@ func classify(err error, bucket, key, action string) error {
 			if strings.Contains(hint, "%s") {
 				hint = fmt.Sprintf(hint, action)
 			}
-			return &PermanentError{Code: er.Code, Err: fmt.Errorf("bucket %q: %s: %w (%s)", bucket, er.Code, err, hint)}
+			return &failure.Permanent{Code: er.Code, Err: fmt.Errorf("bucket %q: %s: %w (%s)", bucket, er.Code, err, hint)}
+		}
+		switch {
+		case er.Code == "SlowDown" || er.StatusCode == http.StatusServiceUnavailable:
+			return &failure.Throttled{Err: err}
+		case er.StatusCode >= http.StatusInternalServerError:
+			return &failure.ServerFault{Err: err}
 		}
 	}
 	return err
@@ -328,14 +321,14 @@ func (s *S3Store) Head(ctx context.Context, key string) (map[string]string, erro
 }
 
 // CheckBucket verifies that the bucket exists and the credentials can reach
-// it. A missing bucket is a *PermanentError.
+// it. A missing bucket is a *failure.Permanent.
 func (s *S3Store) CheckBucket(ctx context.Context) error {
 	ok, err := s.client.BucketExists(ctx, s.bucket)
 	if err != nil {
 		return classify(fmt.Errorf("check bucket %q: %w", s.bucket, err), s.bucket, "", "s3:ListBucket")
 	}
 	if !ok {
-		return &PermanentError{Code: "NoSuchBucket", Err: fmt.Errorf("bucket %q does not exist: create it or fix s3.bucket", s.bucket)}
+		return &failure.Permanent{Code: "NoSuchBucket", Err: fmt.Errorf("bucket %q does not exist: create it or fix s3.bucket", s.bucket)}
 	}
 	return nil
 }

@@ -1,6 +1,10 @@
 package progress
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/jetlake/jetlake/lossmarker"
+)
 
 // Book is the one account of a stream's sequences that a runner keeps:
 // which it holds (delivered, not yet acked or abandoned) and how many of
@@ -201,20 +205,20 @@ func (b *Book) BatchDone(ikey string, n int, o Outcome) {
 	}
 }
 
-// MarkerDone records the end of a loss marker of runs. term are the held
-// sequences the marker names (poison messages, terminated once it is
+// MarkerDone records the end of a loss marker of runs (the marker's
+// Runs). term are the held sequences the marker names (poison messages, terminated once it is
 // stored; nil for sequences gone from the stream), released here. A marker
 // not stored makes gone sequences holes again, which the next walk finds
 // gone again, and returns held ones.
-func (b *Book) MarkerDone(runs []Range, term []uint64, stored bool) {
+func (b *Book) MarkerDone(runs []lossmarker.Range, term []uint64, stored bool) {
 	for _, q := range term {
 		b.held.Remove(q)
 	}
 	if b.led == nil {
 		return
 	}
-	for _, r := range runs {
-		switch {
+	for _, mr := range runs {
+		switch r := Range(mr); {
 		case stored:
 			b.led.Marked(r)
 		case term == nil:

@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"testing"
+
+	"github.com/jetlake/jetlake/lossmarker"
 )
 
 // started returns a Book whose Ledger starts empty: every sequence is
@@ -139,7 +141,7 @@ func TestBookKeepsItsLedgerInStep(t *testing.T) {
 	if held, sealed := b.Counts(); held != 0 || sealed != 0 {
 		t.Fatalf("%d held, %d sealed after both batches", held, sealed)
 	}
-	b.MarkerDone([]Range{{4, 6}}, []uint64{4, 5, 6}, true)
+	b.MarkerDone([]lossmarker.Range{{First: 4, Last: 6}}, []uint64{4, 5, 6}, true)
 	if f := b.Ledger().Floor(); f != 6 || b.Ledger().HasHoles() {
 		t.Fatalf("after the marker: floor %d, holes %v", f, b.Ledger().Holes())
 	}

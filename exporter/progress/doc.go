@@ -11,4 +11,10 @@
 // the export record is written from, and Book the one account a runner
 // keeps of a stream's sequences, its Ledger included: every event that
 // changes a sequence's state is one call to it.
+//
+// A loss marker's ranges are lossmarker's own type, lossmarker.Range, the
+// marker format's: the Ledger names the ranges a walk found lost in it
+// (Walked), the Book takes a marker's runs in it (MarkerDone), and
+// MarkerRanges turns them into Ranges. progress imports lossmarker, never
+// the other way.
 package progress

@@ -1,5 +1,7 @@
 package progress
 
+import "github.com/jetlake/jetlake/lossmarker"
+
 // Ledger is the runner's own account of which sequences of a stream are
 // exported, in ranges. It never trusts the consumer's delivered sequence or
 // ack floor alone: a purge moves both past what it removed, whether it was
@@ -186,10 +188,11 @@ func (l *Ledger) ToWalk(n int) []Range {
 // Walked applies what a walk of the stream found: of the ranges scanned,
 // the sequences in existing are still in the stream and stay holes until
 // they come back; the others are gone. It returns the gone holes that need
-// a loss marker, now marking, and whether they are head holes of a
-// filtered consumer (which may hold other subjects' sequences). Gone holes
-// of a filtered consumer outside the head were of other subjects: done.
-func (l *Ledger) Walked(scanned []Range, existing []uint64) (lost, headLost []Range) {
+// a loss marker, now marking, as the ranges of the markers, and whether
+// they are head holes of a filtered consumer (which may hold other
+// subjects' sequences). Gone holes of a filtered consumer outside the head
+// were of other subjects: done.
+func (l *Ledger) Walked(scanned []Range, existing []uint64) (lost, headLost []lossmarker.Range) {
 	for _, sc := range scanned {
 		for _, h := range l.holes.Within(sc) {
 			at := h.First
@@ -209,15 +212,15 @@ func (l *Ledger) Walked(scanned []Range, existing []uint64) (lost, headLost []Ra
 }
 
 // gone records hole r as removed from the stream.
-func (l *Ledger) gone(r Range, lost, headLost []Range) ([]Range, []Range) {
+func (l *Ledger) gone(r Range, lost, headLost []lossmarker.Range) ([]lossmarker.Range, []lossmarker.Range) {
 	l.holes.Remove(r)
 	if !l.filtered {
 		l.marking.Add(r)
-		return append(lost, r), headLost
+		return append(lost, lossmarker.Range(r)), headLost
 	}
 	for _, h := range l.head.Within(r) {
 		l.marking.Add(h)
-		headLost = append(headLost, h)
+		headLost = append(headLost, lossmarker.Range(h))
 	}
 	l.head.Remove(r)
 	for _, other := range l.marking.Outside(r) {

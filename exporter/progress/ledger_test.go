@@ -30,7 +30,7 @@ func TestLedger(t *testing.T) {
 			name:  "a purge up to a sequence while stopped: one range, however long",
 			floor: 400, firstSeq: 300_000_000, delivered: 299_999_999,
 			steps: []step{{"walk finds nothing", func(l *Ledger) ([]Range, []Range) {
-				return l.Walked([]Range{{401, 299_999_999}}, nil)
+				return walked(l, []Range{{401, 299_999_999}}, nil)
 			}}},
 			wantFloor: 400, wantLost: []Range{{401, 299_999_999}}, wantMarking: []Range{{401, 299_999_999}},
 		},
@@ -39,7 +39,7 @@ func TestLedger(t *testing.T) {
 			floor: 400, firstSeq: 1001, delivered: 1000,
 			steps: []step{
 				{"walk", func(l *Ledger) ([]Range, []Range) {
-					return l.Walked([]Range{{401, 1000}}, nil)
+					return walked(l, []Range{{401, 1000}}, nil)
 				}},
 				{"marker stored", func(l *Ledger) ([]Range, []Range) {
 					l.Marked(Range{401, 1000})
@@ -53,7 +53,7 @@ func TestLedger(t *testing.T) {
 			floor: 400, firstSeq: 1001, delivered: 1000,
 			steps: []step{
 				{"walk", func(l *Ledger) ([]Range, []Range) {
-					return l.Walked([]Range{{401, 1000}}, nil)
+					return walked(l, []Range{{401, 1000}}, nil)
 				}},
 				{"marker failed", func(l *Ledger) ([]Range, []Range) {
 					l.Unmarked(Range{401, 1000})
@@ -67,7 +67,7 @@ func TestLedger(t *testing.T) {
 			floor: 10, firstSeq: 1, delivered: 20,
 			steps: []step{
 				{"walk", func(l *Ledger) ([]Range, []Range) {
-					return l.Walked([]Range{{11, 20}}, []uint64{12, 15})
+					return walked(l, []Range{{11, 20}}, []uint64{12, 15})
 				}},
 			},
 			wantFloor: 10, wantHoles: []Range{{12, 12}, {15, 15}},
@@ -104,7 +104,7 @@ func TestLedger(t *testing.T) {
 				}},
 				{"3 arrives", func(l *Ledger) ([]Range, []Range) { l.Delivered(3); return nil, nil }},
 				{"the walk saw 2 and 3 gone", func(l *Ledger) ([]Range, []Range) {
-					return l.Walked([]Range{{2, 3}}, nil)
+					return walked(l, []Range{{2, 3}}, nil)
 				}},
 			},
 			wantLost: []Range{{2, 2}}, wantMarking: []Range{{2, 2}},
@@ -130,7 +130,7 @@ func TestLedger(t *testing.T) {
 			floor: 10, firstSeq: 50, delivered: 60, filtered: true,
 			steps: []step{
 				{"walk", func(l *Ledger) ([]Range, []Range) {
-					return l.Walked([]Range{{11, 60}}, []uint64{55})
+					return walked(l, []Range{{11, 60}}, []uint64{55})
 				}},
 			},
 			wantFloor: 10, wantHoles: []Range{{55, 55}},
@@ -256,11 +256,17 @@ func BenchmarkLedgerStoresOutOfOrder(b *testing.B) {
 func TestRetainTakesBackEveryHeadHole(t *testing.T) {
 	l := NewLedger(0, []Range{{2, 2}, {4, 4}, {6, 6}}, 9, 0, true)
 	l.Retain()
-	lost, headLost := l.Walked(l.ToWalk(100), nil)
+	lost, headLost := walked(l, l.ToWalk(100), nil)
 	if len(lost)+len(headLost) != 0 {
 		t.Fatalf("lost %v, head lost %v; want none", lost, headLost)
 	}
 	if l.Floor() != 8 {
 		t.Fatalf("floor %d, want 8: the gone holes were other subjects'", l.Floor())
 	}
+}
+
+// walked runs l.Walked and returns the ranges it names lost as Ranges.
+func walked(l *Ledger, scanned []Range, existing []uint64) (lost, headLost []Range) {
+	ml, mh := l.Walked(scanned, existing)
+	return MarkerRanges(ml), MarkerRanges(mh)
 }

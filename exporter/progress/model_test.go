@@ -178,7 +178,7 @@ func runModel(t *testing.T, filtered, retained bool, ops []byte) {
 					}
 				}
 			}
-			lost, headLost := l.Walked(holes, existing)
+			lost, headLost := walked(l, holes, existing)
 			var wantLost, wantHead []uint64
 			for _, h := range holes {
 				for q := h.First; q <= h.Last; q++ {

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/jetlake/jetlake/lossmarker"
 )
 
 // Range is an inclusive range of stream sequences, First to Last. Its text
@@ -130,4 +132,16 @@ func Scan(holes []Range, seqs []uint64, read uint64, full bool) (scanned []Range
 		}
 	}
 	return scanned, existing, rest
+}
+
+// MarkerRanges returns the ranges a loss marker names (its Runs) as Ranges.
+func MarkerRanges(rs []lossmarker.Range) []Range {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := make([]Range, len(rs))
+	for i, r := range rs {
+		out[i] = Range(r)
+	}
+	return out
 }

@@ -526,7 +526,7 @@ func missing(scope progress.Range, seen *progress.Set, cat *lake.Catalog, lost [
 	covered.AddAll(seen.Runs())
 	for _, m := range lost {
 		for _, r := range m.Runs() {
-			covered.Add(r)
+			covered.Add(progress.Range(r))
 		}
 	}
 	for _, o := range cat.Rejected {

@@ -11,6 +11,7 @@ import (
 	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/statekey"
+	"github.com/jetlake/jetlake/internal/failure"
 )
 
 // The state bucket keeps the UUID of the table a connector writes. A
@@ -67,7 +68,7 @@ func CheckTableID(ctx context.Context, st Store, c *config.Connector, t *iceberg
 		case have == t.UUID():
 			return nil
 		case have != "":
-			return &objstore.PermanentError{Code: "IcebergTableChanged", Err: &TableChangedError{Table: t.Name(), Key: key, Recorded: have, Found: t.UUID()}}
+			return &failure.Permanent{Code: "IcebergTableChanged", Err: &TableChangedError{Table: t.Name(), Key: key, Recorded: have, Found: t.UUID()}}
 		case !record:
 			return nil
 		}
@@ -90,7 +91,7 @@ func RefuseMissingTable(ctx context.Context, st Store, c *config.Connector, cfg 
 	}
 	t, err := iceberg.Load(ctx, cfg)
 	if errors.Is(err, iceberg.ErrNoSuchTable) {
-		return &objstore.PermanentError{Code: "IcebergTableChanged", Err: &TableChangedError{Table: cfg.Namespace + "." + cfg.Table, Key: statekey.TableID(c.Name, c.Iceberg.Namespace, c.Iceberg.Table), Recorded: have}}
+		return &failure.Permanent{Code: "IcebergTableChanged", Err: &TableChangedError{Table: cfg.Namespace + "." + cfg.Table, Key: statekey.TableID(c.Name, c.Iceberg.Namespace, c.Iceberg.Table), Recorded: have}}
 	}
 	if err != nil {
 		return err
