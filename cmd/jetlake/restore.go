@@ -266,6 +266,9 @@ func printRestore(w io.Writer, r *restore.Report, dry bool) {
 		return
 	case r.Publishing == restore.PublishChained:
 		fmt.Fprintf(w, "  %d messages published in fast batches, each right after the one before (exactly once)\n", r.Published)
+		if r.PublishedAlone > 0 {
+			fmt.Fprintf(w, "  %d of them alone, with a message id, after another publisher came between the chain's messages again and again\n", r.PublishedAlone)
+		}
 	case r.Publishing == restore.PublishAtomic:
 		fmt.Fprintf(w, "  %d messages published in atomic batches (exactly once)\n", r.Published)
 	default:

@@ -58,7 +58,8 @@ type chain struct {
 	// restored before the chain started).
 	landed func([]chained)
 	last   uint64
-	tries  int // failures in a row without a message landing
+	tries  int    // failures in a row without a message landing
+	alone  uint64 // messages published alone (publishLone)
 	log    *slog.Logger
 }
 
@@ -162,6 +163,11 @@ func (c *chain) restart(ctx context.Context, cause error) error {
 			if err := c.settleWindow(ctx, cause); err != nil {
 				return err
 			}
+			if movedOn(cause) && c.tries >= loneAfter && len(c.window) > 0 && !c.window[0].kept {
+				if cause = c.publishLone(ctx); cause != nil {
+					continue
+				}
+			}
 		}
 		if err := c.open(); err != nil {
 			return err
@@ -218,6 +224,30 @@ func (c *chain) settleWindow(ctx context.Context, cause error) error {
 	c.log.Warn("a fast batch ended; the chain is taken up again after the newest restored message", "target", c.t.name,
 		"source_seq", found, "target_seq", c.t.last, "try", c.tries, "error", cause)
 	c.land(n)
+	c.pos = c.t.last
+	return nil
+}
+
+// loneAfter is how many take-ups in a row another publisher may win
+// before the chain's next message goes alone.
+const loneAfter = 2
+
+// publishLone publishes the window's first message alone, with a message
+// id in place of an expected last sequence, and moves the chain past it: a
+// publisher that comes between two messages faster than a chain's first
+// message reaches the server would otherwise end every take-up before a
+// message lands. The message lands once as a chain's does: after a
+// failure the chain looks for the newest restored message before it
+// publishes again, and the stream's duplicate window drops a second copy
+// still in flight.
+func (c *chain) publishLone(ctx context.Context) error {
+	m := c.window[0].msg
+	delete(m.Header, jetstream.ExpectedLastSeqHeader)
+	if err := c.t.publishIDs(ctx, []*nats.Msg{m}); err != nil {
+		return err
+	}
+	c.alone++
+	c.land(1)
 	c.pos = c.t.last
 	return nil
 }

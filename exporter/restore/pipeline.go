@@ -70,7 +70,9 @@ func (r *restorer) pipeline(ctx context.Context) error {
 // of the batch, and publishes it again as needed.
 func (r *restorer) settle(ctx context.Context) error {
 	if r.chain != nil {
-		return r.chain.close(ctx)
+		err := r.chain.close(ctx)
+		r.rep.PublishedAlone = r.chain.alone
+		return err
 	}
 	b := r.pending
 	if b == nil {

@@ -112,6 +112,7 @@ type Report struct {
 	Objects           int            // data objects read
 	Selected          uint64         // messages selected
 	Published         uint64         // messages published by this run
+	PublishedAlone    uint64         // of them, in a chain, published alone with a message id when another publisher kept coming between
 	Already           uint64         // selected messages a restore published before (resumed after them)
 	ResumedAfter      uint64         // the last source sequence found restored, 0 for none
 	Duplicates        int            // records of a sequence read twice (two objects hold it)
