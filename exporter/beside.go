@@ -26,101 +26,124 @@ func (r *runner) beside(work func() func()) {
 	})
 }
 
-// consumerGauges refreshes the consumer gauges from the consumers' info,
-// beside the loop.
-func (r *runner) consumerGauges(ctx context.Context) {
-	if r.chores.gauging {
-		return
+// gaugeChore refreshes the consumer gauges from the consumers' info every
+// 5 seconds.
+func (r *runner) gaugeChore() *chore {
+	return &chore{
+		name: "gauges",
+		due:  func(now time.Time, final bool) bool { return !final && now.Sub(r.chores.lastGauge) >= 5*time.Second },
+		start: func(now time.Time) choreWork {
+			r.chores.lastGauge = now
+			conses := make([]jetstream.Consumer, len(r.streams))
+			for i, s := range r.streams {
+				conses[i] = s.cons
+			}
+			return func(ctx context.Context) (func(), error) {
+				r.refreshGauges(ctx, conses)
+				return nil, nil
+			}
+		},
 	}
-	r.chores.gauging = true
-	conses := make([]jetstream.Consumer, len(r.streams))
-	for i, s := range r.streams {
-		conses[i] = s.cons
-	}
-	r.beside(func() func() {
-		// Summed by stream: the partitions of one stream share its labels.
-		type counts struct {
-			pending, ackPending uint64
-			ok                  bool
-		}
-		by := map[string]*counts{}
-		for i, s := range r.streams {
-			c := by[s.cfg.Stream]
-			if c == nil {
-				c = &counts{ok: true}
-				by[s.cfg.Stream] = c
-			}
-			ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			info, err := conses[i].Info(ictx)
-			cancel()
-			if err != nil {
-				c.ok = false
-				continue
-			}
-			c.pending += info.NumPending
-			c.ackPending += uint64(info.NumAckPending)
-		}
-		for stream, c := range by {
-			if c.ok {
-				r.e.m.Pending.WithLabelValues(r.e.cfg.Name, stream).Set(float64(c.pending))
-				r.e.m.AckPending.WithLabelValues(r.e.cfg.Name, stream).Set(float64(c.ackPending))
-			}
-		}
-		return func() { r.chores.gauging = false }
-	})
 }
 
-// checkIdle asks, beside the loop, whether every consumer has nothing
-// pending; the loop then decides whether the work is done (Options.UntilIdle)
-// and sets idleDone.
-func (r *runner) checkIdle(ctx context.Context) {
-	if r.chores.checking {
-		return
+// refreshGauges sets the consumer gauges from the info of conses, the
+// consumers of r.streams, summed by stream: the partitions of one stream
+// share its labels.
+func (r *runner) refreshGauges(ctx context.Context, conses []jetstream.Consumer) {
+	type counts struct {
+		pending, ackPending uint64
+		ok                  bool
 	}
-	r.chores.checking = true
-	conses := make([]jetstream.Consumer, len(r.streams))
+	by := map[string]*counts{}
 	for i, s := range r.streams {
-		conses[i] = s.cons
+		c := by[s.cfg.Stream]
+		if c == nil {
+			c = &counts{ok: true}
+			by[s.cfg.Stream] = c
+		}
+		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		info, err := conses[i].Info(ictx)
+		cancel()
+		if err != nil {
+			c.ok = false
+			continue
+		}
+		c.pending += info.NumPending
+		c.ackPending += uint64(info.NumAckPending)
 	}
-	r.beside(func() func() {
-		infos := make([]*jetstream.ConsumerInfo, len(r.streams))
-		var fatal error
-		for i, s := range r.streams {
-			ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			info, err := conses[i].Info(ictx)
-			cancel()
-			if err != nil {
-				switch {
-				case errors.Is(err, jetstream.ErrStreamNotFound):
-					fatal = fmt.Errorf("stream %s, consumer %s: %w: %w", s.cfg.Stream, s.cfg.Consumer, ErrConsumerDeleted, err)
-				case errors.Is(err, jetstream.ErrConsumerNotFound):
-					// Re-created from the export record by the loop.
-					why := err.Error()
-					s.pullTrouble.Store(&why)
-				}
-				infos = nil
-				break
-			}
-			infos[i] = info
+	for stream, c := range by {
+		if c.ok {
+			r.e.m.Pending.WithLabelValues(r.e.cfg.Name, stream).Set(float64(c.pending))
+			r.e.m.AckPending.WithLabelValues(r.e.cfg.Name, stream).Set(float64(c.ackPending))
 		}
-		return func() {
-			r.chores.checking = false
-			if fatal != nil {
-				r.fail(fatal)
-				return
+	}
+}
+
+// idleChore asks whether every consumer has nothing pending, when nothing
+// came for half a second, or for fastIdle after the last deliveries said
+// nothing more was pending; the loop then decides whether the work is
+// done (Options.UntilIdle) and sets idleDone. Nil without UntilIdle.
+func (r *runner) idleChore() *chore {
+	if !r.e.opts.UntilIdle {
+		return nil
+	}
+	return &chore{
+		name: "idle",
+		due: func(now time.Time, final bool) bool {
+			quiet := now.Sub(r.chores.lastMsg)
+			return !final && len(r.up.queue) == 0 && (quiet >= 500*time.Millisecond ||
+				r.drained() && quiet >= fastIdle && (r.up.inflight == 0 || r.set.Open()+r.rej.Open() > 0))
+		},
+		start: func(time.Time) choreWork {
+			conses := make([]jetstream.Consumer, len(r.streams))
+			for i, s := range r.streams {
+				conses[i] = s.cons
 			}
-			if infos != nil && r.idle(infos) {
-				r.log.Info("idle: every consumer is caught up")
-				r.chores.idleDone = true
+			return func(ctx context.Context) (func(), error) {
+				infos, fatal := r.consumerInfos(ctx, conses)
+				return func() {
+					if fatal != nil {
+						r.fail(fatal)
+						return
+					}
+					if infos != nil && r.idle(ctx, infos) {
+						r.log.Info("idle: every consumer is caught up")
+						r.chores.idleDone = true
+					}
+				}, fatal
 			}
+		},
+	}
+}
+
+// consumerInfos returns the info of conses, the consumers of r.streams;
+// nil when one could not be had. A stream that is gone is fatal; a
+// consumer that is gone is re-created from the export record by the loop.
+func (r *runner) consumerInfos(ctx context.Context, conses []jetstream.Consumer) ([]*jetstream.ConsumerInfo, error) {
+	infos := make([]*jetstream.ConsumerInfo, len(r.streams))
+	for i, s := range r.streams {
+		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		info, err := conses[i].Info(ictx)
+		cancel()
+		if err != nil {
+			switch {
+			case errors.Is(err, jetstream.ErrStreamNotFound):
+				return nil, fmt.Errorf("stream %s, consumer %s: %w: %w", s.cfg.Stream, s.cfg.Consumer, ErrConsumerDeleted, err)
+			case errors.Is(err, jetstream.ErrConsumerNotFound):
+				why := err.Error()
+				s.pullTrouble.Store(&why)
+			}
+			return nil, nil
 		}
-	})
+		infos[i] = info
+	}
+	return infos, nil
 }
 
 // idle reports whether, by infos, every consumer has nothing pending and
 // nothing is buffered or in flight. When the consumers are caught up but
 // buffers are open, it seals them so the next check can succeed.
-func (r *runner) idle(infos []*jetstream.ConsumerInfo) bool {
+func (r *runner) idle(ctx context.Context, infos []*jetstream.ConsumerInfo) bool {
 	acked := true
 	for _, info := range infos {
 		if info.NumPending > 0 {
@@ -146,7 +169,8 @@ func (r *runner) idle(infos []*jetstream.ConsumerInfo) bool {
 	if lt := r.e.table; lt != nil && acked && r.up.inflight == 0 && !lt.idle() {
 		// Everything is stored: commit it now rather than at the next
 		// interval.
-		r.commitTable(r.ctx, time.Now(), true)
+		lt.commitSoon = true
+		r.tryChore(ctx, r.chores.commit, time.Now())
 		return false
 	}
 	return acked && r.up.inflight == 0

@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -43,14 +44,14 @@ func TestDistinctValuesBeyondTheCapAreRejectedAndTheOpenDirectoriesKeepTheirRate
 	for i := range perGood {
 		for g := range good {
 			seq++
-			r.add(delivery{msg: keyed(seq, fmt.Sprintf("g%d", g))})
+			r.add(context.Background(), delivery{msg: keyed(seq, fmt.Sprintf("g%d", g))})
 		}
 		if i == 0 {
 			// A flood of distinct values, the good directories' messages
 			// going on among it.
 			for f := range flood {
 				seq++
-				r.add(delivery{msg: keyed(seq, fmt.Sprintf("f%d", f))})
+				r.add(context.Background(), delivery{msg: keyed(seq, fmt.Sprintf("f%d", f))})
 			}
 		}
 	}
@@ -154,13 +155,13 @@ func TestAFloodOfRejectedMessagesDoesNotSealTheDataBuffersEarly(t *testing.T) {
 	seq := uint64(0)
 	for _, key := range []string{"a", "b"} {
 		seq++
-		r.add(delivery{msg: keyed(seq, key)})
+		r.add(context.Background(), delivery{msg: keyed(seq, key)})
 	}
 	// The flood, rejected, holds most of the budget: its buffer is
 	// sealed, not the two directories'.
 	for f := range 5000 {
 		seq++
-		r.add(delivery{msg: keyed(seq, fmt.Sprintf("f%d", f))})
+		r.add(context.Background(), delivery{msg: keyed(seq, fmt.Sprintf("f%d", f))})
 	}
 	if r.set.Open() != 2 || r.set.Messages() != 2 {
 		t.Errorf("%d data buffers open holding %d messages, want the 2 directories' and their messages", r.set.Open(), r.set.Messages())

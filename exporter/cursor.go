@@ -255,7 +255,7 @@ func (e *session) recordStart(ctx context.Context, s *streamState) (uint64, erro
 // back; nor does one it delivered that has not come back within twice
 // AckWait (acked by another client). The consumer is then moved back to
 // it.
-func (r *runner) checkCursor(s *streamState, res *walkResult, now time.Time) {
+func (r *runner) checkCursor(ctx context.Context, s *streamState, res *walkResult, now time.Time) {
 	c := &s.cur
 	var q uint64
 	for _, e := range res.existing {
@@ -284,7 +284,6 @@ func (r *runner) checkCursor(s *streamState, res *walkResult, now time.Time) {
 	}
 	c.checking = true
 	cons, pin := s.cons, s.pin
-	ctx := r.ctx
 	r.beside(func() func() {
 		mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()

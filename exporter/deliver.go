@@ -27,8 +27,8 @@ import (
 const RejectReasonHeader = "Jetlake-Reject-Reason"
 
 // add buffers one message and seals what its arrival makes due.
-func (r *runner) add(d delivery) {
-	s, md, ok := r.admit(d)
+func (r *runner) add(ctx context.Context, d delivery) {
+	s, md, ok := r.admit(ctx, d)
 	if !ok || !r.buffer(d, s, md) {
 		return
 	}
@@ -43,7 +43,7 @@ func (r *runner) add(d delivery) {
 // message is to be written: not when it is parked for a takeover, left to
 // the server, waiting for an unresolved intent, held already, or stored
 // already (then it is acked again).
-func (r *runner) admit(d delivery) (*streamState, jsclient.AckInfo, bool) {
+func (r *runner) admit(ctx context.Context, d delivery) (*streamState, jsclient.AckInfo, bool) {
 	s := r.streams[d.stream]
 	msg := d.msg
 	r.chores.lastMsg = time.Now()
@@ -65,7 +65,7 @@ func (r *runner) admit(d delivery) (*streamState, jsclient.AckInfo, bool) {
 			// Maybe pinned just now: the server confirms it before this
 			// instance recovers what the previous active one left and
 			// exports anything; the stream's deliveries wait meanwhile.
-			r.confirmPin(s, pin)
+			r.confirmPin(ctx, s, pin)
 		}
 	}
 	if s.takingOver {

@@ -124,13 +124,13 @@ func (l *pinLine) judge(sealed, now string) error {
 // deliveries are taken in again. When the leader does not answer, the
 // deliveries that carry pin are left to the server, which sends them again
 // after AckWait, and the next one asks again.
-func (r *runner) confirmPin(s *streamState, pin string) {
+func (r *runner) confirmPin(ctx context.Context, s *streamState, pin string) {
 	s.takingOver = true
 	js := r.e.js
 	r.beside(func() func() {
 		pinned, err := pin, error(nil)
 		if js != nil {
-			ctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
+			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			pinned, err = jsclient.Pinned(ctx, js, s.cfg.Stream, s.cfg.Consumer)
 			cancel()
 		}
@@ -144,13 +144,13 @@ func (r *runner) confirmPin(s *streamState, pin string) {
 					s.pin = pin
 					s.pins.extend(pin)
 					r.log.Info("pinned again, to the consumer this instance re-created; what it holds goes on", s.logAttrs()...)
-					r.unpark(s)
+					r.unpark(ctx, s)
 					return
 				}
 				s.pin = pin
 				s.pins.start(pin)
 				r.log.Info("pinned: this instance is active", s.logAttrs()...)
-				r.takeOver(r.ctx, s)
+				r.takeOver(ctx, s)
 				return
 			}
 			parked := s.parked
@@ -163,7 +163,7 @@ func (r *runner) confirmPin(s *streamState, pin string) {
 				s.notPin = pin
 			}
 			for _, d := range parked {
-				r.add(d)
+				r.add(ctx, d)
 			}
 		}
 	})
@@ -180,11 +180,11 @@ func (r *runner) followsOn(s *streamState) bool {
 }
 
 // unpark takes in again the deliveries parked while a pin was confirmed.
-func (r *runner) unpark(s *streamState) {
+func (r *runner) unpark(ctx context.Context, s *streamState) {
 	parked := s.parked
 	s.parked = nil
 	for _, d := range parked {
-		r.add(d)
+		r.add(ctx, d)
 	}
 }
 

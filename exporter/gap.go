@@ -63,46 +63,60 @@ func (e *session) lastSeq(s *streamState) state.LastSeqFunc {
 	}
 }
 
-// tend starts, beside the loop, the walks and record writes that are due:
-// one of each per stream at a time.
-func (r *runner) tend(ctx context.Context, now time.Time) {
-	for _, s := range r.streams {
+// walkChore compares s's ledger with the stream, beside the loop: as soon
+// as it has holes (every walkEvery), and every walkIdle regardless. A
+// partition being handed over leaves its walks to the next holder.
+func (r *runner) walkChore(s *streamState) *chore {
+	c := &chore{name: "walk"}
+	c.due = func(now time.Time, final bool) bool {
 		l := s.book.Ledger()
-		if l == nil || s.part != nil && s.part.handing {
-			// A partition being handed over writes its record once,
-			// when it is drained, and leaves its walks to the next holder.
-			continue
+		if final || l == nil || s.part != nil && s.part.handing {
+			return false
 		}
-		if !s.walking && (l.HasHoles() && now.Sub(s.lastWalk) >= s.walkEvery || now.Sub(s.lastWalk) >= walkIdle) {
-			s.walking = true
-			holes, cons := l.ToWalk(walkMaxRanges), s.cons
-			r.beside(func() func() {
-				res := r.e.walk(ctx, s, cons, holes)
-				return func() { r.walked(res) }
-			})
-		}
-		if r.e.intents != nil && !s.saving && l.Rev() != s.savedRev && now.Sub(s.lastSave) >= saveEvery(len(l.Done())) {
-			s.saving = true
-			rec, rev := state.LedgerRecord(l, s.created, now), l.Rev()
-			r.beside(func() func() {
-				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-				defer cancel()
-				res := &saveResult{stream: s, l: l, rev: rev}
-				res.floor, res.untrusted, res.err = state.SaveRecord(sctx, r.e.intents, s.recordKey, rec, r.e.lastSeq(s))
-				return func() { r.saved(res) }
-			})
+		return l.HasHoles() && now.Sub(c.done) >= s.walkEvery || now.Sub(c.done) >= walkIdle
+	}
+	c.start = func(time.Time) choreWork {
+		holes, cons := s.book.Ledger().ToWalk(walkMaxRanges), s.cons
+		return func(ctx context.Context) (func(), error) {
+			res := r.e.walk(ctx, s, cons, holes)
+			return func() { r.walked(ctx, res) }, res.err
 		}
 	}
+	return c
+}
+
+// saveChore writes s's export record when its ledger moved, every
+// saveEvery, and on the way out. A partition being handed over writes its
+// record once, when it is drained (checkHandovers).
+func (r *runner) saveChore(s *streamState) *chore {
+	c := &chore{name: "save", keepOnStop: true, atShutdown: true}
+	c.due = func(now time.Time, final bool) bool {
+		l := s.book.Ledger()
+		if l == nil || r.e.intents == nil || l.Rev() == s.savedRev {
+			return false
+		}
+		return final || !(s.part != nil && s.part.handing) && now.Sub(c.done) >= saveEvery(len(l.Done()))
+	}
+	c.start = func(now time.Time) choreWork {
+		l := s.book.Ledger()
+		rec, rev := state.LedgerRecord(l, s.created, now), l.Rev()
+		return func(ctx context.Context) (func(), error) {
+			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			res := &saveResult{stream: s, l: l, rev: rev}
+			res.floor, res.untrusted, res.err = state.SaveRecord(sctx, r.e.intents, s.recordKey, rec, r.e.lastSeq(s))
+			return func() { r.saved(res) }, res.err
+		}
+	}
+	return c
 }
 
 // walked applies a walk's findings: holes the stream no longer holds get
 // loss markers (or, for a filtered consumer, are taken for other subjects'
 // sequences), and a first sequence that moved past the frontier makes new
 // holes, for the next walk.
-func (r *runner) walked(res *walkResult) {
+func (r *runner) walked(ctx context.Context, res *walkResult) {
 	s := res.stream
-	s.walking = false
-	s.lastWalk = time.Now()
 	if res.err != nil {
 		r.log.Warn("could not compare the export record with the stream; trying again", "stream", s.cfg.Stream, "error", res.err)
 		return
@@ -126,7 +140,7 @@ func (r *runner) walked(res *walkResult) {
 		s.walkEvery = walkIdle
 	}
 	if s.pulling() {
-		r.checkCursor(s, res, s.lastWalk)
+		r.checkCursor(ctx, s, res, time.Now())
 	}
 	if res.firstSeq > 0 {
 		l.Reach(res.firstSeq-1, true)
@@ -144,8 +158,6 @@ func (r *runner) walked(res *walkResult) {
 // recorded floor has passed are no longer needed.
 func (r *runner) saved(res *saveResult) {
 	s := res.stream
-	s.saving = false
-	s.lastSave = time.Now()
 	if res.untrusted != nil {
 		r.log.Error("the export record held a value jetlake did not write; it was replaced by this process's own", "stream", s.cfg.Stream,
 			"consumer", s.cfg.Consumer, "error", res.untrusted)
@@ -164,21 +176,4 @@ func (r *runner) saved(res *saveResult) {
 		keys = r.e.table.files.Forgettable(keys)
 	}
 	r.forget(keys)
-}
-
-// saveNow writes every stream's export record and deletes the intents its
-// floor passed, on the way out.
-func (r *runner) saveNow(ctx context.Context) {
-	defer r.forgetNow(ctx)
-	for _, s := range r.streams {
-		l := s.book.Ledger()
-		if l == nil || r.e.intents == nil || l.Rev() == s.savedRev {
-			continue
-		}
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		res := &saveResult{stream: s, l: l, rev: l.Rev()}
-		res.floor, res.untrusted, res.err = state.SaveRecord(sctx, r.e.intents, s.recordKey, state.LedgerRecord(l, s.created, time.Now()), r.e.lastSeq(s))
-		cancel()
-		r.saved(res)
-	}
 }

@@ -32,7 +32,6 @@ func hotRunner(tb testing.TB) (*runner, *streamState) {
 	}
 	s.book.Start(0, nil, 1, 0, false, false)
 	r := newRunner(e, []*streamState{s})
-	r.ctx = context.Background()
 	return r, s
 }
 
@@ -69,7 +68,7 @@ func TestAddingAMessageDoesNotAllocateInSteadyState(t *testing.T) {
 	msgs := fakeMsgs(20000)
 	// Warm up: fill and flush a few batches so slices and maps have grown.
 	for _, m := range msgs[:5000] {
-		r.add(delivery{msg: m})
+		r.add(context.Background(), delivery{msg: m})
 		if len(r.up.queue) > 0 {
 			drain(r)
 		}
@@ -80,7 +79,7 @@ func TestAddingAMessageDoesNotAllocateInSteadyState(t *testing.T) {
 	i := 5000
 	allocs := testing.AllocsPerRun(1, func() {
 		for range 450 {
-			r.add(delivery{msg: msgs[i]})
+			r.add(context.Background(), delivery{msg: msgs[i]})
 			i++
 		}
 	})
@@ -98,7 +97,7 @@ func BenchmarkAdd(b *testing.B) {
 	for b.Loop() {
 		m := msgs[i%len(msgs)]
 		m.seq = uint64(i + 1)
-		r.add(delivery{msg: m})
+		r.add(context.Background(), delivery{msg: m})
 		if len(r.up.queue) > 0 {
 			drain(r)
 		}

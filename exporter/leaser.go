@@ -13,29 +13,32 @@ import (
 type leasing struct {
 	*lease.Leaser
 	memberRev uint64    // revision of the membership key; 0 when not written
-	busy      bool      // a round is under way
 	last      time.Time // when the last round started
 	// warned holds the entries a round did not believe and the loop
 	// warned about, key → revision, so that each is reported once.
 	warned map[string]uint64
 }
 
-// leaseRound starts a round when one is due.
-func (r *runner) leaseRound(ctx context.Context, now time.Time) {
+// leaseChore runs a lease round every third of the lease TTL. Nil
+// without partitioned entries.
+func (r *runner) leaseChore() *chore {
 	l := r.e.leases
-	if l == nil || l.busy || now.Sub(l.last) < l.TTL()/3 {
-		return
+	if l == nil {
+		return nil
 	}
-	l.busy, l.last = true, now
-	held, groups := r.partitionsHeld(), r.groupSnaps()
-	memberRev := l.memberRev
-	r.beside(func() func() {
-		res := l.Round(ctx, memberRev, held, groups)
-		return func() {
-			l.busy = false
-			r.applyRound(res, now)
-		}
-	})
+	return &chore{
+		name: "leases",
+		due:  func(now time.Time, final bool) bool { return !final && now.Sub(l.last) >= l.TTL()/3 },
+		start: func(now time.Time) choreWork {
+			l.last = now
+			held, groups := r.partitionsHeld(), r.groupSnaps()
+			memberRev := l.memberRev
+			return func(ctx context.Context) (func(), error) {
+				res := l.Round(ctx, memberRev, held, groups)
+				return func() { r.applyRound(ctx, res, now) }, nil
+			}
+		},
+	}
 }
 
 // groupSnaps describes the partitioned entries for a round.
@@ -58,7 +61,7 @@ func (r *runner) groupSnaps() []lease.GroupSnap {
 // applyRound applies a round that started at started: renewed leases
 // last from then, lost ones are handed over without release, claimed ones
 // are pulled, and partitions beyond the instance's share are handed over.
-func (r *runner) applyRound(res *lease.RoundResult, started time.Time) {
+func (r *runner) applyRound(ctx context.Context, res *lease.RoundResult, started time.Time) {
 	l := r.e.leases
 	l.memberRev = res.MemberRev
 	r.warnIgnored(res)
@@ -80,11 +83,11 @@ func (r *runner) applyRound(res *lease.RoundResult, started time.Time) {
 				r.e.m.LeaseRenewals.WithLabelValues(name, s.cfg.Stream, "renewed").Inc()
 			case res.Lost[p.key]:
 				r.e.m.LeaseRenewals.WithLabelValues(name, s.cfg.Stream, "lost").Inc()
-				r.handOver(s, true, "the lease expired and another instance holds it")
+				r.handOver(ctx, s, true, "the lease expired and another instance holds it")
 			case res.Failed[p.key] != nil:
 				r.e.m.LeaseRenewals.WithLabelValues(name, s.cfg.Stream, "failed").Inc()
 				if ttl := g.cfg.LeaseTTL; started.Sub(p.renewed) >= ttl-ttl/10 {
-					r.handOver(s, true, "the lease could not be renewed within lease_ttl: "+res.Failed[p.key].Error())
+					r.handOver(ctx, s, true, "the lease could not be renewed within lease_ttl: "+res.Failed[p.key].Error())
 				} else {
 					r.log.Warn("lease renewal failed; trying again", "stream", s.cfg.Stream, "partition", p.k, "error", res.Failed[p.key])
 				}
@@ -102,7 +105,7 @@ func (r *runner) applyRound(res *lease.RoundResult, started time.Time) {
 		}
 		// Beyond the share: hand over the highest partitions.
 		for i := len(mine) - 1; i >= share; i-- {
-			r.handOver(mine[i], false, "rebalancing: "+strconv.Itoa(res.Members)+" instances share "+strconv.Itoa(len(g.parts))+" partitions")
+			r.handOver(ctx, mine[i], false, "rebalancing: "+strconv.Itoa(res.Members)+" instances share "+strconv.Itoa(len(g.parts))+" partitions")
 		}
 	}
 	r.holdings()

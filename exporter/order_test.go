@@ -69,7 +69,7 @@ func TestAMessageOfAConfirmedBatchThatComesBackIsAckedNotWrittenAgain(t *testing
 	r.finish(&result{job: j, stored: true, confirmed: true, intentKey: "i", seqs: seqs})
 
 	back := &fakeMsg{seq: 2, data: msgs[1].data, reply: "$JS.ACK.S.c.2.2.9.1764399600123456789.0"}
-	r.add(delivery{msg: back})
+	r.add(context.Background(), delivery{msg: back})
 	if acks, _, _ := back.snapshot(); acks != 1 {
 		t.Fatalf("the message that came back got %d acks, want 1", acks)
 	}
@@ -78,7 +78,7 @@ func TestAMessageOfAConfirmedBatchThatComesBackIsAckedNotWrittenAgain(t *testing
 	}
 	// A redelivered message of no stored batch is exported as usual.
 	other := &fakeMsg{seq: 4, data: msgs[0].data, reply: "$JS.ACK.S.c.2.4.10.1764399600123456789.0"}
-	r.add(delivery{msg: other})
+	r.add(context.Background(), delivery{msg: other})
 	if r.set.Open() != 1 {
 		t.Fatalf("a redelivered message of no stored batch was not buffered")
 	}
@@ -94,12 +94,12 @@ func TestAMessageOfABatchGivenUpWaitsForTheStore(t *testing.T) {
 	r.finish(&result{job: j, key: key, err: ErrAbandoned, intentKey: "i", seqs: seqs})
 
 	back := &fakeMsg{seq: 2, data: msgs[1].data, reply: "$JS.ACK.S.c.2.2.9.1764399600123456789.0"}
-	r.add(delivery{msg: back})
+	r.add(context.Background(), delivery{msg: back})
 	if r.set.Open() != 0 {
 		t.Fatal("the message was buffered again before the store was asked")
 	}
 	r.e.store.(*MemStore).preset(key, map[string]string{objstore.MetaIntent: j.intentID})
-	r.resolve(context.Background(), time.Now().Add(time.Hour))
+	startChores(r, "resolve", time.Now().Add(time.Hour))
 	settle(r)
 	if acks, _, _ := back.snapshot(); acks != 1 || r.set.Open() != 0 {
 		t.Fatalf("after the store said it holds the object: %d acks, %d open buffers; want 1 ack, none", acks, r.set.Open())
@@ -113,7 +113,7 @@ func uploadingBatch(t *testing.T, r *runner) (*job, []*fakeMsg, []byte) {
 	t.Helper()
 	msgs := fakeMsgs(3)
 	for _, m := range msgs {
-		r.add(delivery{msg: m})
+		r.add(context.Background(), delivery{msg: m})
 	}
 	r.set.SealAll(buffer.ReasonCount)
 	r.takeSealed()

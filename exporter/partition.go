@@ -150,7 +150,7 @@ func (r *runner) holdings() {
 // handOver stops pulling partition s and drains it; checkHandovers
 // releases its lease once what it held is uploaded and acked. lost: the
 // lease is another's already, and is neither unpinned nor released.
-func (r *runner) handOver(s *streamState, lost bool, why string) {
+func (r *runner) handOver(ctx context.Context, s *streamState, lost bool, why string) {
 	p := s.part
 	if p.handing {
 		p.lost = p.lost || lost
@@ -181,7 +181,7 @@ func (r *runner) handOver(s *streamState, lost bool, why string) {
 			p.stopped = true
 			// The deliveries the pulls handed over before they ended
 			// are queued already: take them in before sealing.
-			r.takeQueued(cap(r.wires.in), func() bool { return false })
+			r.takeQueued(ctx, cap(r.wires.in), func() bool { return false })
 		}
 	})
 }
@@ -207,7 +207,7 @@ func (r *runner) checkHandovers(ctx context.Context) {
 			r.enqueue(s.poisoned)
 			s.poisoned = nil
 		}
-		if held, _ := s.book.Counts(); held > 0 || s.jobs > 0 || s.takingOver || len(s.parked) > 0 || s.walking || s.saving {
+		if held, _ := s.book.Counts(); held > 0 || s.jobs > 0 || s.takingOver || len(s.parked) > 0 || r.chores.of[i].walk.running || r.chores.of[i].save.running {
 			continue
 		}
 		p.releasing = true

@@ -142,10 +142,9 @@ func (s *streamState) applyRecovery(rec *recovery, now time.Time, table *lakeTab
 // store is asked again at its deadline. Its sequences wait in the stream's
 // book; the deliveries of them that come meanwhile wait here.
 type unresolved struct {
-	in        *state.Intent
-	deadline  time.Time
-	waiting   map[uint64]delivery // by sequence
-	resolving bool                // the store is being asked
+	in       *state.Intent
+	deadline time.Time
+	waiting  map[uint64]delivery // by sequence
 }
 
 // await records an intent whose object is missing: its messages wait
@@ -214,7 +213,7 @@ func (r *runner) takeOver(ctx context.Context, s *streamState) {
 			parked := s.parked
 			s.parked = nil
 			for _, d := range parked {
-				r.add(d)
+				r.add(ctx, d)
 			}
 		}
 	})
@@ -238,24 +237,62 @@ func resolveAfter(ackWait time.Duration, writerAlive bool) time.Duration {
 	return min(d, writerGone)
 }
 
-// resolve decides, beside the loop, about unresolved intents whose time
-// is up: the object exists now (its messages are acked, not written) or it
-// never will (the intent is deleted and its messages are exported anew).
-// An intent the store could not answer about is asked again a second
-// later.
-func (r *runner) resolve(ctx context.Context, now time.Time) {
-	for _, s := range r.streams {
-		for ikey, u := range s.unsure {
-			if u.resolving || now.Before(u.deadline) {
-				continue
+// resolveChore decides, beside the loop, about s's unresolved intents
+// whose time is up: the object exists now (its messages are acked, not
+// written) or it never will (the intent is deleted and its messages are
+// exported anew). An intent the store could not answer about is asked
+// again a second later.
+func (r *runner) resolveChore(s *streamState) *chore {
+	c := &chore{name: "resolve"}
+	c.due = func(now time.Time, final bool) bool {
+		if final {
+			return false
+		}
+		for _, u := range s.unsure {
+			if !now.Before(u.deadline) {
+				return true
 			}
-			u.resolving = true
-			r.beside(func() func() {
-				stored, err := r.e.resolveIntent(ctx, ikey, u.in)
-				return func() { r.resolved(s, ikey, u, stored, err) }
-			})
+		}
+		return false
+	}
+	c.start = func(now time.Time) choreWork {
+		var due []resolution
+		for ikey, u := range s.unsure {
+			if !now.Before(u.deadline) {
+				due = append(due, resolution{ikey: ikey, u: u})
+			}
+		}
+		return func(ctx context.Context) (func(), error) {
+			var wg sync.WaitGroup
+			next := make(chan *resolution)
+			for range min(forgetConcurrency, len(due)) {
+				wg.Go(func() {
+					for res := range next {
+						res.stored, res.err = r.e.resolveIntent(ctx, res.ikey, res.u.in)
+					}
+				})
+			}
+			for i := range due {
+				next <- &due[i]
+			}
+			close(next)
+			wg.Wait()
+			return func() {
+				for _, res := range due {
+					r.resolved(ctx, s, res)
+				}
+			}, nil
 		}
 	}
+	return c
+}
+
+// resolution is what the store said about an unresolved intent.
+type resolution struct {
+	ikey   string
+	u      *unresolved
+	stored bool
+	err    error
 }
 
 // resolveIntent asks the store whether the object of an unresolved intent
@@ -286,22 +323,22 @@ func (e *session) resolveIntent(ctx context.Context, ikey string, in *state.Inte
 
 // resolved applies what resolveIntent found, and hands the deliveries that
 // waited for it to add again.
-func (r *runner) resolved(s *streamState, ikey string, u *unresolved, stored bool, err error) {
-	u.resolving = false
+func (r *runner) resolved(ctx context.Context, s *streamState, res resolution) {
+	ikey, u := res.ikey, res.u
 	if s.unsure[ikey] != u {
 		return // a takeover or reset since
 	}
-	if err != nil {
+	if res.err != nil {
 		u.deadline = time.Now().Add(time.Second)
 		return
 	}
-	if stored && r.e.table != nil {
+	if res.stored && r.e.table != nil {
 		r.e.table.found(ikey, u.in)
 	}
-	s.book.Resolve(ikey, stored)
+	s.book.Resolve(ikey, res.stored)
 	delete(s.unsure, ikey)
 	for _, d := range u.waiting {
-		r.add(d)
+		r.add(ctx, d)
 	}
 }
 
@@ -309,31 +346,35 @@ func (r *runner) resolved(s *streamState, ikey string, u *unresolved, stored boo
 // floor passing 100,000 batches at once does not start 100,000 goroutines.
 const forgetConcurrency = 8
 
-// forget queues intents to delete beside the loop, a few at a time. A
-// failure leaves an intent for the next recovery, which handles it the same
-// way.
+// forget queues intents to delete beside the loop (forgetChore).
 func (r *runner) forget(keys []string) {
 	r.chores.forgetQueue = append(r.chores.forgetQueue, keys...)
-	if r.chores.forgetting || r.draining || len(r.chores.forgetQueue) == 0 {
-		return
+}
+
+// forgetChore deletes the queued intents beside the loop, 4,096 at a time
+// and a few at once, and every one left on the way out. A failure leaves
+// an intent for the next recovery, which handles it the same way.
+func (r *runner) forgetChore() *chore {
+	return &chore{
+		name: "forget", keepOnStop: true, atShutdown: true, queue: true,
+		due: func(time.Time, bool) bool { return len(r.chores.forgetQueue) > 0 },
+		start: func(time.Time) choreWork {
+			n := min(len(r.chores.forgetQueue), 4096)
+			batch := slices.Clone(r.chores.forgetQueue[:n])
+			r.chores.forgetQueue = slices.Delete(r.chores.forgetQueue, 0, n)
+			return func(ctx context.Context) (func(), error) {
+				failed := r.e.deleteIntents(ctx, batch)
+				return func() { r.forgotten(batch, failed) }, nil
+			}
+		},
 	}
-	batch := slices.Clone(r.chores.forgetQueue[:min(len(r.chores.forgetQueue), 4096)])
-	r.chores.forgetQueue = slices.Delete(r.chores.forgetQueue, 0, len(batch))
-	r.chores.forgetting = true
-	r.beside(func() func() {
-		failed := r.e.deleteIntents(context.Background(), batch)
-		return func() {
-			r.chores.forgetting = false
-			r.forgotten(batch, failed)
-			r.forget(nil)
-		}
-	})
 }
 
 // forgotten records deleted intents: the commit plans of an Iceberg table
-// none of whose intents is left go too, beside the loop. A plan one of
-// whose intents could not be deleted stays, so that the next recovery
-// finds the intent in its plan and does not commit the file again.
+// none of whose intents is left are queued to go too (planChore). A plan
+// one of whose intents could not be deleted stays, so that the next
+// recovery finds the intent in its plan and does not commit the file
+// again.
 func (r *runner) forgotten(keys []string, failed map[string]bool) {
 	lt := r.e.table
 	if lt == nil {
@@ -345,40 +386,34 @@ func (r *runner) forgotten(keys []string, failed map[string]bool) {
 			deleted = append(deleted, k)
 		}
 	}
-	plans := lt.files.Forgotten(deleted)
-	if len(plans) == 0 {
-		return
-	}
-	r.beside(func() func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		for _, p := range plans {
-			if err := lt.committer.Forget(ctx, p); err != nil {
-				r.log.Warn("could not delete a committed plan; the next start will", "plan", p.ID, "error", err)
-			}
-		}
-		return func() {}
-	})
+	lt.planQueue = append(lt.planQueue, lt.files.Forgotten(deleted)...)
 }
 
-// forgetNow deletes every queued intent, on the way out, and the plans
-// that leaves without intents.
-func (r *runner) forgetNow(ctx context.Context) {
-	failed := r.e.deleteIntents(ctx, r.chores.forgetQueue)
-	if lt := r.e.table; lt != nil {
-		var deleted []string
-		for _, k := range r.chores.forgetQueue {
-			if !failed[k] {
-				deleted = append(deleted, k)
-			}
-		}
-		for _, p := range lt.files.Forgotten(deleted) {
-			if err := lt.committer.Forget(ctx, p); err != nil {
-				r.log.Warn("could not delete a committed plan; the next start will", "plan", p.ID, "error", err)
-			}
-		}
+// planChore deletes the queued commit plans of an Iceberg table beside
+// the loop, and those left on the way out. Nil without a table.
+func (r *runner) planChore() *chore {
+	lt := r.e.table
+	if lt == nil {
+		return nil
 	}
-	r.chores.forgetQueue = nil
+	return &chore{
+		name: "plans", keepOnStop: true, atShutdown: true, queue: true,
+		due: func(time.Time, bool) bool { return len(lt.planQueue) > 0 },
+		start: func(time.Time) choreWork {
+			plans := lt.planQueue
+			lt.planQueue = nil
+			return func(ctx context.Context) (func(), error) {
+				ctx, cancel := context.WithTimeout(ctx, time.Minute)
+				defer cancel()
+				for _, p := range plans {
+					if err := lt.committer.Forget(ctx, p); err != nil {
+						r.log.Warn("could not delete a committed plan; the next start will", "plan", p.ID, "error", err)
+					}
+				}
+				return nil, nil
+			}
+		},
+	}
 }
 
 // deleteIntents deletes keys, forgetConcurrency at a time, and returns

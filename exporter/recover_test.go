@@ -87,7 +87,7 @@ func TestRecoveryAfterACrashAtEachCommitStep(t *testing.T) {
 			// Its writer has given up: the object is looked up again.
 			r := newRunner(e, []*streamState{s})
 			u := s.unsure[ikey]
-			r.resolve(context.Background(), u.deadline.Add(time.Second))
+			startChores(r, "resolve", u.deadline.Add(time.Second))
 			settle(r)
 			if _, ok := intents.Value(ikey); ok {
 				t.Error("the intent of a batch never stored was kept")
@@ -120,7 +120,7 @@ func TestALatePutOfAStalledWriterIsFoundWhenResolving(t *testing.T) {
 	// The stalled writer's PUT lands after recovery looked.
 	store.preset(key, map[string]string{objstore.MetaIntent: "I1"})
 	r := newRunner(e, []*streamState{s})
-	r.resolve(context.Background(), time.Now().Add(time.Second))
+	startChores(r, "resolve", time.Now().Add(time.Second))
 	settle(r)
 	if got := s.book.Deliver(5, true); got != progress.Stored {
 		t.Fatal("the late object's sequences were not taken as stored")
@@ -132,6 +132,15 @@ func TestALatePutOfAStalledWriterIsFoundWhenResolving(t *testing.T) {
 
 // settle applies the work beside the loop as the loop would, until none is
 // left.
+// startChores starts r's chores called name that are due at now.
+func startChores(r *runner, name string, now time.Time) {
+	for _, c := range r.chores.list {
+		if c.name == name {
+			r.tryChore(context.Background(), c, now)
+		}
+	}
+}
+
 func settle(r *runner) {
 	for r.chores.besideN > 0 {
 		apply := <-r.wires.back
@@ -166,6 +175,7 @@ func TestForgettingManyIntentsRunsAFewDeletionsAtATime(t *testing.T) {
 	}
 	before := runtime.NumGoroutine()
 	r.forget(keys)
+	startChores(r, "forget", time.Now())
 	time.Sleep(100 * time.Millisecond)
 	if n := runtime.NumGoroutine() - before; n > forgetConcurrency+2 {
 		t.Errorf("%d goroutines deleting intents, want at most %d", n, forgetConcurrency+2)

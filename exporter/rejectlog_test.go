@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -36,7 +37,7 @@ func rejectAll(r *runner, n int, secret string) {
 	for i := range n {
 		m := &fakeMsg{seq: uint64(i + 1), data: fmt.Appendf(nil, `{"n":%q}`, secret)}
 		m.Reply()
-		r.add(delivery{msg: m})
+		r.add(context.Background(), delivery{msg: m})
 	}
 }
 

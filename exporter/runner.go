@@ -39,9 +39,7 @@ type runner struct {
 	// stoppingNow: the runner is on its way out; partitions it releases
 	// are left, not handed over.
 	stoppingNow bool
-	draining    bool            // stopping, with nothing beside the loop: work is done in order
-	ctx         context.Context // of run; for the set-up steps the loop does itself
-	fatalErr    error           // a failure found inside add, returned by the loop
+	fatalErr    error // a failure found inside add, returned by the loop
 }
 
 // wires are the channels between the loop and the pulls, uploaders and
@@ -93,18 +91,56 @@ type uploads struct {
 	confirming bool
 }
 
-// chores is the work beside the loop: how much is not yet applied, and
-// which kind is under way.
+// chores is the work beside the loop: the chores the loop starts when they
+// are due, and how much work beside it is not yet applied.
 type chores struct {
-	besideN     int            // work beside the loop not yet applied
-	bg          sync.WaitGroup // work beside the loop: intent deletions, walks, record writes, lookups
-	gauging     bool           // consumer gauges are being refreshed
+	besideN int            // work beside the loop not yet applied
+	bg      sync.WaitGroup // work beside the loop: intent deletions, walks, record writes, lookups
+	list    []*chore       // in the order they start, and run on the way out
+	of      []streamChores // by index in runner.streams
+	commit  *chore         // nil without a table
+	idle    *chore         // nil without Options.UntilIdle
+
 	lastGauge   time.Time
-	checking    bool // an idle check is under way
 	idleDone    bool // an idle check found the work done
 	lastMsg     time.Time
-	forgetQueue []string // intents to delete once the deletion under way is done
-	forgetting  bool
+	forgetQueue []string // intents to delete (forgetChore)
+}
+
+// streamChores are the chores of one stream.
+type streamChores struct {
+	resolve, walk, save *chore
+}
+
+// makeChores makes the runner's chores. The order is the order of the
+// way out: the table's commit first, then the export records, then the
+// intents and plans their floors passed.
+func (r *runner) makeChores() {
+	c := &r.chores
+	c.commit, c.idle = r.commitChore(), r.idleChore()
+	c.of = make([]streamChores, len(r.streams))
+	for i, s := range r.streams {
+		c.of[i] = streamChores{resolve: r.resolveChore(s), walk: r.walkChore(s), save: r.saveChore(s)}
+	}
+	add := func(ch *chore) {
+		if ch != nil {
+			c.list = append(c.list, ch)
+		}
+	}
+	add(r.gaugeChore())
+	for _, sc := range c.of {
+		add(sc.resolve)
+		add(sc.walk)
+	}
+	add(r.leaseChore())
+	add(c.commit)
+	add(r.compactChore())
+	for _, sc := range c.of {
+		add(sc.save)
+	}
+	add(r.forgetChore())
+	add(r.planChore())
+	add(c.idle)
 }
 
 func newRunner(e *session, streams []*streamState) *runner {
@@ -119,7 +155,7 @@ func newRunner(e *session, streams []*streamState) *runner {
 	if e.content != nil || e.table != nil {
 		dirs = newOpenDirs(e.cfg.Output.MaxOpenDirectories, rot.MaxFileAge)
 	}
-	return &runner{
+	r := &runner{
 		e:       e,
 		log:     e.log,
 		streams: streams,
@@ -141,6 +177,8 @@ func newRunner(e *session, streams []*streamState) *runner {
 		mem: memory{budget: rot.MaxBufferedBytes, mPeak: e.m.BufferedPeak.WithLabelValues(e.cfg.Name)},
 		up:  uploads{uploading: map[bufferKey]int{}},
 	}
+	r.makeChores()
+	return r
 }
 
 // bodyOverhead is about the memory a batch's body holds beyond its
@@ -206,7 +244,6 @@ func (r *runner) send(ctx context.Context, res *result, wg *sync.WaitGroup, acke
 }
 
 func (r *runner) run(ctx context.Context) error {
-	r.ctx = ctx
 	// Uploads outlive ctx: on shutdown they get the shutdown timeout.
 	uctx, cancelUploads := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelUploads()
@@ -291,7 +328,7 @@ func (r *runner) start(ctx context.Context) error {
 	}
 	if l := r.e.leases; l != nil {
 		l.last = time.Now()
-		r.applyRound(l.Round(ctx, 0, nil, r.groupSnaps()), l.last)
+		r.applyRound(ctx, l.Round(ctx, 0, nil, r.groupSnaps()), l.last)
 		if r.fatalErr != nil {
 			return r.fatalErr
 		}
@@ -304,10 +341,10 @@ func (r *runner) start(ctx context.Context) error {
 // applies what the work beside the loop still reports, commits what is
 // stored to the table, writes the export records and leaves.
 func (r *runner) shutdown(ctx context.Context) error {
-	if err := r.drainPulls(); err != nil {
+	if err := r.drainPulls(ctx); err != nil {
 		return err
 	}
-	r.takeQueued(math.MaxInt, func() bool { return false })
+	r.takeQueued(ctx, math.MaxInt, func() bool { return false })
 	r.flushPoison()
 	r.set.SealAll(buffer.ReasonShutdown)
 	r.rej.SealAll(buffer.ReasonShutdown)
@@ -331,20 +368,17 @@ func (r *runner) shutdown(ctx context.Context) error {
 			return nil
 		}
 	}
-	r.draining = true
-	// What is stored goes into the table before the process ends; what a
-	// commit cut short leaves, the next start commits.
-	cctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), stopBy)
-	r.commitNow(cctx)
-	cancel()
-	r.saveNow(context.WithoutCancel(ctx))
+	// What is stored goes into the table before the process ends (what a
+	// commit cut short leaves, the next start commits), then the export
+	// records, then the intents their floors passed.
+	r.finishChores(ctx, stopBy)
 	r.leave(ctx, true)
 	r.log.Info("stopped cleanly", "messages_written", r.up.written)
 	return nil
 }
 
 // drainPulls stops every pull and adds what the client had buffered.
-func (r *runner) drainPulls() error {
+func (r *runner) drainPulls(ctx context.Context) error {
 	var closed []<-chan struct{}
 	for _, s := range r.streams {
 		if s.cc != nil {
@@ -362,7 +396,7 @@ func (r *runner) drainPulls() error {
 	for {
 		select {
 		case d := <-r.wires.in:
-			r.add(d)
+			r.add(ctx, d)
 		case <-pullersDone:
 			return nil
 		case err := <-r.wires.fatal:
@@ -391,7 +425,7 @@ func (r *runner) uploadRest(ctx context.Context, deadline <-chan time.Time) (don
 		case <-deadline:
 			r.log.Warn("shutdown timeout: leaving unuploaded messages unacked; JetStream redelivers them",
 				"batches", r.up.inflight, "bytes", r.up.inflightBytes, "shutdown_timeout", r.e.cfg.ShutdownTimeout)
-			r.saveNow(context.WithoutCancel(ctx))
+			r.finishChores(ctx, time.Now())
 			r.leave(ctx, false)
 			return true, nil
 		}
@@ -423,11 +457,11 @@ func (r *runner) loop(ctx context.Context) error {
 		case err := <-r.wires.fatal:
 			return err
 		case d := <-in:
-			r.add(d)
+			r.add(ctx, d)
 			// Take what else is queued, up to a bound, before going
 			// round the whole select again: at 200,000 messages a
 			// second that select was a tenth of the CPU.
-			r.takeQueued(intakeRun-1, func() bool { return r.fatalErr != nil || !r.underBudget() })
+			r.takeQueued(ctx, intakeRun-1, func() bool { return r.fatalErr != nil || !r.underBudget() })
 			if r.fatalErr != nil {
 				return r.fatalErr
 			}
@@ -453,29 +487,16 @@ func (r *runner) loop(ctx context.Context) error {
 			r.rejected.report(r.log, now, false, r.e.cfg.S3.Prefix)
 			r.takeSealed()
 			r.keepQueuedInProgress(now)
-			if now.Sub(r.chores.lastGauge) >= 5*time.Second {
-				r.chores.lastGauge = now
-				r.consumerGauges(ctx)
-			}
-			r.resolve(ctx, now)
-			r.tend(ctx, now)
-			r.leaseRound(ctx, now)
 			r.tendConsumers(ctx, now)
 			r.checkHandovers(ctx)
-			r.commitTable(ctx, now, false)
-			r.compactTable(ctx, now)
 			r.flushPoison()
 			r.gauges(now)
-			if r.e.opts.UntilIdle && now.Sub(r.chores.lastMsg) >= 500*time.Millisecond && len(r.up.queue) == 0 {
-				r.checkIdle(ctx)
-			}
+			r.startChores(ctx, now)
 		case now := <-fast:
-			// The last deliveries said nothing more was pending: check
-			// at once rather than after half a second of quiet.
-			if r.drained() && now.Sub(r.chores.lastMsg) >= fastIdle && len(r.up.queue) == 0 &&
-				(r.up.inflight == 0 || r.set.Open()+r.rej.Open() > 0) {
-				r.checkIdle(ctx)
-			}
+			// The last deliveries may have said nothing more was
+			// pending: check at once rather than after half a second of
+			// quiet.
+			r.tryChore(ctx, r.chores.idle, now)
 		}
 	}
 }
@@ -486,14 +507,14 @@ const intakeRun = 64
 
 // takeQueued adds the deliveries queued already, up to max of them, until
 // stop says to look at something else.
-func (r *runner) takeQueued(max int, stop func() bool) {
+func (r *runner) takeQueued(ctx context.Context, max int, stop func() bool) {
 	for range max {
 		if stop() {
 			return
 		}
 		select {
 		case d := <-r.wires.in:
-			r.add(d)
+			r.add(ctx, d)
 		default:
 			return
 		}

@@ -76,12 +76,8 @@ type streamState struct {
 	retained  bool             // work-queue or interest retention: see progress.Ledger.Retain
 	stream    jetstream.Stream // for walks
 	recordKey string           // of the export record in the state bucket
-	walking   bool             // a walk is under way
-	lastWalk  time.Time
-	walkEvery time.Duration // how soon holes are walked again
-	saving    bool          // the export record is being written
-	savedRev  uint64        // the ledger revision last written
-	lastSave  time.Time
+	walkEvery time.Duration    // how soon holes are walked again
+	savedRev  uint64           // the ledger revision last written
 }
 
 // consumerName is the consumer of the [[streams]] entry: for a partition,

@@ -39,10 +39,12 @@ type lakeTable struct {
 	failed      *iceberg.Plan     // recorded, its commit failed: tried again first
 	failedWith  []iceberg.File    // the files handed to it
 	lastCommit  time.Time
-	backlog     bool      // more files wait than the last plan held
-	lastCompact time.Time // when the last compaction pass started
-	compacting  bool      // a compaction pass is under way, beside the loop
-	foreignSeen bool      // foreign files in the data folder were reported
+	backlog     bool            // more files wait than the last plan held
+	commitSoon  bool            // commit at once: everything else is done (Options.UntilIdle)
+	lastCompact time.Time       // when the last compaction pass started
+	compacting  bool            // a compaction pass is under way, beside the loop
+	foreignSeen bool            // foreign files in the data folder were reported
+	planQueue   []*iceberg.Plan // committed plans none of whose intents is left, to delete
 }
 
 // openTable opens (or creates) the connector's table and commits the plans
@@ -203,43 +205,55 @@ func (lt *lakeTable) idle() bool {
 	return lt.files.Pending() == 0 && lt.committing == nil && lt.failed == nil
 }
 
-// commitTable starts a commit of the stored files beside the loop when
-// commit_interval has passed since the last one, or at once with force.
-func (r *runner) commitTable(ctx context.Context, now time.Time, force bool) {
+// commitChore commits the stored files beside the loop when
+// commit_interval has passed since the last commit, at once when more
+// wait than a plan held or everything else is done, and on the way out
+// within the shutdown timeout. A commit never runs beside a compaction
+// pass. Nil without a table.
+func (r *runner) commitChore() *chore {
 	lt := r.e.table
-	if lt == nil || lt.committing != nil || lt.compacting || lt.files.Pending() == 0 && lt.failed == nil {
-		return
+	if lt == nil {
+		return nil
 	}
-	if !force && !lt.backlog && now.Sub(lt.lastCommit) < r.e.cfg.Iceberg.CommitInterval {
-		return
+	return &chore{
+		name: "commit", keepOnStop: true, atShutdown: true, byDeadline: true,
+		due: func(now time.Time, final bool) bool {
+			if lt.committing != nil || lt.compacting || lt.files.Pending() == 0 && lt.failed == nil {
+				return false
+			}
+			return final || lt.commitSoon || lt.backlog || now.Sub(lt.lastCommit) >= r.e.cfg.Iceberg.CommitInterval
+		},
+		start: func(time.Time) choreWork {
+			lt.commitSoon = false
+			retry, files := lt.failed, lt.failedWith
+			if retry != nil {
+				lt.failed, lt.failedWith = nil, nil
+			} else {
+				files = lt.takePending()
+			}
+			lt.committing = files
+			return func(ctx context.Context) (func(), error) {
+				cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+				defer cancel()
+				start := time.Now()
+				plan, err := retry, error(nil)
+				if retry != nil {
+					err = lt.committer.Recommit(cctx, retry)
+				} else {
+					plan, err = lt.committer.Commit(cctx, files)
+				}
+				took := time.Since(start)
+				expired, eerr := 0, error(nil)
+				if err == nil {
+					expired, eerr = r.expireSnapshots(cctx)
+				}
+				return func() {
+					r.tableCommitted(plan, files, took, err)
+					r.snapshotsExpired(expired, eerr)
+				}, err
+			}
+		},
 	}
-	retry, files := lt.failed, lt.failedWith
-	if retry != nil {
-		lt.failed, lt.failedWith = nil, nil
-	} else {
-		files = lt.takePending()
-	}
-	lt.committing = files
-	r.beside(func() func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-		defer cancel()
-		start := time.Now()
-		plan, err := retry, error(nil)
-		if retry != nil {
-			err = lt.committer.Recommit(cctx, retry)
-		} else {
-			plan, err = lt.committer.Commit(cctx, files)
-		}
-		took := time.Since(start)
-		expired, eerr := 0, error(nil)
-		if err == nil {
-			expired, eerr = r.expireSnapshots(cctx)
-		}
-		return func() {
-			r.tableCommitted(plan, files, took, err)
-			r.snapshotsExpired(expired, eerr)
-		}
-	})
 }
 
 // tableCommitted applies the outcome of a commit.
@@ -286,30 +300,6 @@ func (r *runner) tableCommitted(plan *iceberg.Plan, files []iceberg.File, took t
 	m.TableSnapshots.WithLabelValues(name, table).Set(float64(lt.t.Snapshots()))
 	r.log.Info("iceberg commit", "table", table, "commit", plan.ID, "files", len(plan.Files),
 		"duration", took.Round(time.Millisecond))
-}
-
-// commitNow commits what is stored, on the way out.
-func (r *runner) commitNow(ctx context.Context) {
-	lt := r.e.table
-	if lt == nil {
-		return
-	}
-	if lt.failed != nil {
-		plan, files := lt.failed, lt.failedWith
-		lt.failed, lt.failedWith = nil, nil
-		start := time.Now()
-		r.tableCommitted(plan, files, time.Since(start), lt.committer.Recommit(ctx, plan))
-	}
-	for lt.files.Pending() > 0 && lt.failed == nil && ctx.Err() == nil {
-		files := lt.takePending()
-		start := time.Now()
-		plan, err := lt.committer.Commit(ctx, files)
-		r.tableCommitted(plan, files, time.Since(start), err)
-		if err != nil {
-			return
-		}
-		r.snapshotsExpired(r.expireSnapshots(ctx))
-	}
 }
 
 // takePending takes the pending files one plan holds, and notes whether

@@ -38,51 +38,56 @@ func (r *runner) snapshotsExpired(n int, err error) {
 // rewrites, so that the next data commit waits little.
 const compactPassGroups = 16
 
-// compactTable starts a compaction pass beside the loop every half
+// compactChore runs a compaction pass beside the loop every half
 // compact_after (commit_interval at least), when no commit is under way:
 // partitions close at that pace. Commits wait for the pass, which is
-// bounded to compactPassGroups groups.
-func (r *runner) compactTable(ctx context.Context, now time.Time) {
+// bounded to compactPassGroups groups. Nil without a table.
+func (r *runner) compactChore() *chore {
 	lt := r.e.table
-	if lt == nil || r.e.intents == nil || lt.committing != nil || lt.compacting || r.draining {
-		return
+	if lt == nil || r.e.intents == nil {
+		return nil
 	}
 	ic := r.e.cfg.Iceberg
-	if now.Sub(lt.lastCompact) < max(ic.CompactAfter/2, ic.CommitInterval) {
-		return
+	return &chore{
+		name: "compact", keepOnStop: true,
+		due: func(now time.Time, final bool) bool {
+			return !final && lt.committing == nil && !lt.compacting && now.Sub(lt.lastCompact) >= max(ic.CompactAfter/2, ic.CommitInterval)
+		},
+		start: func(now time.Time) choreWork {
+			lt.compacting, lt.lastCompact = true, now
+			return func(ctx context.Context) (func(), error) {
+				cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+				defer cancel()
+				o := lake.CompactOptions{Now: now}
+				var rep lake.CompactReport
+				u, err := lake.CompactTable(cctx, r.e.cfg, lt.t, r.e.intents, r.e.store, o, compactPassGroups, &rep)
+				res := rep.Groups
+				var orphans, foreign []string
+				if err == nil && ic.RemoveOrphans {
+					o.OrphanAge = ic.OrphanAge
+					orphans, foreign, err = lake.RemoveOrphans(cctx, r.e.cfg, lt.t, r.e.intents, r.e.store, o)
+				}
+				return func() {
+					lt.compacting = false
+					if n := len(orphans); n > 0 {
+						r.e.m.Orphans.WithLabelValues(r.e.cfg.Name, lt.t.Name()).Add(float64(n))
+						r.log.Info("iceberg orphan data files removed", "table", lt.t.Name(), "files", n, "first", orphans[0])
+					}
+					if n := len(foreign); n > 0 && !lt.foreignSeen {
+						lt.foreignSeen = true
+						r.log.Warn("the table's data folder holds files in no snapshot that this connector did not write for this table; they are left alone",
+							"table", lt.t.Name(), "files", n, "first", foreign[0])
+					}
+					r.snapshotsExpired(rep.Expired, rep.ExpireErr)
+					if err != nil {
+						r.tableCompacted(res, nil, err)
+						return
+					}
+					r.tableCompacted(res, &u, nil)
+				}, err
+			}
+		},
 	}
-	lt.compacting, lt.lastCompact = true, now
-	r.beside(func() func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
-		defer cancel()
-		o := lake.CompactOptions{Now: now}
-		var rep lake.CompactReport
-		u, err := lake.CompactTable(cctx, r.e.cfg, lt.t, r.e.intents, r.e.store, o, compactPassGroups, &rep)
-		res := rep.Groups
-		var orphans, foreign []string
-		if err == nil && r.e.cfg.Iceberg.RemoveOrphans {
-			o.OrphanAge = r.e.cfg.Iceberg.OrphanAge
-			orphans, foreign, err = lake.RemoveOrphans(cctx, r.e.cfg, lt.t, r.e.intents, r.e.store, o)
-		}
-		return func() {
-			lt.compacting = false
-			if n := len(orphans); n > 0 {
-				r.e.m.Orphans.WithLabelValues(r.e.cfg.Name, lt.t.Name()).Add(float64(n))
-				r.log.Info("iceberg orphan data files removed", "table", lt.t.Name(), "files", n, "first", orphans[0])
-			}
-			if n := len(foreign); n > 0 && !lt.foreignSeen {
-				lt.foreignSeen = true
-				r.log.Warn("the table's data folder holds files in no snapshot that this connector did not write for this table; they are left alone",
-					"table", lt.t.Name(), "files", n, "first", foreign[0])
-			}
-			r.snapshotsExpired(rep.Expired, rep.ExpireErr)
-			if err != nil {
-				r.tableCompacted(res, nil, err)
-				return
-			}
-			r.tableCompacted(res, &u, nil)
-		}
-	})
 }
 
 // tableCompacted reports a compaction pass, and what the table needs after
