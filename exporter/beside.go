@@ -166,11 +166,10 @@ func (r *runner) idle(ctx context.Context, infos []*jetstream.ConsumerInfo) bool
 		r.takeSealed()
 		return false
 	}
-	if lt := r.e.table; lt != nil && acked && r.up.inflight == 0 && !lt.idle() {
-		// Everything is stored: commit it now rather than at the next
-		// interval.
-		lt.commitSoon = true
-		r.tryChore(ctx, r.chores.commit, time.Now())
+	if acked && r.up.inflight == 0 && !r.e.sink.settled() {
+		// Everything is stored: into the lake with it now rather than
+		// at the next interval.
+		r.startChores(ctx, time.Now())
 		return false
 	}
 	return acked && r.up.inflight == 0

@@ -26,6 +26,7 @@ func capRunner(tb testing.TB, limit int) *runner {
 	if e.content, err = content.New(&e.cfg.Output, false); err != nil {
 		tb.Fatal(err)
 	}
+	e.sink = objectSink{cfg: e.cfg, content: true}
 	return newRunner(e, []*streamState{s})
 }
 

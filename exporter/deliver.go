@@ -134,15 +134,11 @@ func (r *runner) buffer(d delivery, s *streamState, md jsclient.AckInfo) bool {
 			s.m.fallback.Inc()
 		}
 	}
-	if lt := r.e.table; lt != nil {
-		var vals []formats.Value // the typed columns a partition reads
-		if r.e.content != nil {
-			vals = r.e.content.Values()
-		}
-		r.intake.dirBuf = lt.part.AppendDir(r.intake.dirBuf[:0], s.cfg.Stream, r.intake.rec.Subject, seq, ts, vals)
-	} else {
-		r.intake.dirBuf = out.PathTemplate.AppendDir(r.intake.dirBuf[:0], &r.intake.tplVals)
+	var vals []formats.Value // the typed columns a table's partition reads
+	if r.e.content != nil {
+		vals = r.e.content.Values()
 	}
+	r.intake.dirBuf = r.e.sink.appendDir(r.intake.dirBuf[:0], &r.intake.tplVals, seq, ts, vals)
 	if !r.dirs.admit(r.intake.dirBuf, r.chores.lastMsg) {
 		r.reject(d.stream, s, msg, &CardinalityError{Dir: string(r.intake.dirBuf), Max: r.dirs.max})
 		return false
@@ -151,22 +147,7 @@ func (r *runner) buffer(d delivery, s *streamState, md jsclient.AckInfo) bool {
 	// entries never share a buffer.
 	r.intake.grpBuf = strconv.AppendInt(r.intake.grpBuf[:0], int64(d.stream), 10)
 	r.intake.grpBuf = append(r.intake.grpBuf, 0)
-	switch {
-	case r.e.table != nil:
-		// A data file holds one partition: a buffer per partition.
-		r.intake.grpBuf = append(r.intake.grpBuf, r.intake.dirBuf...)
-	case r.e.content != nil:
-		// Directories from the content interleave, where those of the
-		// ingest time follow one another: a buffer per directory, not a
-		// buffer sealed whenever the directory changes.
-		r.intake.grpBuf = append(r.intake.grpBuf, r.intake.dirBuf...)
-		if out.GroupBy == config.GroupBySubject {
-			r.intake.grpBuf = append(r.intake.grpBuf, 0)
-			r.intake.grpBuf = append(r.intake.grpBuf, r.intake.rec.Subject...)
-		}
-	case out.GroupBy == config.GroupBySubject:
-		r.intake.grpBuf = append(r.intake.grpBuf, r.intake.rec.Subject...)
-	}
+	r.intake.grpBuf = r.e.sink.appendGroup(r.intake.grpBuf, r.intake.dirBuf, r.intake.rec.Subject)
 	ref := jsclient.AckRef(msg.Reply())
 	if err := r.set.Add(r.intake.grpBuf, r.intake.dirBuf, &r.intake.rec, r.intake.rec.Sequence, r.intake.rec.Time, ref, r.chores.lastMsg); err != nil {
 		var te *formats.TypeError

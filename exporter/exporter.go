@@ -68,6 +68,9 @@ type Exporter struct {
 	// content reads what paths take from payloads and headers, for the
 	// runner's loop; nil when they take the envelope alone.
 	content *content.Reader
+	// openSink opens where a Run's data batches land: objects under the
+	// path template, or the connector's Iceberg table.
+	openSink func(ctx context.Context, sn *session) (sink, error)
 
 	// wrapState, when set, wraps the state bucket: tests use it to stall
 	// it.
@@ -163,7 +166,14 @@ func New(cfg *config.Connector, opts Options) (*Exporter, error) {
 	if m == nil {
 		m = metrics.New(nil)
 	}
+	openSink := func(context.Context, *session) (sink, error) {
+		return objectSink{cfg: cfg, content: place != nil}, nil
+	}
+	if cfg.Iceberg != nil {
+		openSink = openLakeTable
+	}
 	return &Exporter{
+		openSink:      openSink,
 		cfg:           cfg,
 		opts:          opts,
 		log:           log.With("connector", cfg.Name),
@@ -214,6 +224,7 @@ func (e *Exporter) Run(ctx context.Context) error {
 		return err
 	}
 	e.bound.Store(true)
+	defer sn.sink.close()
 	r := newRunner(sn, streams)
 	err = r.run(ctx)
 	if denied := jsclient.Denied(ctx); denied != nil {
@@ -264,11 +275,11 @@ func (e *session) open(ctx context.Context) ([]*streamState, error) {
 	if err := e.openState(ctx); err != nil {
 		return nil, err
 	}
-	if e.cfg.Iceberg != nil {
-		if err := e.openLakeTable(ctx); err != nil {
-			return nil, err
-		}
+	sk, err := e.openSink(ctx, e)
+	if err != nil {
+		return nil, err
 	}
+	e.sink = sk
 	streams, err := e.setUpStreams(ctx)
 	if err != nil {
 		return nil, err
@@ -276,14 +287,8 @@ func (e *session) open(ctx context.Context) ([]*streamState, error) {
 	if err := e.openLeases(ctx); err != nil {
 		return nil, err
 	}
-	if e.table != nil {
-		// Plans whose intents are all gone: their files are in the table.
-		for _, p := range e.table.files.Unclaimed() {
-			if err := e.table.committer.Forget(ctx, p); err != nil {
-				return nil, err
-			}
-			e.table.files.DropPlan(p)
-		}
+	if err := e.sink.setUpDone(ctx); err != nil {
+		return nil, err
 	}
 	// Probed once the streams are known to fit, so that a run refused for
 	// its streams writes nothing to the store.
@@ -315,8 +320,9 @@ func (e *session) openState(ctx context.Context) error {
 // openLakeTable opens the connector's Iceberg table, retrying while the
 // catalog is unreachable; a table that does not fit, a catalog pointing
 // elsewhere or a missing folder stop the run.
-func (e *session) openLakeTable(ctx context.Context) error {
-	return retry(ctx, e.log, "iceberg catalog", func(ctx context.Context) error {
+func openLakeTable(ctx context.Context, e *session) (sink, error) {
+	var lt *lakeTable
+	err := retry(ctx, e.log, "iceberg catalog", func(ctx context.Context) error {
 		t, err := e.openTable(ctx)
 		var me *iceberg.MismatchError
 		var fh *iceberg.ForeignHostError
@@ -329,9 +335,13 @@ func (e *session) openLakeTable(ctx context.Context) error {
 			// there, stays so however often it is asked.
 			return &failure.Permanent{Code: "IcebergCatalog", Err: err}
 		}
-		e.table = t
+		lt = t
 		return err
 	})
+	if err != nil {
+		return nil, err
+	}
+	return lt, nil
 }
 
 // setUpStreams sets up every [[streams]] entry: its consumer, or a

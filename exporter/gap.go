@@ -172,8 +172,5 @@ func (r *runner) saved(res *saveResult) {
 	}
 	s.savedRev = res.rev
 	keys := s.book.PassFloor(res.floor)
-	if r.e.table != nil {
-		keys = r.e.table.files.Forgettable(keys)
-	}
-	r.forget(keys)
+	r.forget(r.e.sink.forgettable(keys))
 }

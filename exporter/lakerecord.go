@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -83,7 +82,7 @@ func (e *session) checkRecordOnce(ctx context.Context, s *streamState) error {
 	if !ok {
 		return nil // a store that can not be listed: the record is all there is
 	}
-	pending, err := e.pendingFiles(ctx)
+	pending, err := e.sink.namedFiles(ctx, e)
 	if err != nil {
 		return err
 	}
@@ -170,30 +169,6 @@ func (e *session) checkRecordOnce(ctx context.Context, s *streamState) error {
 			attrs...)
 	}
 	return nil
-}
-
-// pendingFiles returns the object keys of the data files an Iceberg
-// connector stored that the intents and commit plans in the state bucket
-// name: recovery commits them, and the export record counts them stored.
-// nil for a connector without [iceberg].
-func (e *session) pendingFiles(ctx context.Context) (map[string]bool, error) {
-	if e.table == nil {
-		return nil, nil
-	}
-	out, err := state.NamedFiles(ctx, e.intents, e.cfg.Name)
-	if err != nil {
-		return nil, err
-	}
-	planned, err := lake.PlannedFiles(ctx, e.intents, e.cfg)
-	if err != nil {
-		return nil, err
-	}
-	for loc := range planned {
-		if key, ok := strings.CutPrefix(loc, "s3://"+e.table.bucket+"/"); ok {
-			out[key] = true
-		}
-	}
-	return out, nil
 }
 
 // markerConsumers are the consumers whose loss markers count as s's: its

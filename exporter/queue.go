@@ -355,8 +355,8 @@ func (r *runner) finish(res *result) error {
 		s.book.Release(it.Seq)
 		r.mem.heldMem -= it.Handle.Mem()
 	}
-	if res.stored && j.set == r.set && r.e.table != nil && res.intentKey != "" {
-		r.e.table.files.Stored(res.intentKey, res.key, b.First, b.Last, res.tail)
+	if res.stored && j.set == r.set && res.intentKey != "" {
+		r.e.sink.stored(res.intentKey, res.key, b.First, b.Last, res.tail)
 	}
 	seqs := res.set
 	if !res.stored || len(seqs.Ranges()) == 0 {

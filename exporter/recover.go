@@ -29,14 +29,14 @@ type recovery struct {
 // process owns, and applies them to s's book. The data files of the table
 // that lost their records get them back from their own metadata first.
 func (e *session) recover(ctx context.Context, s *streamState) error {
-	if err := e.restoreIntents(ctx, s); err != nil {
+	if err := e.sink.recoverFiles(ctx, e, s); err != nil {
 		return err
 	}
 	rec, err := e.findIntents(ctx, s, s.book.Known())
 	if err != nil {
 		return err
 	}
-	s.applyRecovery(rec, time.Now(), e.table)
+	s.applyRecovery(rec, time.Now(), e.sink)
 	return nil
 }
 
@@ -122,12 +122,10 @@ func (e *session) findIntents(ctx context.Context, s *streamState, known map[str
 }
 
 // applyRecovery records what findIntents found in s's book, and hands the
-// stored data files to the Iceberg table (nil: none).
-func (s *streamState) applyRecovery(rec *recovery, now time.Time, table *lakeTable) {
+// stored data objects to the sink.
+func (s *streamState) applyRecovery(rec *recovery, now time.Time, sk sink) {
 	for ikey, in := range rec.committed {
-		if table != nil {
-			table.found(ikey, in)
-		}
+		sk.found(ikey, in)
 		s.book.Found(ikey, in.Seqs)
 		s.recovered++
 	}
@@ -208,7 +206,7 @@ func (r *runner) takeOver(ctx context.Context, s *streamState) {
 				return
 			}
 			s.book.Stop()
-			s.applyRecovery(rec, time.Now(), r.e.table)
+			s.applyRecovery(rec, time.Now(), r.e.sink)
 			s.startLedger(start, r.log)
 			parked := s.parked
 			s.parked = nil
@@ -332,8 +330,8 @@ func (r *runner) resolved(ctx context.Context, s *streamState, res resolution) {
 		u.deadline = time.Now().Add(time.Second)
 		return
 	}
-	if res.stored && r.e.table != nil {
-		r.e.table.found(ikey, u.in)
+	if res.stored {
+		r.e.sink.found(ikey, u.in)
 	}
 	s.book.Resolve(ikey, res.stored)
 	delete(s.unsure, ikey)
@@ -364,53 +362,7 @@ func (r *runner) forgetChore() *chore {
 			r.chores.forgetQueue = slices.Delete(r.chores.forgetQueue, 0, n)
 			return func(ctx context.Context) (func(), error) {
 				failed := r.e.deleteIntents(ctx, batch)
-				return func() { r.forgotten(batch, failed) }, nil
-			}
-		},
-	}
-}
-
-// forgotten records deleted intents: the commit plans of an Iceberg table
-// none of whose intents is left are queued to go too (planChore). A plan
-// one of whose intents could not be deleted stays, so that the next
-// recovery finds the intent in its plan and does not commit the file
-// again.
-func (r *runner) forgotten(keys []string, failed map[string]bool) {
-	lt := r.e.table
-	if lt == nil {
-		return
-	}
-	var deleted []string
-	for _, k := range keys {
-		if !failed[k] {
-			deleted = append(deleted, k)
-		}
-	}
-	lt.planQueue = append(lt.planQueue, lt.files.Forgotten(deleted)...)
-}
-
-// planChore deletes the queued commit plans of an Iceberg table beside
-// the loop, and those left on the way out. Nil without a table.
-func (r *runner) planChore() *chore {
-	lt := r.e.table
-	if lt == nil {
-		return nil
-	}
-	return &chore{
-		name: "plans", keepOnStop: true, atShutdown: true, queue: true,
-		due: func(time.Time, bool) bool { return len(lt.planQueue) > 0 },
-		start: func(time.Time) choreWork {
-			plans := lt.planQueue
-			lt.planQueue = nil
-			return func(ctx context.Context) (func(), error) {
-				ctx, cancel := context.WithTimeout(ctx, time.Minute)
-				defer cancel()
-				for _, p := range plans {
-					if err := lt.committer.Forget(ctx, p); err != nil {
-						r.log.Warn("could not delete a committed plan; the next start will", "plan", p.ID, "error", err)
-					}
-				}
-				return nil, nil
+				return func() { r.e.sink.forgotten(batch, failed) }, nil
 			}
 		},
 	}

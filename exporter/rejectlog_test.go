@@ -27,6 +27,7 @@ func rejectRunner(tb testing.TB, buf *bytes.Buffer, level slog.Level, payloads b
 	if e.content, err = content.New(&e.cfg.Output, false); err != nil {
 		tb.Fatal(err)
 	}
+	e.sink = objectSink{cfg: e.cfg, content: true}
 	e.log = slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: level}))
 	e.opts.LogPayloads = payloads
 	return newRunner(e, []*streamState{s})

@@ -98,7 +98,6 @@ type chores struct {
 	bg      sync.WaitGroup // work beside the loop: intent deletions, walks, record writes, lookups
 	list    []*chore       // in the order they start, and run on the way out
 	of      []streamChores // by index in runner.streams
-	commit  *chore         // nil without a table
 	idle    *chore         // nil without Options.UntilIdle
 
 	lastGauge   time.Time
@@ -113,11 +112,12 @@ type streamChores struct {
 }
 
 // makeChores makes the runner's chores. The order is the order of the
-// way out: the table's commit first, then the export records, then the
+// way out: the sink's upkeep (a table's commit) first, then the export records, then the
 // intents and plans their floors passed.
 func (r *runner) makeChores() {
 	c := &r.chores
-	c.commit, c.idle = r.commitChore(), r.idleChore()
+	c.idle = r.idleChore()
+	upkeep, cleanup := r.e.sink.chores(r)
 	c.of = make([]streamChores, len(r.streams))
 	for i, s := range r.streams {
 		c.of[i] = streamChores{resolve: r.resolveChore(s), walk: r.walkChore(s), save: r.saveChore(s)}
@@ -133,13 +133,16 @@ func (r *runner) makeChores() {
 		add(sc.walk)
 	}
 	add(r.leaseChore())
-	add(c.commit)
-	add(r.compactChore())
+	for _, ch := range upkeep {
+		add(ch)
+	}
 	for _, sc := range c.of {
 		add(sc.save)
 	}
 	add(r.forgetChore())
-	add(r.planChore())
+	for _, ch := range cleanup {
+		add(ch)
+	}
 	add(c.idle)
 }
 
@@ -152,7 +155,7 @@ func newRunner(e *session, streams []*streamState) *runner {
 		Overhead:    bodyOverhead,
 	}
 	var dirs *openDirs
-	if e.content != nil || e.table != nil {
+	if e.sink.manyDirs() {
 		dirs = newOpenDirs(e.cfg.Output.MaxOpenDirectories, rot.MaxFileAge)
 	}
 	r := &runner{

@@ -32,9 +32,9 @@ type session struct {
 	// encOptions are enc's options: their Fields are an Iceberg table's
 	// schema.
 	encOptions formats.Options
-	// table is the Iceberg table of a connector with [iceberg]; nil
-	// otherwise.
-	table *lakeTable
+	// sink is where the data batches land: objects, or the Iceberg
+	// table of a connector with [iceberg].
+	sink sink
 
 	// Partitioned entries and the leases of their partitions; nil when
 	// the connector has none.

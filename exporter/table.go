@@ -27,6 +27,7 @@ import (
 // export record's floor has passed it. Only the runner goroutine uses it
 // once the runner runs.
 type lakeTable struct {
+	connector  string // the connector's name
 	t          *iceberg.Table
 	committer  *iceberg.Committer
 	part       *iceberg.Partitioner
@@ -118,7 +119,7 @@ func (e *session) adoptFieldIDs(t *iceberg.Table) error {
 func (e *session) newLakeTable(t *iceberg.Table, part *iceberg.Partitioner, dataPrefix string) *lakeTable {
 	ic := e.cfg.Iceberg
 	lt := &lakeTable{
-		t: t, part: part, dataPrefix: dataPrefix, bucket: e.cfg.S3.Bucket, uuid: t.UUID(),
+		connector: e.cfg.Name, t: t, part: part, dataPrefix: dataPrefix, bucket: e.cfg.S3.Bucket, uuid: t.UUID(),
 		committer: iceberg.NewCommitter(t, state.Plans(e.intents), statekey.Commits(e.cfg.Name, ic.Namespace, ic.Table)),
 		files:     iceberg.NewFileBook(e.cfg.S3.Bucket, dataPrefix), lastCommit: time.Now(),
 	}
@@ -194,27 +195,12 @@ func maxDataKeyLen(dataPrefix string, part *iceberg.Partitioner, ext string) int
 	return len(k)
 }
 
-// found records an intent recovery found whose object exists (see
-// iceberg.FileBook.Found).
-func (lt *lakeTable) found(ikey string, in *state.Intent) {
-	lt.files.Found(ikey, in.Key, in.Seqs.First(), in.Seqs.Last())
-}
-
-// idle reports whether no data file waits for a commit.
-func (lt *lakeTable) idle() bool {
-	return lt.files.Pending() == 0 && lt.committing == nil && lt.failed == nil
-}
-
 // commitChore commits the stored files beside the loop when
 // commit_interval has passed since the last commit, at once when more
 // wait than a plan held or everything else is done, and on the way out
 // within the shutdown timeout. A commit never runs beside a compaction
-// pass. Nil without a table.
-func (r *runner) commitChore() *chore {
-	lt := r.e.table
-	if lt == nil {
-		return nil
-	}
+// pass.
+func (r *runner) commitChore(lt *lakeTable) *chore {
 	return &chore{
 		name: "commit", keepOnStop: true, atShutdown: true, byDeadline: true,
 		due: func(now time.Time, final bool) bool {
@@ -245,11 +231,11 @@ func (r *runner) commitChore() *chore {
 				took := time.Since(start)
 				expired, eerr := 0, error(nil)
 				if err == nil {
-					expired, eerr = r.expireSnapshots(cctx)
+					expired, eerr = r.expireSnapshots(cctx, lt)
 				}
 				return func() {
-					r.tableCommitted(plan, files, took, err)
-					r.snapshotsExpired(expired, eerr)
+					r.tableCommitted(lt, plan, files, took, err)
+					r.snapshotsExpired(lt, expired, eerr)
 				}, err
 			}
 		},
@@ -257,8 +243,7 @@ func (r *runner) commitChore() *chore {
 }
 
 // tableCommitted applies the outcome of a commit.
-func (r *runner) tableCommitted(plan *iceberg.Plan, files []iceberg.File, took time.Duration, err error) {
-	lt := r.e.table
+func (r *runner) tableCommitted(lt *lakeTable, plan *iceberg.Plan, files []iceberg.File, took time.Duration, err error) {
 	lt.committing = nil
 	lt.lastCommit = time.Now()
 	var le *iceberg.LocationError

@@ -16,13 +16,12 @@ import (
 // expireSnapshots expires, beside the loop and after a commit, the
 // snapshots beyond keep_snapshots older than snapshot_retention, when there
 // are some.
-func (r *runner) expireSnapshots(ctx context.Context) (int, error) {
-	return lake.ExpireTable(ctx, r.e.table.t, r.e.cfg.Iceberg, time.Now())
+func (r *runner) expireSnapshots(ctx context.Context, lt *lakeTable) (int, error) {
+	return lake.ExpireTable(ctx, lt.t, r.e.cfg.Iceberg, time.Now())
 }
 
 // snapshotsExpired reports an expiry.
-func (r *runner) snapshotsExpired(n int, err error) {
-	lt := r.e.table
+func (r *runner) snapshotsExpired(lt *lakeTable, n int, err error) {
 	if err != nil {
 		r.log.Warn("could not expire snapshots; trying again after the next commit", "table", lt.t.Name(), "error", err)
 		return
@@ -41,10 +40,10 @@ const compactPassGroups = 16
 // compactChore runs a compaction pass beside the loop every half
 // compact_after (commit_interval at least), when no commit is under way:
 // partitions close at that pace. Commits wait for the pass, which is
-// bounded to compactPassGroups groups. Nil without a table.
-func (r *runner) compactChore() *chore {
-	lt := r.e.table
-	if lt == nil || r.e.intents == nil {
+// bounded to compactPassGroups groups. Nil without a state bucket (a
+// test of the runner alone).
+func (r *runner) compactChore(lt *lakeTable) *chore {
+	if r.e.intents == nil {
 		return nil
 	}
 	ic := r.e.cfg.Iceberg
@@ -78,12 +77,12 @@ func (r *runner) compactChore() *chore {
 						r.log.Warn("the table's data folder holds files in no snapshot that this connector did not write for this table; they are left alone",
 							"table", lt.t.Name(), "files", n, "first", foreign[0])
 					}
-					r.snapshotsExpired(rep.Expired, rep.ExpireErr)
+					r.snapshotsExpired(lt, rep.Expired, rep.ExpireErr)
 					if err != nil {
-						r.tableCompacted(res, nil, err)
+						r.tableCompacted(lt, res, nil, err)
 						return
 					}
-					r.tableCompacted(res, &u, nil)
+					r.tableCompacted(lt, res, &u, nil)
 				}, err
 			}
 		},
@@ -92,8 +91,7 @@ func (r *runner) compactChore() *chore {
 
 // tableCompacted reports a compaction pass, and what the table needs after
 // it (nil: not known).
-func (r *runner) tableCompacted(results []*lake.CompactResult, u *iceberg.Upkeep, err error) {
-	lt := r.e.table
+func (r *runner) tableCompacted(lt *lakeTable, results []*lake.CompactResult, u *iceberg.Upkeep, err error) {
 	if u != nil {
 		name, table := r.e.cfg.Name, lt.t.Name()
 		r.e.m.DataFiles.WithLabelValues(name, table).Set(float64(u.DataFiles))

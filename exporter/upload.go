@@ -14,7 +14,6 @@ import (
 
 	"github.com/jetlake/jetlake/buffer"
 	"github.com/jetlake/jetlake/exporter/fault"
-	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/state"
@@ -95,10 +94,9 @@ func (e *session) storeBatch(ctx context.Context, j *job) *result {
 	}
 	res.bytes = int(body.Len())
 	prefix := e.cfg.S3.Prefix
-	inTable := e.table != nil && j.set != nil && j.enc == e.enc
-	if inTable {
-		prefix = e.table.dataPrefix
-		res.tail = iceberg.TailOf(body)
+	data := j.set != nil && j.enc == e.enc // not rejected messages: they are plain objects
+	if data {
+		prefix, res.tail = e.sink.place(body)
 	}
 	res.key, err = pathtemplate.Key(prefix, b.Dir, b.First, b.Last, j.enc.Ext())
 	if err != nil {
@@ -117,7 +115,7 @@ func (e *session) storeBatch(ctx context.Context, j *job) *result {
 		Seqs:          batchSeqs(b),
 		Created:       time.Now().UTC(),
 	}
-	opts := e.batchPut(j, &in, inTable)
+	opts := e.batchPut(j, &in, data)
 	res.set = in.Seqs
 	if enc, err := in.Seqs.MarshalJSON(); err == nil {
 		res.seqs = enc
@@ -167,7 +165,7 @@ func (e *session) storeBatch(ctx context.Context, j *job) *result {
 // metadata that says which sequences it holds and who wrote it (for a
 // table's data file, the connector and the table's UUID too), and the
 // conditional write when the store has it.
-func (e *session) batchPut(j *job, in *state.Intent, inTable bool) objstore.PutOptions {
+func (e *session) batchPut(j *job, in *state.Intent, data bool) objstore.PutOptions {
 	b, st := j.batch, j.stream
 	opts := objstore.PutOptions{
 		ContentType: j.enc.ContentType(),
@@ -184,9 +182,8 @@ func (e *session) batchPut(j *job, in *state.Intent, inTable bool) objstore.PutO
 		},
 		IfNoneMatch: e.conditional,
 	}
-	if inTable {
-		opts.Metadata[objstore.MetaConnector] = e.cfg.Name
-		opts.Metadata[objstore.MetaTable] = e.table.uuid
+	if data {
+		e.sink.label(opts.Metadata)
 	}
 	if slices.IsSortedFunc(b.Items, func(x, y buffer.Item[jsclient.AckRef]) int { return cmp.Compare(x.Seq, y.Seq) }) {
 		opts.Metadata[objstore.MetaOrdered] = "true"

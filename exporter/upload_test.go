@@ -161,7 +161,7 @@ func testExporter(t testing.TB, store objstore.ObjectStore) *session {
 		rejEnc: enc,
 		m:      metrics.New(nil),
 	}
-	return &session{Exporter: e, enc: enc, acks: &fakeAcker{}}
+	return &session{Exporter: e, enc: enc, acks: &fakeAcker{}, sink: objectSink{cfg: e.cfg}}
 }
 
 // sealedJob returns a sealed batch of n fake messages opened at opened.
