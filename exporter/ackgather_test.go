@@ -109,8 +109,8 @@ func TestAckGathererAcksABurstWithOneConfirmationPerConsumer(t *testing.T) {
 		if res.acks != nil {
 			t.Errorf("%s: acks left to run", res.key)
 		}
-		if want := res.job.stream == a; res.confirmed != want {
-			t.Errorf("%s: confirmed %v, want %v", res.key, res.confirmed, want)
+		if want := res.job.stream == a; (res.status == jobConfirmed) != want {
+			t.Errorf("%s: confirmed %v, want %v", res.key, res.status == jobConfirmed, want)
 		}
 	}
 
@@ -126,7 +126,7 @@ func TestAckGathererAcksABurstWithOneConfirmationPerConsumer(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the gatherer did not end")
 	}
-	if res := <-out; res != last || !res.confirmed {
+	if res := <-out; res != last || res.status != jobConfirmed {
 		t.Errorf("the result held at the end was not acked: %+v", res)
 	}
 }

@@ -38,7 +38,7 @@ func hotRunner(tb testing.TB) (*runner, *streamState) {
 // drain completes the queued jobs as if they were uploaded and acked.
 func drain(r *runner) {
 	for _, j := range r.up.queue {
-		r.finish(&result{job: j, stored: true})
+		r.finish(&result{job: j, status: jobStored})
 	}
 	r.up.queue = r.up.queue[:0]
 }

@@ -44,8 +44,8 @@ func TestUploadGivesUpAtOnceOnAKeyTheStoreRefuses(t *testing.T) {
 			start := time.Now()
 			res := upload(context.Background(), e, j)
 			var ke *objstore.KeyError
-			if !errors.As(res.err, &ke) || store.puts != tt.puts || res.stored {
-				t.Fatalf("err = %v after %d puts, stored %v; want a KeyError after %d", res.err, store.puts, res.stored, tt.puts)
+			if !errors.As(res.err, &ke) || store.puts != tt.puts || res.status.isStored() {
+				t.Fatalf("err = %v after %d puts, stored %v; want a KeyError after %d", res.err, store.puts, res.status.isStored(), tt.puts)
 			}
 			if tt.puts == 0 && !errors.Is(res.err, pathtemplate.ErrKeyTooLong) {
 				t.Errorf("err = %v, want it to wrap ErrKeyTooLong", res.err)

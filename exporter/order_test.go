@@ -49,8 +49,8 @@ func TestBatchesOfOneBufferAreUploadedInOrder(t *testing.T) {
 	if got := first(); got != 0 {
 		t.Fatalf("batch %d next while a's first batch uploads", got)
 	}
-	r.finish(&result{job: j3, stored: true})
-	r.finish(&result{job: j1, stored: true})
+	r.finish(&result{job: j3, status: jobStored})
+	r.finish(&result{job: j1, status: jobStored})
 	if got := first(); got != 2 {
 		t.Fatalf("after a's first batch: batch %d next, want 2", got)
 	}
@@ -66,7 +66,7 @@ func TestBatchesOfOneBufferAreUploadedInOrder(t *testing.T) {
 func TestAMessageOfAConfirmedBatchThatComesBackIsAckedNotWrittenAgain(t *testing.T) {
 	r, _ := hotRunner(t)
 	j, msgs, seqs := uploadingBatch(t, r)
-	r.finish(&result{job: j, stored: true, confirmed: true, intentKey: "i", seqs: seqs})
+	r.finish(&result{job: j, status: jobConfirmed, intentKey: "i", seqs: seqs})
 
 	back := &fakeMsg{seq: 2, data: msgs[1].data, reply: "$JS.ACK.S.c.2.2.9.1764399600123456789.0"}
 	r.add(context.Background(), delivery{msg: back})

@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -72,9 +73,8 @@ type result struct {
 	key       string
 	bytes     int
 	duration  time.Duration
-	err       error
-	stored    bool          // the object is in the store
-	confirmed bool          // the acks were sent and the last one confirmed
+	err       error         // why the job ended short of jobConfirmed, if known
+	status    jobStatus     // where the job ended
 	intentKey string        // the batch's intent
 	seqs      []byte        // the batch's sequences, as progress.Seqs.MarshalJSON encodes them
 	set       progress.Seqs // and as runs, when the uploader built them
@@ -90,6 +90,42 @@ type result struct {
 	// notice marks a result sent ahead of a stored batch's result while
 	// its acks wait to go with others': the upload is over.
 	notice bool
+}
+
+// jobStatus is where a job ended. The zero value claims nothing stored.
+type jobStatus uint8
+
+const (
+	// jobFailed: nothing stored; the messages stay unacked and are
+	// redelivered (err says why).
+	jobFailed jobStatus = iota
+	// jobFenced: nothing stored; the batch is left to the instance the
+	// consumer is pinned to now.
+	jobFenced
+	// jobAbandoned: nothing stored; AckWait passed before the batch could
+	// be.
+	jobAbandoned
+	// jobStored: the object (or loss marker) is in the store; its acks
+	// were not confirmed (err says why, when they were not even sent), and
+	// recovery acks the messages when they come back.
+	jobStored
+	// jobConfirmed: stored, and the server confirmed the acks.
+	jobConfirmed
+)
+
+// isStored reports whether the job's object is in the store.
+func (s jobStatus) isStored() bool { return s >= jobStored }
+
+// notStored is the status of a job that ended with err before its object
+// was stored.
+func notStored(err error) jobStatus {
+	switch {
+	case errors.Is(err, errFenced):
+		return jobFenced
+	case errors.Is(err, ErrAbandoned):
+		return jobAbandoned
+	}
+	return jobFailed
 }
 
 // ack runs the acks the result still has to run, if any.
@@ -110,7 +146,7 @@ func (res *result) acked(log *slog.Logger, err error) {
 			"key", res.key, "error", err)
 		return
 	}
-	res.confirmed = true
+	res.status = jobConfirmed
 	fault.Point("after-confirm") // the point counts batches
 }
 
@@ -343,8 +379,8 @@ func (r *runner) finish(res *result) error {
 		for _, ref := range j.term {
 			term = append(term, ref.Seq())
 		}
-		s.book.MarkerDone(j.marker.Runs(), term, res.stored)
-		if res.stored {
+		s.book.MarkerDone(j.marker.Runs(), term, res.status.isStored())
+		if res.status.isStored() {
 			r.e.m.Lost.WithLabelValues(r.e.cfg.Name, s.cfg.Stream, string(j.marker.Reason)).Add(float64(j.marker.Count))
 		}
 		return nil
@@ -355,19 +391,19 @@ func (r *runner) finish(res *result) error {
 		s.book.Release(it.Seq)
 		r.mem.heldMem -= it.Handle.Mem()
 	}
-	if res.stored && j.set == r.set && res.intentKey != "" {
+	if res.status.isStored() && j.set == r.set && res.intentKey != "" {
 		r.e.sink.stored(res.intentKey, res.key, b.First, b.Last, res.tail)
 	}
 	seqs := res.set
-	if !res.stored || len(seqs.Ranges()) == 0 {
+	if !res.status.isStored() || len(seqs.Ranges()) == 0 {
 		seqs = batchSeqs(b)
 	}
 	s.book.BatchDone(s.intentPrefix+j.intentID, b.Len(), progress.Outcome{
-		Stored: res.stored, Confirmed: res.confirmed, Intent: res.intentKey, Seqs: seqs, First: b.First, Last: b.Last, Encoded: res.seqs})
-	if res.confirmed {
+		Stored: res.status.isStored(), Confirmed: res.status == jobConfirmed, Intent: res.intentKey, Seqs: seqs, First: b.First, Last: b.Last, Encoded: res.seqs})
+	if res.status == jobConfirmed {
 		s.m.acked.Add(float64(b.Len()))
 	}
-	if res.stored {
+	if res.status.isStored() {
 		r.up.written += int64(b.Len())
 		m, name, reason := r.e.m, r.e.cfg.Name, string(b.Reason)
 		m.Objects.WithLabelValues(name, s.cfg.Stream, reason).Inc()
@@ -378,7 +414,7 @@ func (r *runner) finish(res *result) error {
 			s.newest = b.Newest
 		}
 	}
-	if j.set == r.rej && res.stored {
+	if j.set == r.rej && res.status.isStored() {
 		kind := b.Group[strings.IndexByte(b.Group, 0)+1:]
 		r.e.m.Rejected.WithLabelValues(r.e.cfg.Name, s.cfg.Stream, kind).Add(float64(b.Len()))
 	}
@@ -386,7 +422,7 @@ func (r *runner) finish(res *result) error {
 	case res.err == nil:
 		r.log.Info("object uploaded", "key", res.key, "messages", b.Len(), "bytes", res.bytes,
 			"reason", string(b.Reason), "upload_duration", res.duration.Round(time.Millisecond))
-	case res.stored:
+	case res.status.isStored():
 		r.log.Warn("object stored but not acked; its messages are acked when they come back",
 			"key", res.key, "messages", b.Len(), "error", res.err)
 	case keyError(res.err) != nil && j.set == r.set:

@@ -56,8 +56,8 @@ func TestQueuedBatchesAreKeptInProgressWhileTheyWait(t *testing.T) {
 	// Its upload starts from that InProgress: the batch is stored and
 	// acked with no InProgress of the uploader's own.
 	res := upload(context.Background(), e, queued)
-	if res.err != nil || !res.confirmed {
-		t.Fatalf("upload of the batch kept in progress: %v (confirmed %v)", res.err, res.confirmed)
+	if res.err != nil || res.status != jobConfirmed {
+		t.Fatalf("upload of the batch kept in progress: %v (confirmed %v)", res.err, res.status == jobConfirmed)
 	}
 	if _, _, inProgress := msgs[0].snapshot(); inProgress != 1 {
 		t.Fatalf("%d InProgress after the upload, want still 1", inProgress)
@@ -95,8 +95,8 @@ func TestABatchWhoseInProgressWentUnansweredIsNotStoredLate(t *testing.T) {
 		t.Fatalf("%d InProgress sent, want still 1", inProgress)
 	}
 	res := upload(context.Background(), e, queued)
-	if !errors.Is(res.err, ErrAbandoned) || res.stored || len(store.keys) != 0 {
-		t.Fatalf("upload: %v, stored %v %q; want abandoned and nothing stored", res.err, res.stored, store.keys)
+	if !errors.Is(res.err, ErrAbandoned) || res.status.isStored() || len(store.keys) != 0 {
+		t.Fatalf("upload: %v, stored %v %q; want abandoned and nothing stored", res.err, res.status.isStored(), store.keys)
 	}
 	for _, m := range msgs {
 		if acks, doubles, _ := m.snapshot(); acks+doubles != 0 {
@@ -116,8 +116,8 @@ func TestAnUploadStopsWhenInProgressGoesUnanswered(t *testing.T) {
 	e.acks.(*fakeAcker).silent = true
 	start := time.Now()
 	res := upload(context.Background(), e, j)
-	if !errors.Is(res.err, ErrAbandoned) || res.stored {
-		t.Fatalf("upload: %v, stored %v; want abandoned", res.err, res.stored)
+	if !errors.Is(res.err, ErrAbandoned) || res.status.isStored() {
+		t.Fatalf("upload: %v, stored %v; want abandoned", res.err, res.status.isStored())
 	}
 	if took := time.Since(start); took > ackWait-ackWait/10+100*time.Millisecond {
 		t.Fatalf("gave up after %s, past the time the messages were surely held (%s)", took, ackWait-ackWait/10)

@@ -18,7 +18,7 @@ func TestUploaderLeavesTheAcksToAnotherGoroutine(t *testing.T) {
 	acked := func(res *result) func(context.Context) {
 		return func(context.Context) {
 			<-release
-			res.confirmed = true
+			res.status = jobConfirmed
 		}
 	}
 
@@ -58,7 +58,7 @@ func TestUploaderLeavesTheAcksToAnotherGoroutine(t *testing.T) {
 	<-sent
 	wg.Wait()
 	for range 2 {
-		if res := <-r.wires.results; !res.confirmed || res.acks != nil {
+		if res := <-r.wires.results; res.status != jobConfirmed || res.acks != nil {
 			t.Errorf("result %+v sent before its acks were done", res)
 		}
 	}

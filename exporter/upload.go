@@ -27,12 +27,19 @@ import (
 var ErrAbandoned = errors.New("AckWait passed before the batch was committed")
 
 // process runs one job. The result of a stored batch may still have its
-// acks to run (result.acks).
+// acks to run (result.acks); one that is not stored says why in its
+// status.
 func (e *session) process(ctx context.Context, j *job) *result {
+	var res *result
 	if j.marker != nil {
-		return e.writeMarker(ctx, j)
+		res = e.writeMarker(ctx, j)
+	} else {
+		res = e.storeBatch(ctx, j)
 	}
-	return e.storeBatch(ctx, j)
+	if !res.status.isStored() {
+		res.status = notStored(res.err)
+	}
+	return res
 }
 
 // writeMarker stores a loss marker, then terminates the poison message it
@@ -65,7 +72,7 @@ func (e *session) writeMarker(ctx context.Context, j *job) *result {
 	}); res.err != nil {
 		return res
 	}
-	res.stored = true
+	res.status = jobStored
 	nc := e.acks
 	for _, ref := range j.term {
 		if err := ref.Term(nc, "jetlake: "+m.Error); err != nil {
@@ -148,7 +155,7 @@ func (e *session) storeBatch(ctx context.Context, j *job) *result {
 		}
 		return res
 	}
-	res.stored = true
+	res.status = jobStored
 	fault.Point("after-upload")
 	res.duration = time.Since(start)
 	// Acking after AckWait would ack copies that may already be on their
