@@ -2,24 +2,17 @@ package exporter
 
 import (
 	"context"
-	"errors"
-	"log/slog"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nuid"
 
 	"github.com/jetlake/jetlake/buffer"
-	"github.com/jetlake/jetlake/exporter/fault"
-	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/progress"
-	"github.com/jetlake/jetlake/exporter/state"
 	"github.com/jetlake/jetlake/formats"
-	"github.com/jetlake/jetlake/lossmarker"
 )
 
 // batchSet is a set of buffers the exporter fills, and msgBatch one of its
@@ -29,126 +22,6 @@ type (
 	batchSet = buffer.Set[jsclient.AckRef, formats.Record, formats.Batch]
 	msgBatch = buffer.Batch[jsclient.AckRef, formats.Batch]
 )
-
-// job is a sealed batch, or a loss marker, on its way to the store.
-type job struct {
-	stream   *streamState // uploaders read only cfg, created and intentPrefix
-	batch    *msgBatch
-	size     int64           // memory the batch holds, counted in the budget
-	set      *batchSet       // the set the batch returns to
-	enc      formats.Encoder // the batch's encoder
-	format   string          // and its format's name
-	intentID string          // id of the batch's intent
-	pin      string          // the pin id of a pinned consumer when the batch was sealed: its store is fenced by it
-	// progress is when InProgress was last sent for the batch while it
-	// waited in the queue, or when the batch opened: it paces InProgress.
-	progress time.Time
-	// confirmed (unix nanoseconds) is a time at or before which the server
-	// surely (re)started the AckWait clock of every message of the batch:
-	// when the batch opened, or when InProgress went out that the server
-	// answered. The uploader starts from it. It is atomic because the
-	// answer may come once an uploader has the job.
-	confirmed atomic.Int64
-
-	uploading bool // handed to an uploader
-	large     bool // handed to an uploader as a large upload
-
-	marker *lossmarker.Marker // instead of a batch
-	term   []jsclient.AckRef  // poison messages to terminate once the marker is stored
-}
-
-// bufferKey names the buffer a batch was filled in: its set and group.
-// Batches of one buffer are uploaded one after the other, in order.
-type bufferKey struct {
-	set   *batchSet
-	group string
-}
-
-// key returns the buffer key of the job's batch.
-func (j *job) key() bufferKey { return bufferKey{j.set, j.batch.Group} }
-
-// result is what an uploader reports about a job.
-type result struct {
-	job       *job
-	key       string
-	bytes     int
-	duration  time.Duration
-	err       error         // why the job ended short of jobConfirmed, if known
-	status    jobStatus     // where the job ended
-	intentKey string        // the batch's intent
-	seqs      []byte        // the batch's sequences, as progress.Seqs.MarshalJSON encodes them
-	set       progress.Seqs // and as runs, when the uploader built them
-	tail      *iceberg.Tail // an Iceberg data file's end, for its commit
-
-	// acks, when set, still has to ack the stored batch's messages and set
-	// confirmed; the uploader leaves it to another goroutine so as to take
-	// the next job (see runner.send).
-	acks func(context.Context)
-	// ackBy is when the batch's messages may be redelivered to another
-	// consumer, less a margin: no ack may leave after it.
-	ackBy time.Time
-	// notice marks a result sent ahead of a stored batch's result while
-	// its acks wait to go with others': the upload is over.
-	notice bool
-}
-
-// jobStatus is where a job ended. The zero value claims nothing stored.
-type jobStatus uint8
-
-const (
-	// jobFailed: nothing stored; the messages stay unacked and are
-	// redelivered (err says why).
-	jobFailed jobStatus = iota
-	// jobFenced: nothing stored; the batch is left to the instance the
-	// consumer is pinned to now.
-	jobFenced
-	// jobAbandoned: nothing stored; AckWait passed before the batch could
-	// be.
-	jobAbandoned
-	// jobStored: the object (or loss marker) is in the store; its acks
-	// were not confirmed (err says why, when they were not even sent), and
-	// recovery acks the messages when they come back.
-	jobStored
-	// jobConfirmed: stored, and the server confirmed the acks.
-	jobConfirmed
-)
-
-// isStored reports whether the job's object is in the store.
-func (s jobStatus) isStored() bool { return s >= jobStored }
-
-// notStored is the status of a job that ended with err before its object
-// was stored.
-func notStored(err error) jobStatus {
-	switch {
-	case errors.Is(err, errFenced):
-		return jobFenced
-	case errors.Is(err, ErrAbandoned):
-		return jobAbandoned
-	}
-	return jobFailed
-}
-
-// ack runs the acks the result still has to run, if any.
-func (res *result) ack(ctx context.Context) {
-	if res.acks != nil {
-		res.acks(ctx)
-		res.acks = nil
-	}
-}
-
-// acked records how the acks of the result's stored batch ended, err from
-// Exporter.ackBatches: confirmed, or a warning, and recovery acks the
-// messages when they come back.
-func (res *result) acked(log *slog.Logger, err error) {
-	res.acks = nil
-	if err != nil {
-		log.Warn("object stored but acks failed; recovery acks its messages when they come back",
-			"key", res.key, "error", err)
-		return
-	}
-	res.status = jobConfirmed
-	fault.Point("after-confirm") // the point counts batches
-}
 
 // nextJob returns the index in the queue of the job to upload next: the
 // oldest whose buffer key has no batch being uploaded, so that the objects
@@ -354,100 +227,4 @@ func (r *runner) uploaded(j *job) {
 			r.up.uploading[k]--
 		}
 	}
-}
-
-// finish accounts for a job that ended, one way or another, or, for a
-// notice of a stored batch whose acks wait (see runner.send), for the end
-// of its upload.
-func (r *runner) finish(res *result) error {
-	j := res.job
-	r.uploaded(j)
-	if res.notice {
-		return nil
-	}
-	s := j.stream
-	if s != nil {
-		s.jobs--
-	}
-	r.up.inflight--
-	r.up.inflightBytes -= j.size
-	if permanent(res.err) {
-		return res.err
-	}
-	if j.marker != nil {
-		var term []uint64
-		for _, ref := range j.term {
-			term = append(term, ref.Seq())
-		}
-		s.book.MarkerDone(j.marker.Runs(), term, res.status.isStored())
-		if res.status.isStored() {
-			r.e.m.Lost.WithLabelValues(r.e.cfg.Name, s.cfg.Stream, string(j.marker.Reason)).Add(float64(j.marker.Count))
-		}
-		return nil
-	}
-	b := j.batch
-	defer j.set.Release(b)
-	for _, it := range b.Items {
-		s.book.Release(it.Seq)
-		r.mem.heldMem -= it.Handle.Mem()
-	}
-	if res.status.isStored() && j.set == r.set && res.intentKey != "" {
-		r.e.sink.stored(res.intentKey, res.key, b.First, b.Last, res.tail)
-	}
-	seqs := res.set
-	if !res.status.isStored() || len(seqs.Ranges()) == 0 {
-		seqs = batchSeqs(b)
-	}
-	s.book.BatchDone(s.intentPrefix+j.intentID, b.Len(), progress.Outcome{
-		Stored: res.status.isStored(), Confirmed: res.status == jobConfirmed, Intent: res.intentKey, Seqs: seqs, First: b.First, Last: b.Last, Encoded: res.seqs})
-	if res.status == jobConfirmed {
-		s.m.acked.Add(float64(b.Len()))
-	}
-	if res.status.isStored() {
-		r.up.written += int64(b.Len())
-		m, name, reason := r.e.m, r.e.cfg.Name, string(b.Reason)
-		m.Objects.WithLabelValues(name, s.cfg.Stream, reason).Inc()
-		m.Bytes.WithLabelValues(name, s.cfg.Stream, reason).Add(float64(res.bytes))
-		m.UploadSeconds.WithLabelValues(name, s.cfg.Stream).Observe(res.duration.Seconds())
-		m.ObjectBytes.WithLabelValues(name, s.cfg.Stream).Observe(float64(res.bytes))
-		if b.Newest.After(s.newest) {
-			s.newest = b.Newest
-		}
-	}
-	if j.set == r.rej && res.status.isStored() {
-		kind := b.Group[strings.IndexByte(b.Group, 0)+1:]
-		r.e.m.Rejected.WithLabelValues(r.e.cfg.Name, s.cfg.Stream, kind).Add(float64(b.Len()))
-	}
-	switch {
-	case res.err == nil:
-		r.log.Info("object uploaded", "key", res.key, "messages", b.Len(), "bytes", res.bytes,
-			"reason", string(b.Reason), "upload_duration", res.duration.Round(time.Millisecond))
-	case res.status.isStored():
-		r.log.Warn("object stored but not acked; its messages are acked when they come back",
-			"key", res.key, "messages", b.Len(), "error", res.err)
-	case keyError(res.err) != nil && j.set == r.set:
-		// Rejected keys are jetlake's own names, which a store takes.
-		r.keyRefused(s, b, keyError(res.err))
-	default:
-		r.log.Warn("batch not exported; its messages stay unacked and are redelivered",
-			"key", res.key, "messages", b.Len(), "error", res.err)
-		r.awaitUnsure(s, j, res)
-	}
-	return nil
-}
-
-// awaitUnsure handles a batch given up after its intent was recorded: an
-// upload attempt that timed out may still have stored the object. Its
-// messages, when they come back, wait until the store says whether it
-// holds the object, as for an intent found at start.
-func (r *runner) awaitUnsure(s *streamState, j *job, res *result) {
-	if res.intentKey == "" || len(res.seqs) == 0 {
-		return
-	}
-	var seqs progress.Seqs
-	if err := seqs.UnmarshalJSON(res.seqs); err != nil {
-		return
-	}
-	in := &state.Intent{ID: j.intentID, Key: res.key, Stream: s.cfg.Stream, Consumer: s.cfg.Consumer, Seqs: seqs}
-	s.await(res.intentKey, in, time.Now().Add(resolveAfter(s.cfg.AckWait, false)))
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"math"
-	"runtime"
 	"sync"
 	"time"
 
@@ -213,39 +212,6 @@ func (r *runner) pullBytes() int {
 // subject and framing, beyond its headers and data.
 const pullMargin = 16 << 10
 
-// send sends an uploader's result to the loop once its acks, if it has
-// any, are done: in a goroutine of wg when ackers has room, and then at
-// once; else before it returns. A stored batch's acks and their
-// confirmation, a round trip to the server, so go on beside the uploader,
-// up to one goroutine per uploader, while it takes the next job: the store
-// has as many uploads in flight as there are uploaders, not fewer by the
-// time they spend waiting on NATS. The result still reaches the loop only
-// once the acks are confirmed.
-func (r *runner) send(ctx context.Context, res *result, wg *sync.WaitGroup, ackers chan struct{}) {
-	if res.acks == nil {
-		r.wires.results <- res
-		return
-	}
-	if r.wires.gather != nil && res.gatherable(time.Now()) {
-		// The loop hears of the upload at once, so that the next batch
-		// of the key may go; the results channel keeps the two in order.
-		r.wires.results <- &result{job: res.job, notice: true}
-		r.wires.gather <- res
-		return
-	}
-	select {
-	case ackers <- struct{}{}:
-		wg.Go(func() {
-			res.ack(ctx)
-			<-ackers
-			r.wires.results <- res
-		})
-	default:
-		res.ack(ctx)
-		r.wires.results <- res
-	}
-}
-
 func (r *runner) run(ctx context.Context) error {
 	// Uploads outlive ctx: on shutdown they get the shutdown timeout.
 	uctx, cancelUploads := context.WithCancel(context.WithoutCancel(ctx))
@@ -269,53 +235,6 @@ func (r *runner) run(ctx context.Context) error {
 		return err
 	}
 	return r.shutdown(ctx)
-}
-
-// startWorkers starts the uploaders, the ack gatherer and, when the
-// encoder defers compression, the compressors. The function it returns
-// stops them once the loop is done, and waits for them and for the work
-// beside the loop.
-func (r *runner) startWorkers(uctx context.Context) (stop func()) {
-	var workers sync.WaitGroup
-	n := uploaders(r.e.cfg.S3.UploadConcurrency)
-	ackers := make(chan struct{}, n)
-	endGather := r.gatherAcks(uctx, n)
-	for range n {
-		workers.Go(func() {
-			for j := range r.wires.jobs {
-				r.send(uctx, r.e.process(uctx, j), &workers, ackers)
-			}
-		})
-	}
-	var compressors sync.WaitGroup
-	if cs, ok := r.e.enc.(formats.ChunkSource); ok {
-		r.intake.chunks = cs
-		r.intake.compress = make(chan *formats.Chunk, 4*runtime.GOMAXPROCS(0))
-		for range runtime.GOMAXPROCS(0) {
-			compressors.Go(func() {
-				for c := range r.intake.compress {
-					c.Compress()
-				}
-			})
-		}
-	}
-	return func() {
-		close(r.wires.stopping)
-		close(r.wires.jobs)
-		// Drain results so workers can finish, then wait for them.
-		go func() {
-			for range r.wires.results {
-			}
-		}()
-		workers.Wait()
-		endGather()
-		close(r.wires.results)
-		r.chores.bg.Wait()
-		if r.intake.compress != nil {
-			close(r.intake.compress)
-			compressors.Wait()
-		}
-	}
 }
 
 // start starts pulling every consumer that is not a partition's, and runs

@@ -26,22 +26,6 @@ import (
 // batch is never acked.
 var ErrAbandoned = errors.New("AckWait passed before the batch was committed")
 
-// process runs one job. The result of a stored batch may still have its
-// acks to run (result.acks); one that is not stored says why in its
-// status.
-func (e *session) process(ctx context.Context, j *job) *result {
-	var res *result
-	if j.marker != nil {
-		res = e.writeMarker(ctx, j)
-	} else {
-		res = e.storeBatch(ctx, j)
-	}
-	if !res.status.isStored() {
-		res.status = notStored(res.err)
-	}
-	return res
-}
-
 // writeMarker stores a loss marker, then terminates the poison message it
 // records, if any. A marker's key is a function of its content, so writing
 // it twice is harmless.
