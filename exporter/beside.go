@@ -36,7 +36,7 @@ func (r *runner) gaugeChore() *chore {
 			r.chores.lastGauge = now
 			conses := make([]jetstream.Consumer, len(r.streams))
 			for i, s := range r.streams {
-				conses[i] = s.cons
+				conses[i] = s.cur.cons
 			}
 			return func(ctx context.Context) (func(), error) {
 				r.refreshGauges(ctx, conses)
@@ -97,7 +97,7 @@ func (r *runner) idleChore() *chore {
 		start: func(time.Time) choreWork {
 			conses := make([]jetstream.Consumer, len(r.streams))
 			for i, s := range r.streams {
-				conses[i] = s.cons
+				conses[i] = s.cur.cons
 			}
 			return func(ctx context.Context) (func(), error) {
 				infos, fatal := r.consumerInfos(ctx, conses)
@@ -131,7 +131,7 @@ func (r *runner) consumerInfos(ctx context.Context, conses []jetstream.Consumer)
 				return nil, fmt.Errorf("stream %s, consumer %s: %w: %w", s.cfg.Stream, s.cfg.Consumer, ErrConsumerDeleted, err)
 			case errors.Is(err, jetstream.ErrConsumerNotFound):
 				why := err.Error()
-				s.pullTrouble.Store(&why)
+				s.cur.pullTrouble.Store(&why)
 			}
 			return nil, nil
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -27,6 +28,16 @@ import (
 // cursor is what the runner keeps about the consumer a stream is read
 // through. Only the runner goroutine uses it.
 type cursor struct {
+	cons    jetstream.Consumer
+	cc      jetstream.ConsumeContext // the pulls; nil when not pulling
+	drained bool                     // the last delivery said the consumer had nothing more to deliver
+	// A problem the pulls reported, for the loop to look into: set by
+	// the pulls, taken by the loop.
+	pullTrouble atomic.Pointer[string]
+	// When the consumer this instance re-created for a partition it holds
+	// was created: the first pin confirmed on it follows on (followsOn).
+	remade time.Time
+
 	// Why the consumer can not be pulled, or "". It is looked up beside
 	// the loop, and re-created when it is missing.
 	stalled  string
@@ -65,7 +76,7 @@ func (s *streamState) pulling() bool {
 func (r *runner) tendConsumers(ctx context.Context, now time.Time) {
 	changed := false
 	for _, s := range r.streams {
-		why := s.pullTrouble.Swap(nil)
+		why := s.cur.pullTrouble.Swap(nil)
 		c := &s.cur
 		if !s.pulling() {
 			continue
@@ -127,8 +138,8 @@ func (r *runner) consumerChecked(s *streamState, cons jetstream.Consumer, made b
 		r.rebuilt(s, rebuildMissing)
 		s.book.Rewound()
 		if s.part != nil {
-			s.remade = cons.CachedInfo().Created
-			s.pins.await()
+			s.cur.remade = cons.CachedInfo().Created
+			s.fence.pins.await()
 		}
 		r.repull(s, cons)
 	case !cons.CachedInfo().Created.Equal(s.consCreated()):
@@ -137,7 +148,7 @@ func (r *runner) consumerChecked(s *streamState, cons jetstream.Consumer, made b
 		r.log.Warn("the consumer was re-created by someone else; pulling it afresh", s.logAttrs()...)
 		s.book.Rewound()
 		r.repull(s, cons)
-	case s.cc != nil && ended(s.cc):
+	case s.cur.cc != nil && ended(s.cur.cc):
 		// The same consumer, but the pulls ended on a problem (a request
 		// the server refused): pulled again.
 		r.log.Warn("the pulls ended; pulling again", s.logAttrs("problem", c.stalled)...)
@@ -150,11 +161,11 @@ func (r *runner) consumerChecked(s *streamState, cons jetstream.Consumer, made b
 
 // repull stops the pulls of s's consumer and pulls cons instead.
 func (r *runner) repull(s *streamState, cons jetstream.Consumer) {
-	if s.cc != nil {
-		s.cc.Stop()
-		s.cc = nil
+	if s.cur.cc != nil {
+		s.cur.cc.Stop()
+		s.cur.cc = nil
 	}
-	s.cons = cons
+	s.cur.cons = cons
 	if r.pull(s) == nil {
 		s.cur.stalled = ""
 	}
@@ -172,10 +183,10 @@ func ended(cc jetstream.ConsumeContext) bool {
 
 // consCreated is when the consumer s pulls was created.
 func (s *streamState) consCreated() time.Time {
-	if s.cons == nil {
+	if s.cur.cons == nil {
 		return time.Time{}
 	}
-	if info := s.cons.CachedInfo(); info != nil {
+	if info := s.cur.cons.CachedInfo(); info != nil {
 		return info.Created
 	}
 	return time.Time{}
@@ -220,7 +231,7 @@ func (e *session) recordStart(ctx context.Context, s *streamState) (uint64, erro
 	if e.intents == nil {
 		return 0, nil
 	}
-	rec, _, err := state.LoadRecord(ctx, e.intents, s.recordKey)
+	rec, _, err := state.LoadRecord(ctx, e.intents, s.record.key)
 	var bad *state.UnreadableRecordError
 	switch {
 	case errors.As(err, &bad):
@@ -239,7 +250,7 @@ func (e *session) recordStart(ctx context.Context, s *streamState) (uint64, erro
 			floor, have = rec.Floor, true
 		}
 	}
-	if r := s.rebuilt; r != nil && r.StreamCreated.Equal(s.created) && r.Claims() > 0 {
+	if r := s.record.rebuilt; r != nil && r.StreamCreated.Equal(s.created) && r.Claims() > 0 {
 		floor, _ = state.Merged(floor, nil, r)
 		have = true
 	}
@@ -283,7 +294,7 @@ func (r *runner) checkCursor(ctx context.Context, s *streamState, res *walkResul
 		return
 	}
 	c.checking = true
-	cons, pin := s.cons, s.pin
+	cons, pin := s.cur.cons, s.fence.pin
 	r.beside(func() func() {
 		mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
@@ -314,7 +325,7 @@ func (e *session) mayMove(ctx context.Context, s *streamState, pin string, q uin
 	if e.intents == nil {
 		return "", nil
 	}
-	rec, _, err := state.LoadRecord(ctx, e.intents, s.recordKey)
+	rec, _, err := state.LoadRecord(ctx, e.intents, s.record.key)
 	var bad *state.UnreadableRecordError
 	switch {
 	case errors.As(err, &bad):

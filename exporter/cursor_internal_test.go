@@ -16,11 +16,11 @@ func TestAPinHeldElsewhereIsNoPullProblem(t *testing.T) {
 	s := &streamState{cfg: config.Stream{Stream: "S", Consumer: "c", Failover: config.FailoverPinned}}
 	r := newRunner(e, []*streamState{s})
 	r.pullError(s, jetstream.ErrPinIDMismatch)
-	if why := s.pullTrouble.Load(); why != nil {
+	if why := s.cur.pullTrouble.Load(); why != nil {
 		t.Fatalf("pin held elsewhere reported as a pull problem: %s", *why)
 	}
 	r.pullError(s, jetstream.ErrConsumerDeleted)
-	if s.pullTrouble.Load() == nil {
+	if s.cur.pullTrouble.Load() == nil {
 		t.Fatal("a deleted consumer was not handed to the loop")
 	}
 }

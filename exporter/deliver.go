@@ -54,10 +54,10 @@ func (r *runner) admit(ctx context.Context, d delivery) (*streamState, jsclient.
 		return s, md, false
 	}
 	seq := md.StreamSeq
-	s.drained = md.Pending == 0
+	s.cur.drained = md.Pending == 0
 	if s.cfg.Failover == config.FailoverPinned {
-		if pin := jsclient.ServerPin(msg.Headers()); pin != "" && pin != s.pin && !s.takingOver {
-			if pin == s.notPin {
+		if pin := jsclient.ServerPin(msg.Headers()); pin != "" && pin != s.fence.pin && !s.fence.takingOver {
+			if pin == s.fence.notPin {
 				// A pin the server did not confirm: its messages are
 				// another instance's, or come again.
 				return s, md, false
@@ -68,8 +68,8 @@ func (r *runner) admit(ctx context.Context, d delivery) (*streamState, jsclient.
 			r.confirmPin(ctx, s, pin)
 		}
 	}
-	if s.takingOver {
-		s.parked = append(s.parked, d)
+	if s.fence.takingOver {
+		s.fence.parked = append(s.fence.parked, d)
 		return s, md, false
 	}
 	s.m.received.Inc()

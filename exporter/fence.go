@@ -41,7 +41,7 @@ func (e *session) checkPin(ctx context.Context, s *streamState, pin string) erro
 	if err != nil {
 		return fmt.Errorf("which instance is pinned: %w", err)
 	}
-	return s.pins.judge(pin, pinned)
+	return s.fence.pins.judge(pin, pinned)
 }
 
 // errPinUnsettled fails an upload attempt, to be tried again, that finds
@@ -64,6 +64,18 @@ type pinLine struct {
 	// awaiting: the consumer was re-created by this instance and its first
 	// pin is not confirmed yet; the next start or extend settles it.
 	awaiting bool
+}
+
+// pinState is which instance a pinned consumer's server pins, as this
+// instance knows it, and the takeover when it is this one.
+type pinState struct {
+	pin    string  // Nats-Pin-Id of the last message
+	notPin string  // a later pin the server did not confirm
+	pins   pinLine // the pins this instance held in a row, up to pin: the fence reads it
+	// A takeover: recovery runs beside the loop, and the stream's
+	// deliveries wait meanwhile.
+	takingOver bool
+	parked     []delivery
 }
 
 // maxPinLine bounds the pins a line keeps: a batch is sealed under one of
@@ -125,7 +137,7 @@ func (l *pinLine) judge(sealed, now string) error {
 // deliveries that carry pin are left to the server, which sends them again
 // after AckWait, and the next one asks again.
 func (r *runner) confirmPin(ctx context.Context, s *streamState, pin string) {
-	s.takingOver = true
+	s.fence.takingOver = true
 	js := r.e.js
 	r.beside(func() func() {
 		pinned, err := pin, error(nil)
@@ -135,32 +147,32 @@ func (r *runner) confirmPin(ctx context.Context, s *streamState, pin string) {
 			cancel()
 		}
 		return func() {
-			s.takingOver = false
+			s.fence.takingOver = false
 			if err == nil && pinned == pin {
 				if r.followsOn(s) {
 					// The consumer this instance re-created for a partition
 					// it holds: nobody else was pinned since the last pin,
 					// and what this instance holds is its own still.
-					s.pin = pin
-					s.pins.extend(pin)
+					s.fence.pin = pin
+					s.fence.pins.extend(pin)
 					r.log.Info("pinned again, to the consumer this instance re-created; what it holds goes on", s.logAttrs()...)
 					r.unpark(ctx, s)
 					return
 				}
-				s.pin = pin
-				s.pins.start(pin)
+				s.fence.pin = pin
+				s.fence.pins.start(pin)
 				r.log.Info("pinned: this instance is active", s.logAttrs()...)
 				r.takeOver(ctx, s)
 				return
 			}
-			parked := s.parked
-			s.parked = nil
+			parked := s.fence.parked
+			s.fence.parked = nil
 			if err != nil {
 				r.log.Warn("could not ask which instance is pinned; the messages of the new pin come again", s.logAttrs("error", err)...)
 				parked = slices.DeleteFunc(parked, func(d delivery) bool { return jsclient.ServerPin(d.msg.Headers()) == pin })
 			} else {
 				r.log.Info("a message came with a pin the server does not hold; left to the instance pinned now", s.logAttrs("pinned", pinned != "")...)
-				s.notPin = pin
+				s.fence.notPin = pin
 			}
 			for _, d := range parked {
 				r.add(ctx, d)
@@ -174,15 +186,15 @@ func (r *runner) confirmPin(ctx context.Context, s *streamState, pin string) {
 // consumer is one this instance re-created for a partition whose lease it
 // held throughout, and this is the first pin it confirmed on it.
 func (r *runner) followsOn(s *streamState) bool {
-	made := s.remade
-	s.remade = time.Time{}
-	return s.part != nil && s.pin != "" && s.pulling() && !made.IsZero() && made.Equal(s.consCreated())
+	made := s.cur.remade
+	s.cur.remade = time.Time{}
+	return s.part != nil && s.fence.pin != "" && s.pulling() && !made.IsZero() && made.Equal(s.consCreated())
 }
 
 // unpark takes in again the deliveries parked while a pin was confirmed.
 func (r *runner) unpark(ctx context.Context, s *streamState) {
-	parked := s.parked
-	s.parked = nil
+	parked := s.fence.parked
+	s.fence.parked = nil
 	for _, d := range parked {
 		r.add(ctx, d)
 	}

@@ -73,10 +73,10 @@ func (r *runner) walkChore(s *streamState) *chore {
 		if final || l == nil || s.part != nil && s.part.handing {
 			return false
 		}
-		return l.HasHoles() && now.Sub(c.done) >= s.walkEvery || now.Sub(c.done) >= walkIdle
+		return l.HasHoles() && now.Sub(c.done) >= s.record.walkEvery || now.Sub(c.done) >= walkIdle
 	}
 	c.start = func(time.Time) choreWork {
-		holes, cons := s.book.Ledger().ToWalk(walkMaxRanges), s.cons
+		holes, cons := s.book.Ledger().ToWalk(walkMaxRanges), s.cur.cons
 		return func(ctx context.Context) (func(), error) {
 			res := r.e.walk(ctx, s, cons, holes)
 			return func() { r.walked(ctx, res) }, res.err
@@ -92,7 +92,7 @@ func (r *runner) saveChore(s *streamState) *chore {
 	c := &chore{name: "save", keepOnStop: true, atShutdown: true}
 	c.due = func(now time.Time, final bool) bool {
 		l := s.book.Ledger()
-		if l == nil || r.e.intents == nil || l.Rev() == s.savedRev {
+		if l == nil || r.e.intents == nil || l.Rev() == s.record.savedRev {
 			return false
 		}
 		return final || !(s.part != nil && s.part.handing) && now.Sub(c.done) >= saveEvery(len(l.Done()))
@@ -104,7 +104,7 @@ func (r *runner) saveChore(s *streamState) *chore {
 			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
 			res := &saveResult{stream: s, l: l, rev: rev}
-			res.floor, res.untrusted, res.err = state.SaveRecord(sctx, r.e.intents, s.recordKey, rec, r.e.lastSeq(s))
+			res.floor, res.untrusted, res.err = state.SaveRecord(sctx, r.e.intents, s.record.key, rec, r.e.lastSeq(s))
 			return func() { r.saved(res) }, res.err
 		}
 	}
@@ -125,7 +125,7 @@ func (r *runner) walked(ctx context.Context, res *walkResult) {
 	if l == nil {
 		return
 	}
-	if res.pinRead && (s.pin == "" || res.pinned != s.pin) {
+	if res.pinRead && (s.fence.pin == "" || res.pinned != s.fence.pin) {
 		// Pinned to another instance now, which exports what this one's
 		// ledger lacks: neither a marker nor a move of the consumer may
 		// follow from a ledger that stopped when the pin moved.
@@ -135,9 +135,9 @@ func (r *runner) walked(ctx context.Context, res *walkResult) {
 	lost, headLost := l.Walked(res.scanned, res.existing)
 	// Holes the stream still holds come back only when they are
 	// redelivered: look again less often while nothing else is found.
-	s.walkEvery = walkHoles
+	s.record.walkEvery = walkHoles
 	if len(lost)+len(headLost) == 0 && len(res.existing) > 0 {
-		s.walkEvery = walkIdle
+		s.record.walkEvery = walkIdle
 	}
 	if s.pulling() {
 		r.checkCursor(ctx, s, res, time.Now())
@@ -170,7 +170,7 @@ func (r *runner) saved(res *saveResult) {
 	if res.l != s.book.Ledger() {
 		return // a takeover started another ledger meanwhile
 	}
-	s.savedRev = res.rev
+	s.record.savedRev = res.rev
 	keys := s.book.PassFloor(res.floor)
 	r.forget(r.e.sink.forgettable(keys))
 }

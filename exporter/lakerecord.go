@@ -38,7 +38,7 @@ import (
 // show exported. The intents in the bucket stay as they are: recovery
 // applies them after.
 func (e *session) checkRecord(ctx context.Context, s *streamState) error {
-	s.rebuilt = nil
+	s.record.rebuilt = nil
 	if e.intents == nil {
 		return nil
 	}
@@ -56,7 +56,7 @@ func (e *session) checkRecord(ctx context.Context, s *streamState) error {
 func (e *session) checkRecordOnce(ctx context.Context, s *streamState) error {
 	// The record first, then the consumer and the lake: what another
 	// instance stores meanwhile is in the lake before a record claims it.
-	rec, rev, err := state.LoadRecord(ctx, e.intents, s.recordKey)
+	rec, rev, err := state.LoadRecord(ctx, e.intents, s.record.key)
 	var bad *state.UnreadableRecordError
 	if err != nil && !errors.As(err, &bad) {
 		return err
@@ -138,11 +138,11 @@ func (e *session) checkRecordOnce(ctx context.Context, s *streamState) error {
 			return err
 		}
 	}
-	if _, err := e.intents.Update(ctx, s.recordKey, value, rev); err != nil {
-		return fmt.Errorf("export record %s: %w", s.recordKey, err)
+	if _, err := e.intents.Update(ctx, s.record.key, value, rev); err != nil {
+		return fmt.Errorf("export record %s: %w", s.record.key, err)
 	}
-	s.rebuilt = &out
-	attrs := s.logAttrs("record", s.recordKey, "floor", out.Floor, "done_ranges", len(out.Done.Ranges()),
+	s.record.rebuilt = &out
+	attrs := s.logAttrs("record", s.record.key, "floor", out.Floor, "done_ranges", len(out.Done.Ranges()),
 		"lake_objects", x.Objects, "lake_markers", x.Markers, "lake_rejected", x.Rejected, "lake_up_to", x.Last(),
 		"consumer_found", found, "ack_floor", ackFloor)
 	if x.Unknown > 0 {
@@ -185,7 +185,7 @@ func (s *streamState) markerConsumers() []string {
 // too many, and another writer may have replaced it since. What the lake
 // held then is exported still.
 func (s *streamState) withRebuilt(start *ledgerStart) {
-	r := s.rebuilt
+	r := s.record.rebuilt
 	if r == nil || !r.StreamCreated.Equal(s.created) {
 		return
 	}

@@ -159,7 +159,7 @@ func (r *runner) handOver(ctx context.Context, s *streamState, lost bool, why st
 	p.handing, p.lost, p.since = true, lost, time.Now()
 	r.holdings()
 	r.log.Info("handing a partition over", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "partition", p.k, "why", why)
-	cc := s.cc
+	cc := s.cur.cc
 	if cc == nil {
 		p.stopped = true
 		return
@@ -175,8 +175,8 @@ func (r *runner) handOver(ctx context.Context, s *streamState, lost bool, why st
 			cc.Stop()
 		}
 		return func() {
-			if s.cc == cc {
-				s.cc = nil
+			if s.cur.cc == cc {
+				s.cur.cc = nil
 			}
 			p.stopped = true
 			// The deliveries the pulls handed over before they ended
@@ -207,7 +207,7 @@ func (r *runner) checkHandovers(ctx context.Context) {
 			r.enqueue(s.poisoned)
 			s.poisoned = nil
 		}
-		if held, _ := s.book.Counts(); held > 0 || s.jobs > 0 || s.takingOver || len(s.parked) > 0 || r.chores.of[i].walk.running || r.chores.of[i].save.running {
+		if held, _ := s.book.Counts(); held > 0 || s.jobs > 0 || s.fence.takingOver || len(s.fence.parked) > 0 || r.chores.of[i].walk.running || r.chores.of[i].save.running {
 			continue
 		}
 		p.releasing = true
@@ -215,7 +215,7 @@ func (r *runner) checkHandovers(ctx context.Context) {
 		// record as it is now, and the lease as it is now.
 		l, rev := s.book.Ledger(), uint64(0)
 		var rec state.Record
-		save := l != nil && r.e.intents != nil && l.Rev() != s.savedRev
+		save := l != nil && r.e.intents != nil && l.Rev() != s.record.savedRev
 		if save {
 			rec, rev = state.LedgerRecord(l, s.created, time.Now()), l.Rev()
 		}
@@ -224,7 +224,7 @@ func (r *runner) checkHandovers(ctx context.Context) {
 			saveRes := &saveResult{stream: s, l: l, rev: rev}
 			if save {
 				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-				saveRes.floor, saveRes.untrusted, saveRes.err = state.SaveRecord(sctx, r.e.intents, s.recordKey, rec, r.e.lastSeq(s))
+				saveRes.floor, saveRes.untrusted, saveRes.err = state.SaveRecord(sctx, r.e.intents, s.record.key, rec, r.e.lastSeq(s))
 				cancel()
 			}
 			err := r.e.release(ctx, lease)
@@ -295,10 +295,10 @@ func (r *runner) released(s *streamState, err error) {
 	r.e.m.HandoverSeconds.WithLabelValues(r.e.cfg.Name, s.cfg.Stream).Observe(took.Seconds())
 	r.log.Info("partition released", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "partition", p.k, "kind", kind, "took", took.Round(time.Millisecond))
 	*p = partition{k: p.k, key: p.key}
-	s.pin, s.remade = "", time.Time{}
-	s.pins.start("")
+	s.fence.pin, s.cur.remade = "", time.Time{}
+	s.fence.pins.start("")
 	s.resetBook()
-	s.drained = false
+	s.cur.drained = false
 	r.holdings()
 }
 

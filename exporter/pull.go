@@ -47,7 +47,7 @@ func (r *runner) pull(s *streamState) error {
 		r.fail(err)
 		return err
 	}
-	s.cc = cc
+	s.cur.cc = cc
 	return nil
 }
 
@@ -76,5 +76,5 @@ func (r *runner) pullError(s *streamState, err error) {
 	}
 	r.log.Warn("pull problem; pulling goes on", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "error", err)
 	why := err.Error()
-	s.pullTrouble.Store(&why)
+	s.cur.pullTrouble.Store(&why)
 }

@@ -188,7 +188,7 @@ func (r *runner) takeSealed() {
 		for _, b := range set.TakeSealed() {
 			s := r.streamOf(b)
 			j := &job{batch: b, size: int64(b.Body.MemSize() + b.Overhead() + jobOverhead), stream: s, set: set, enc: enc, format: format,
-				intentID: nuid.Next(), progress: b.Opened, pin: s.pin}
+				intentID: nuid.Next(), progress: b.Opened, pin: s.fence.pin}
 			j.confirmAt(b.Opened)
 			j.stream.book.Seal(j.stream.intentPrefix+j.intentID, b.Len())
 			r.enqueue(j)

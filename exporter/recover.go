@@ -181,10 +181,10 @@ func (s *streamState) resetBook() {
 // pinned before this one left, and the ledger from the export record it
 // kept. Until both are applied, the stream's deliveries are parked.
 func (r *runner) takeOver(ctx context.Context, s *streamState) {
-	if s.takingOver {
+	if s.fence.takingOver {
 		return
 	}
-	s.takingOver = true
+	s.fence.takingOver = true
 	known := s.book.Known()
 	r.beside(func() func() {
 		// The state bucket may be electing a leader (a takeover often
@@ -198,7 +198,7 @@ func (r *runner) takeOver(ctx context.Context, s *streamState) {
 			return err
 		})
 		return func() {
-			s.takingOver = false
+			s.fence.takingOver = false
 			if err != nil {
 				if ctx.Err() == nil {
 					r.fail(err)
@@ -208,8 +208,8 @@ func (r *runner) takeOver(ctx context.Context, s *streamState) {
 			s.book.Stop()
 			s.applyRecovery(rec, time.Now(), r.e.sink)
 			s.startLedger(start, r.log)
-			parked := s.parked
-			s.parked = nil
+			parked := s.fence.parked
+			s.fence.parked = nil
 			for _, d := range parked {
 				r.add(ctx, d)
 			}

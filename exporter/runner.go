@@ -221,8 +221,8 @@ func (r *runner) run(ctx context.Context) error {
 		r.rejected.report(r.log, time.Now(), true, r.e.cfg.S3.Prefix)
 		close(r.wires.quit)
 		for _, s := range r.streams {
-			if s.cc != nil {
-				s.cc.Stop()
+			if s.cur.cc != nil {
+				s.cur.cc.Stop()
 			}
 		}
 		cancelUploads()
@@ -303,9 +303,9 @@ func (r *runner) shutdown(ctx context.Context) error {
 func (r *runner) drainPulls(ctx context.Context) error {
 	var closed []<-chan struct{}
 	for _, s := range r.streams {
-		if s.cc != nil {
-			s.cc.Drain()
-			closed = append(closed, s.cc.Closed())
+		if s.cur.cc != nil {
+			s.cur.cc.Drain()
+			closed = append(closed, s.cur.cc.Closed())
 		}
 	}
 	pullersDone := make(chan struct{})
@@ -456,7 +456,7 @@ const fastIdle = 25 * time.Millisecond
 // consumer had nothing more to deliver.
 func (r *runner) drained() bool {
 	for _, s := range r.streams {
-		if !s.drained && s.cc != nil {
+		if !s.cur.drained && s.cur.cc != nil {
 			return false
 		}
 	}

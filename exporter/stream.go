@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -23,8 +22,6 @@ import (
 // and uploaders read only cfg, created and intentPrefix.
 type streamState struct {
 	cfg          config.Stream
-	cons         jetstream.Consumer
-	cc           jetstream.ConsumeContext
 	created      time.Time // the stream's creation time: with its name, its identity
 	intentPrefix string
 
@@ -32,15 +29,10 @@ type streamState struct {
 	// export; the Ledger within is compared with the stream by walks
 	// beside the runner, and starts once recovery ran (on a pinned
 	// consumer, once this instance is pinned).
-	book   progress.Book
-	unsure map[string]*unresolved // intents whose object was missing, by intent key
-	pin    string                 // Nats-Pin-Id of the last message on a pinned consumer
-	notPin string                 // a later pin the server did not confirm
-	pins   pinLine                // the pins this instance held in a row, up to pin: the fence reads it
-	// When the consumer this instance re-created for a partition it holds
-	// was created: the first pin confirmed on it follows on (followsOn).
-	remade    time.Time
-	recovered int // intents recovered at start
+	book      progress.Book
+	unsure    map[string]*unresolved // intents whose object was missing, by intent key
+	recovered int                    // intents recovered at start
+	fence     pinState               // on a pinned consumer: which instance is pinned, and the takeover
 
 	// A partition of a partitioned entry: its lease and handover, and the
 	// consumer name of the entry, which object keys show instead of the
@@ -57,27 +49,25 @@ type streamState struct {
 	// they come back (keyRefused).
 	refused map[uint64]error
 
-	// A pinned consumer's takeover: recovery runs beside the loop, and
-	// the stream's deliveries wait meanwhile.
-	takingOver bool
-	parked     []delivery
+	cur    cursor       // the consumer, pulled, and as a cursor rebuilt from the record
+	record exportRecord // the export record: its key, what was written, the walks
 
-	drained bool // the last delivery said the consumer had nothing more to deliver
+	filtered bool             // the consumer sees only some of the stream's subjects
+	retained bool             // work-queue or interest retention: see progress.Ledger.Retain
+	stream   jetstream.Stream // for walks
+}
 
-	// A problem the pulls reported, for the loop to look into: set by
-	// the pulls, taken by the loop.
-	pullTrouble atomic.Pointer[string]
-	cur         cursor // the consumer as a cursor rebuilt from the record
+// exportRecord is a stream's export record as the runner keeps it: where
+// it is in the state bucket, which ledger revision was last written, how
+// soon the ledger's holes are walked again, and the record rebuilt from
+// the lake at set-up.
+type exportRecord struct {
+	key       string        // in the state bucket
+	savedRev  uint64        // the ledger revision last written
+	walkEvery time.Duration // how soon holes are walked again
 	// The export record rebuilt from the lake at set-up (see
 	// checkRecord), or nil: true whatever the bucket says since.
 	rebuilt *state.Record
-
-	filtered  bool             // the consumer sees only some of the stream's subjects
-	retained  bool             // work-queue or interest retention: see progress.Ledger.Retain
-	stream    jetstream.Stream // for walks
-	recordKey string           // of the export record in the state bucket
-	walkEvery time.Duration    // how soon holes are walked again
-	savedRev  uint64           // the ledger revision last written
 }
 
 // consumerName is the consumer of the [[streams]] entry: for a partition,
@@ -126,7 +116,7 @@ func (e *session) setupStream(run, attempt context.Context, s *streamState) erro
 	s.stream = stream
 	s.created = si.Created.UTC()
 	s.intentPrefix = statekey.StreamIntents(e.cfg.Name, s.cfg.Stream, s.cfg.Consumer)
-	s.recordKey = statekey.Record(e.cfg.Name, s.cfg.Stream, s.cfg.Consumer)
+	s.record.key = statekey.Record(e.cfg.Name, s.cfg.Stream, s.cfg.Consumer)
 	if e.stateReplicas > 0 && e.stateReplicas < si.Config.Replicas {
 		e.log.Warn("the state bucket has fewer replicas than the stream: an outage the stream survives can lose the export records and intents",
 			"bucket", e.cfg.State.Bucket, "bucket_replicas", e.stateReplicas, "stream", s.cfg.Stream, "stream_replicas", si.Config.Replicas,
@@ -152,7 +142,7 @@ func (e *session) setupStream(run, attempt context.Context, s *streamState) erro
 			"consumer_storage", s.cfg.ConsumerStorage, "deliver_from", cons.CachedInfo().Config.OptStartSeq)...)
 		e.m.ConsumerRebuilds.WithLabelValues(e.cfg.Name, s.cfg.Stream, rebuildStorage).Inc()
 	}
-	s.cons = cons
+	s.cur.cons = cons
 	s.resetBook()
 	// A partition sees a part of the stream, even partition 0 whose
 	// filters include the stream's own subjects: the messages stored
@@ -207,9 +197,9 @@ func (e *session) loadLedgerStart(ctx context.Context, s *streamState) (*ledgerS
 	var rec *state.Record
 	var recErr error
 	if e.intents != nil {
-		rec, _, recErr = state.LoadRecord(ictx, e.intents, s.recordKey)
+		rec, _, recErr = state.LoadRecord(ictx, e.intents, s.record.key)
 	}
-	ci, err := s.cons.Info(ictx)
+	ci, err := s.cur.cons.Info(ictx)
 	if err != nil {
 		return nil, fmt.Errorf("stream %s, consumer %s: %w", s.cfg.Stream, s.cfg.Consumer, err)
 	}
@@ -233,7 +223,7 @@ func (e *session) loadLedgerStart(ctx context.Context, s *streamState) (*ledgerS
 		switch state.Judge(rec, s.created, si.State.LastSeq) {
 		case state.Forged:
 			e.log.Error("the export record claims sequences the stream never had: it is not trusted; starting from the consumer's ack floor, and the next write replaces it",
-				"stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "record", s.recordKey,
+				"stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "record", s.record.key,
 				"record_floor", rec.Floor, "record_claims_up_to", rec.Claims(), "stream_last_seq", si.State.LastSeq, "ack_floor", start.floor)
 			e.m.Untrusted.WithLabelValues(e.cfg.Name, "export_record").Inc()
 		case state.Believed:
@@ -255,7 +245,7 @@ func (e *session) loadLedgerStart(ctx context.Context, s *streamState) (*ledgerS
 func (s *streamState) startLedger(start *ledgerStart, log *slog.Logger) {
 	s.book.Start(start.floor, start.done, start.firstSeq, start.delivered, s.filtered, s.retained)
 	l := s.book.Ledger()
-	s.savedRev = 0
+	s.record.savedRev = 0
 	if l.HasHoles() {
 		log.Info("export record: checking sequences not known to be exported", "stream", s.cfg.Stream,
 			"floor", l.Floor(), "holes", len(l.Holes()), "first_hole", l.Holes()[0].First)
