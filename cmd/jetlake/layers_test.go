@@ -35,18 +35,18 @@ func TestPurePackagesImportNothingUnderExporterOrInternal(t *testing.T) {
 	}
 }
 
-// Of the packages the binary links, only exporter/objstore reads
+// Of the packages the binary links, only internal/objstore reads
 // minio-go: the others see the store's errors as the kinds of
 // internal/failure and objstore's own errors.
 func TestOnlyTheObjectStoreImportsMinIOGo(t *testing.T) {
 	for _, line := range goList(t, "-deps", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", ".") {
 		pkg, imports, _ := strings.Cut(line, " ")
-		if !strings.HasPrefix(pkg, module+"/") || pkg == module+"/exporter/objstore" {
+		if !strings.HasPrefix(pkg, module+"/") || pkg == module+"/internal/objstore" {
 			continue
 		}
 		for _, imp := range strings.Fields(imports) {
 			if strings.HasPrefix(imp, "github.com/minio/minio-go/") {
-				t.Errorf("%s imports %s: only exporter/objstore may", pkg, imp)
+				t.Errorf("%s imports %s: only internal/objstore may", pkg, imp)
 			}
 		}
 	}

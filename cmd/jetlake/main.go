@@ -31,7 +31,7 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
-	"github.com/jetlake/jetlake/exporter/iceberg"
+	"github.com/jetlake/jetlake/internal/iceberg"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 

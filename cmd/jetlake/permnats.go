@@ -9,8 +9,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/jsclient"
-	"github.com/jetlake/jetlake/exporter/statekey"
+	"github.com/jetlake/jetlake/internal/jsclient"
+	"github.com/jetlake/jetlake/internal/statekey"
 )
 
 // natsPermissions lists the subjects jetlake run, plan and verify publish

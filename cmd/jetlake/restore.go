@@ -15,11 +15,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/jsclient"
-	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/plan"
-	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/exporter/restore"
+	"github.com/jetlake/jetlake/internal/jsclient"
+	"github.com/jetlake/jetlake/internal/objstore"
+	"github.com/jetlake/jetlake/internal/progress"
 )
 
 // subjectList is a flag that may be given more than once.

@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/jetlake/jetlake/exporter/metrics"
+	"github.com/jetlake/jetlake/internal/metrics"
 )
 
 // readiness is what /readyz asks.

@@ -14,10 +14,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/lake"
-	"github.com/jetlake/jetlake/exporter/objstore"
-	"github.com/jetlake/jetlake/exporter/progress"
+	"github.com/jetlake/jetlake/internal/jsclient"
+	"github.com/jetlake/jetlake/internal/objstore"
+	"github.com/jetlake/jetlake/internal/progress"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 
