@@ -46,11 +46,11 @@ postgres:
 	fi
 
 ## test: format check, vet, then every test (integration and chaos included)
-## and, beside it at a lower CPU priority, the pure packages and the
-## exporter's unit tests with -race. cmd/jetlake-testtimes runs the three
-## go test commands side by side, prints their output as go test does, and
-## ends with the time of each package and the ten slowest tests. About 5
-## minutes on an otherwise idle 2-core machine.
+## and, beside it at a lower CPU priority, the pure packages and the unit
+## tests of exporter/ and internal/ with -race. cmd/jetlake-testtimes runs
+## the three go test commands side by side, prints their output as go test
+## does, and ends with the time of each package and the ten slowest tests.
+## About 5 minutes on an otherwise idle 2-core machine.
 test: export JETLAKE_NATS_SERVER := $(NATS_SERVER)
 test: export JETLAKE_MINIO := $(MINIO)
 test: servers postgres
@@ -61,11 +61,11 @@ test: servers postgres
 		exit 1; \
 	fi
 	go vet ./...
-	go vet -tags jetlakefault ./exporter/...
+	go vet -tags jetlakefault ./exporter/... ./internal/...
 	go run ./cmd/jetlake-testtimes \
 		"go test -count=1 -timeout 30m $(TEST_FLAGS) ./..." \
 		"nice -n 10 go test -race -count=1 -timeout 30m $(CORE)" \
-		"nice -n 10 go test -race -short -count=1 -timeout 30m ./exporter/..."
+		"nice -n 10 go test -race -short -count=1 -timeout 30m ./exporter/... ./internal/..."
 
 ## short: the fast inner loop: every unit test, no server started
 short:
@@ -88,7 +88,7 @@ vet:
 bench: export JETLAKE_NATS_SERVER := $(NATS_SERVER)
 bench: export JETLAKE_MINIO := $(MINIO)
 bench: build servers
-	go test -run '^$$' -bench . -benchmem ./formats/... ./pathtemplate/... ./buffer/... ./exporter/...
+	go test -run '^$$' -bench . -benchmem ./formats/... ./pathtemplate/... ./buffer/... ./exporter/... ./internal/...
 	go run ./cmd/jetlake-bench -out bin/bench.json $(BENCH_FLAGS)
 
 ## demo: run jetlake against local servers (see cmd/jetlake-demo)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/jetlake/jetlake/buffer"
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/jsclient"
+	"github.com/jetlake/jetlake/internal/jsclient"
 )
 
 // orderAcker records what is sent to reply subjects, in order; requests to

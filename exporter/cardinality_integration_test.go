@@ -14,8 +14,8 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
-	"github.com/jetlake/jetlake/exporter/metrics"
 	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/internal/metrics"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 

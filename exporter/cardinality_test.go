@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/content"
 	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/internal/content"
 )
 
 // capRunner is hotRunner with paths from the payload's key field, one

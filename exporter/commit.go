@@ -10,12 +10,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jetlake/jetlake/exporter/fault"
-	"github.com/jetlake/jetlake/exporter/iceberg"
-	"github.com/jetlake/jetlake/exporter/jsclient"
-	"github.com/jetlake/jetlake/exporter/progress"
-	"github.com/jetlake/jetlake/exporter/state"
 	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/internal/fault"
+	"github.com/jetlake/jetlake/internal/iceberg"
+	"github.com/jetlake/jetlake/internal/jsclient"
+	"github.com/jetlake/jetlake/internal/progress"
+	"github.com/jetlake/jetlake/internal/state"
 	"github.com/jetlake/jetlake/lossmarker"
 )
 

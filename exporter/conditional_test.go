@@ -10,8 +10,8 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/jetlake/jetlake/exporter"
-	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/internal/objstore"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 

@@ -6,10 +6,10 @@ import (
 	"net"
 	"strings"
 
-	"github.com/jetlake/jetlake/exporter/jsclient"
-	"github.com/jetlake/jetlake/exporter/objstore"
-	"github.com/jetlake/jetlake/exporter/state"
 	"github.com/jetlake/jetlake/internal/failure"
+	"github.com/jetlake/jetlake/internal/jsclient"
+	"github.com/jetlake/jetlake/internal/objstore"
+	"github.com/jetlake/jetlake/internal/state"
 )
 
 // The one classifier of errors: what stops a connector (permanent), what

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/internal/failure"
+	"github.com/jetlake/jetlake/internal/objstore"
 )
 
 // errorKind reads the kinds the adapters put their errors into, in the

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/jsclient"
-	"github.com/jetlake/jetlake/exporter/objstore"
+	"github.com/jetlake/jetlake/internal/jsclient"
+	"github.com/jetlake/jetlake/internal/objstore"
 )
 
 // errFenced ends the store of a batch of a pinned consumer (failover =

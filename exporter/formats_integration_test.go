@@ -19,9 +19,9 @@ import (
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/lake"
-	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/formats"
-	"github.com/jetlake/jetlake/formats/formatstest"
+	"github.com/jetlake/jetlake/internal/formatstest"
+	"github.com/jetlake/jetlake/internal/objstore"
 )
 
 // objects returns every object under prefix with its body.

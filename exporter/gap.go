@@ -5,8 +5,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/jetlake/jetlake/exporter/progress"
-	"github.com/jetlake/jetlake/exporter/state"
+	"github.com/jetlake/jetlake/internal/progress"
+	"github.com/jetlake/jetlake/internal/state"
 	"github.com/jetlake/jetlake/lossmarker"
 )
 

@@ -16,8 +16,8 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/exportertest"
-	"github.com/jetlake/jetlake/exporter/iceberg/icebergtest"
+	"github.com/jetlake/jetlake/internal/exportertest"
+	"github.com/jetlake/jetlake/internal/iceberg/icebergtest"
 )
 
 // catalogConnector turns the test's connector into one that writes an

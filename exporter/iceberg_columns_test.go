@@ -13,9 +13,9 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/iceberg/icebergtest"
 	"github.com/jetlake/jetlake/exporter/lake"
-	"github.com/jetlake/jetlake/exporter/objstore"
+	"github.com/jetlake/jetlake/internal/iceberg/icebergtest"
+	"github.com/jetlake/jetlake/internal/objstore"
 )
 
 // A table partitioned by day(created_at) and bucket(tenant, 8), two typed

@@ -9,11 +9,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/jetlake/jetlake/exporter/exportertest"
-	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/lake"
-	"github.com/jetlake/jetlake/exporter/metrics"
-	"github.com/jetlake/jetlake/exporter/objstore"
+	"github.com/jetlake/jetlake/internal/exportertest"
+	"github.com/jetlake/jetlake/internal/iceberg"
+	"github.com/jetlake/jetlake/internal/metrics"
+	"github.com/jetlake/jetlake/internal/objstore"
 )
 
 // 2,000 small data files over 20 closed partitions are merged into one file

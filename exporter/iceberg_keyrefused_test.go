@@ -16,9 +16,9 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
-	"github.com/jetlake/jetlake/exporter/iceberg/icebergtest"
-	"github.com/jetlake/jetlake/exporter/metrics"
-	"github.com/jetlake/jetlake/formats/formatstest"
+	"github.com/jetlake/jetlake/internal/formatstest"
+	"github.com/jetlake/jetlake/internal/iceberg/icebergtest"
+	"github.com/jetlake/jetlake/internal/metrics"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 

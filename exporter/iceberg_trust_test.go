@@ -17,7 +17,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/exportertest"
+	"github.com/jetlake/jetlake/internal/exportertest"
 	"github.com/jetlake/jetlake/internal/failure"
 	"github.com/jetlake/jetlake/pathtemplate"
 )

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/jetlake/jetlake/buffer"
-	"github.com/jetlake/jetlake/exporter/jsclient"
-	"github.com/jetlake/jetlake/exporter/progress"
+	"github.com/jetlake/jetlake/internal/jsclient"
+	"github.com/jetlake/jetlake/internal/progress"
 )
 
 func TestSeqSetRoundTrips(t *testing.T) {

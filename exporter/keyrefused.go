@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/jetlake/jetlake/exporter/objstore"
+	"github.com/jetlake/jetlake/internal/objstore"
 )
 
 // A key the store refuses (a segment longer than the 255 bytes MinIO

@@ -9,9 +9,9 @@ import (
 
 	"github.com/jetlake/jetlake/buffer"
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/jsclient"
-	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/internal/jsclient"
+	"github.com/jetlake/jetlake/internal/objstore"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 

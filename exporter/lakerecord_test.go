@@ -16,9 +16,9 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
-	"github.com/jetlake/jetlake/exporter/metrics"
 	"github.com/jetlake/jetlake/exporter/plan"
-	"github.com/jetlake/jetlake/exporter/state"
+	"github.com/jetlake/jetlake/internal/metrics"
+	"github.com/jetlake/jetlake/internal/state"
 )
 
 // The lake is the record of last resort: a state bucket that lost the

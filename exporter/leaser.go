@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/jetlake/jetlake/exporter/lease"
+	"github.com/jetlake/jetlake/internal/lease"
 )
 
 // leasing is this instance's leases as the runner keeps them: the

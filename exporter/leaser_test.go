@@ -18,11 +18,11 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/exportertest"
-	"github.com/jetlake/jetlake/exporter/lease"
-	"github.com/jetlake/jetlake/exporter/metrics"
-	"github.com/jetlake/jetlake/exporter/state"
-	"github.com/jetlake/jetlake/exporter/statekey"
+	"github.com/jetlake/jetlake/internal/exportertest"
+	"github.com/jetlake/jetlake/internal/lease"
+	"github.com/jetlake/jetlake/internal/metrics"
+	"github.com/jetlake/jetlake/internal/state"
+	"github.com/jetlake/jetlake/internal/statekey"
 )
 
 // logBuffer collects an exporter's log lines for a test to read.

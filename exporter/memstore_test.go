@@ -9,8 +9,8 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/internal/objstore"
 )
 
 // MemStore is an in-memory object store for tests: an ObjectStore and an

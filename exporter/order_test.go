@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/jetlake/jetlake/buffer"
-	"github.com/jetlake/jetlake/exporter/jsclient"
-	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/internal/jsclient"
+	"github.com/jetlake/jetlake/internal/objstore"
 )
 
 // TestBatchesOfOneBufferAreUploadedInOrder queues two batches of subject a

@@ -17,11 +17,11 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/exportertest"
 	"github.com/jetlake/jetlake/exporter/lake"
-	"github.com/jetlake/jetlake/exporter/objstore"
-	"github.com/jetlake/jetlake/exporter/state"
+	"github.com/jetlake/jetlake/internal/exportertest"
 	"github.com/jetlake/jetlake/internal/failure"
+	"github.com/jetlake/jetlake/internal/objstore"
+	"github.com/jetlake/jetlake/internal/state"
 )
 
 // tableUUID reads the UUID jetlake recorded for the connector's table.

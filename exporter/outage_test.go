@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jetlake/jetlake/exporter/exportertest"
+	"github.com/jetlake/jetlake/internal/exportertest"
 )
 
 func TestS3OutageAcksNothingAndLosesNothing(t *testing.T) {

@@ -13,10 +13,10 @@ import (
 
 	"github.com/jetlake/jetlake/buffer"
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/jsclient"
-	"github.com/jetlake/jetlake/exporter/lease"
-	"github.com/jetlake/jetlake/exporter/state"
-	"github.com/jetlake/jetlake/exporter/statekey"
+	"github.com/jetlake/jetlake/internal/jsclient"
+	"github.com/jetlake/jetlake/internal/lease"
+	"github.com/jetlake/jetlake/internal/state"
+	"github.com/jetlake/jetlake/internal/statekey"
 )
 
 // A partitioned [[streams]] entry (partitions = P) is P streamStates, one per

@@ -10,7 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/jetlake/jetlake/exporter/jsclient"
+	"github.com/jetlake/jetlake/internal/jsclient"
 )
 
 // violation is the error nats.go hands the error handler for the server's

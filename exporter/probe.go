@@ -3,7 +3,7 @@ package exporter
 import (
 	"context"
 
-	"github.com/jetlake/jetlake/exporter/objstore"
+	"github.com/jetlake/jetlake/internal/objstore"
 )
 
 // probe records whether the store honours conditional writes, retrying

@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/jsclient"
+	"github.com/jetlake/jetlake/internal/jsclient"
 )
 
 // pull starts pulling s's consumer.

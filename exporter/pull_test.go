@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jetlake/jetlake/exporter/exportertest"
+	"github.com/jetlake/jetlake/internal/exportertest"
 )
 
 // A message larger than the pull's share of the memory budget (16 MiB / 8

@@ -9,10 +9,10 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/jetlake/jetlake/buffer"
-	"github.com/jetlake/jetlake/exporter/jsclient"
-	"github.com/jetlake/jetlake/exporter/objstore"
-	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/internal/jsclient"
+	"github.com/jetlake/jetlake/internal/objstore"
+	"github.com/jetlake/jetlake/internal/progress"
 )
 
 // batchSet is a set of buffers the exporter fills, and msgBatch one of its

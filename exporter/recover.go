@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/fault"
-	"github.com/jetlake/jetlake/exporter/objstore"
-	"github.com/jetlake/jetlake/exporter/state"
 	"github.com/jetlake/jetlake/internal/failure"
+	"github.com/jetlake/jetlake/internal/fault"
+	"github.com/jetlake/jetlake/internal/objstore"
+	"github.com/jetlake/jetlake/internal/state"
 )
 
 // recovery is what the intents another process left say about a stream:

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/content"
 	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/internal/content"
 )
 
 // rejectRunner is hotRunner with a typed int64 column n, read for the path,

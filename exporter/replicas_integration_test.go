@@ -16,8 +16,8 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
-	"github.com/jetlake/jetlake/exporter/exportertest"
 	"github.com/jetlake/jetlake/exporter/plan"
+	"github.com/jetlake/jetlake/internal/exportertest"
 )
 
 // fewerReplicasWarning is what run logs when the state bucket has fewer

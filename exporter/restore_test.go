@@ -4,8 +4,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/jetlake/jetlake/exporter/objstore"
-	"github.com/jetlake/jetlake/exporter/progress"
+	"github.com/jetlake/jetlake/internal/objstore"
+	"github.com/jetlake/jetlake/internal/progress"
 )
 
 // A data object's metadata gives its exact sequences only when its

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/metrics"
+	"github.com/jetlake/jetlake/internal/metrics"
 )
 
 // retainedWalks is how long a test lets the walks of an exported stream

@@ -10,8 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jetlake/jetlake/buffer"
-	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/internal/jsclient"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 

@@ -4,9 +4,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetlake/jetlake/exporter/jsclient"
-	"github.com/jetlake/jetlake/exporter/state"
 	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/internal/jsclient"
+	"github.com/jetlake/jetlake/internal/state"
 )
 
 // session is one Run of an Exporter: what Run sets up and its runner works

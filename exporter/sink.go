@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/iceberg"
-	"github.com/jetlake/jetlake/exporter/state"
 	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/internal/iceberg"
+	"github.com/jetlake/jetlake/internal/state"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 

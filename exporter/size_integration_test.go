@@ -13,8 +13,8 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/exportertest"
 	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/internal/exportertest"
 )
 
 // Compressed objects keep to max_file_size (within about 1%) even when the

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/metrics"
+	"github.com/jetlake/jetlake/internal/metrics"
 )
 
 // Snapshot reads the connector's own series of the metrics it shares with

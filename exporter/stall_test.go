@@ -16,10 +16,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/exportertest"
-	"github.com/jetlake/jetlake/exporter/progress"
-	"github.com/jetlake/jetlake/exporter/state"
-	"github.com/jetlake/jetlake/exporter/statekey"
+	"github.com/jetlake/jetlake/internal/exportertest"
+	"github.com/jetlake/jetlake/internal/progress"
+	"github.com/jetlake/jetlake/internal/state"
+	"github.com/jetlake/jetlake/internal/statekey"
 )
 
 // stallingState is a state store whose calls, all but intent creation,

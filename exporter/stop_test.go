@@ -12,8 +12,8 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
-	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/internal/failure"
+	"github.com/jetlake/jetlake/internal/jsclient"
 )
 
 func TestMissingBucketStopsWithAClearError(t *testing.T) {

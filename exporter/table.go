@@ -9,12 +9,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jetlake/jetlake/exporter/fault"
-	"github.com/jetlake/jetlake/exporter/iceberg"
-	"github.com/jetlake/jetlake/exporter/state"
-	"github.com/jetlake/jetlake/exporter/statekey"
 	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/internal/failure"
+	"github.com/jetlake/jetlake/internal/fault"
+	"github.com/jetlake/jetlake/internal/iceberg"
+	"github.com/jetlake/jetlake/internal/state"
+	"github.com/jetlake/jetlake/internal/statekey"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 

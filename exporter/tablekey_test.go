@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/internal/iceberg"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 

@@ -21,9 +21,9 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/exportertest"
-	"github.com/jetlake/jetlake/exporter/jsclient"
+	"github.com/jetlake/jetlake/internal/exportertest"
 	"github.com/jetlake/jetlake/internal/failure"
+	"github.com/jetlake/jetlake/internal/jsclient"
 )
 
 // testCert is a certificate and its key, written as PEM files.

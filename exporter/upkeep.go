@@ -5,8 +5,8 @@ import (
 	"path"
 	"time"
 
-	"github.com/jetlake/jetlake/exporter/iceberg"
 	"github.com/jetlake/jetlake/exporter/lake"
+	"github.com/jetlake/jetlake/internal/iceberg"
 )
 
 // Upkeep of a connector's Iceberg table inside run: snapshot expiry after

@@ -14,7 +14,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/jetlake/jetlake/formats/formatstest"
+	"github.com/jetlake/jetlake/internal/formatstest"
 )
 
 // parquetFile is a parquet body as Apache Arrow's reader sees it.

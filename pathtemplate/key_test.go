@@ -36,11 +36,11 @@ func TestKeyFormsAreThoseOfEarlierReleases(t *testing.T) {
 			mustKey(t, "raw", "ORDERS/2026-01-01", 1, 500, "jsonl.gz"),
 			"raw/ORDERS/2026-01-01/00000000000000000001-00000000000000000500.jsonl.gz",
 			pathtemplate.Name{First: 1, Last: 500, Ext: "jsonl.gz"}},
-		{"Iceberg data file (exporter/iceberg/location_test.go)",
+		{"Iceberg data file (internal/iceberg/location_test.go)",
 			mustKey(t, "raw/lake/events/data", "timestamp_hour=2026-12-01-07/subject=s.a", 1, 10, "parquet"),
 			"raw/lake/events/data/timestamp_hour=2026-12-01-07/subject=s.a/00000000000000000001-00000000000000000010.parquet",
 			pathtemplate.Name{First: 1, Last: 10, Ext: "parquet"}},
-		{"compacted data file (exporter/iceberg/compact.go's format)",
+		{"compacted data file (internal/iceberg/compact.go's format)",
 			pathtemplate.CompactedKey("s3://lake/raw/lake/events/data", "timestamp_hour=2026-12-01-07/subject=x", 1, 60, compactionID),
 			"s3://lake/raw/lake/events/data/timestamp_hour=2026-12-01-07/subject=x/00000000000000000001-00000000000000000060-c9f86d081884c7d659a2feaa0.parquet",
 			pathtemplate.Name{First: 1, Last: 60, Compaction: compactionID, Ext: "parquet"}},
@@ -80,7 +80,7 @@ func mustKey(t *testing.T, prefix, dir string, first, last uint64, ext string) s
 }
 
 // TestCompactedKeyIsTheFormatOfEarlierReleases compares CompactedKey with
-// the format exporter/iceberg wrote compacted files with before, including
+// the format internal/iceberg wrote compacted files with before, including
 // the "." folder of an unpartitioned table.
 func TestCompactedKeyIsTheFormatOfEarlierReleases(t *testing.T) {
 	for _, tt := range []struct {

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jetlake/jetlake/exporter/exportertest"
+	"github.com/jetlake/jetlake/internal/exportertest"
 )
 
 // buildJetlake builds the jetlake command into a temporary directory, or

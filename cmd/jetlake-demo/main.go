@@ -35,8 +35,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetlake/jetlake/exporter/exportertest"
-	"github.com/jetlake/jetlake/exporter/iceberg/icebergtest"
+	"github.com/jetlake/jetlake/internal/exportertest"
+	"github.com/jetlake/jetlake/internal/iceberg/icebergtest"
 	"github.com/jetlake/jetlake/pathtemplate"
 	_ "modernc.org/sqlite" // reads the demo's catalog
 )

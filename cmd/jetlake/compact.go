@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter/lake"
 )
 
@@ -44,7 +43,7 @@ func cmdCompact(args []string, stdout, stderr io.Writer) int {
 		}
 		counts := &lake.CompactProgress{}
 		stopProgress := prog.watch(func(time.Time) progressFrame { return compactFrame(c.Name, counts.Counts()) })
-		rep, err := compactConnector(ctx, c, *dryRun, counts)
+		rep, err := lake.CompactConnector(ctx, c, lake.CompactOptions{DryRun: *dryRun, OrphanAge: c.Iceberg.OrphanAge, Progress: counts})
 		stopProgress()
 		if rep == nil {
 			rep = &lake.CompactReport{}
@@ -88,15 +87,4 @@ func cmdCompact(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return code
-}
-
-// compactConnector connects to the connector's store and NATS servers and
-// compacts its table.
-func compactConnector(ctx context.Context, c *config.Connector, dryRun bool, counts *lake.CompactProgress) (*lake.CompactReport, error) {
-	store, js, closeNATS, err := connect(c)
-	if err != nil {
-		return nil, err
-	}
-	defer closeNATS()
-	return lake.Compact(ctx, c, js, store, lake.CompactOptions{DryRun: dryRun, OrphanAge: c.Iceberg.OrphanAge, Progress: counts})
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetlake/jetlake/exporter/jsclient"
+	"github.com/jetlake/jetlake/internal/jsclient"
 )
 
 func TestPlanWarnsAboutOverlappingAndUncoveredFilters(t *testing.T) {

@@ -21,8 +21,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetlake/jetlake/exporter/exportertest"
-	"github.com/jetlake/jetlake/exporter/fault"
+	"github.com/jetlake/jetlake/internal/exportertest"
+	"github.com/jetlake/jetlake/internal/fault"
 	"github.com/jetlake/jetlake/lossmarker"
 )
 

@@ -7,11 +7,11 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/jetlake/jetlake/exporter/fault"
+	"github.com/jetlake/jetlake/internal/fault"
 )
 
 // faultTag is the build tag that compiles fault injection into jetlake
-// (exporter/fault.go). Only the binary of the crash tests has it.
+// (internal/fault/fault.go). Only the binary of the crash tests has it.
 const faultTag = "jetlakefault"
 
 // A binary built as `make build` builds it must not even hold the name of

@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/exportertest"
+	"github.com/jetlake/jetlake/internal/exportertest"
 )
 
 // An instance's link to NATS freezes for longer than ack_wait while the

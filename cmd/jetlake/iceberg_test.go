@@ -18,12 +18,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/exportertest"
-	"github.com/jetlake/jetlake/exporter/fault"
-	"github.com/jetlake/jetlake/exporter/iceberg"
-	"github.com/jetlake/jetlake/exporter/iceberg/icebergtest"
-	"github.com/jetlake/jetlake/exporter/statekey"
 	"github.com/jetlake/jetlake/formats"
+	"github.com/jetlake/jetlake/internal/exportertest"
+	"github.com/jetlake/jetlake/internal/fault"
+	"github.com/jetlake/jetlake/internal/iceberg"
+	"github.com/jetlake/jetlake/internal/iceberg/icebergtest"
+	"github.com/jetlake/jetlake/internal/statekey"
 )
 
 // iceberg makes the connector write an Iceberg table, committing every

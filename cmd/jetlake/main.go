@@ -31,8 +31,7 @@ import (
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
-	"github.com/jetlake/jetlake/exporter/iceberg"
-	"github.com/jetlake/jetlake/pathtemplate"
+	"github.com/jetlake/jetlake/exporter/plan"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -182,18 +181,7 @@ func sampleWhat(c *config.Connector) string {
 // its partition folder for an Iceberg connector, an object under the path
 // template otherwise.
 func sampleKey(c *config.Connector, s config.Stream, now time.Time) string {
-	subject := "example"
-	if len(s.Subjects) > 0 {
-		subject = config.ExampleSubject(s.Subjects[0])
-	}
-	var key string
-	var err error
-	if c.Iceberg != nil {
-		key, err = iceberg.DataKey(c, s.Stream, subject, now, 1, 500)
-	} else {
-		dir := c.Output.PathTemplate.Dir(&pathtemplate.Values{Stream: s.Stream, Subject: subject, Consumer: s.Consumer, Time: now})
-		key, err = pathtemplate.Key(c.S3.Prefix, dir, 1, 500, c.Output.Ext())
-	}
+	key, err := plan.SampleKey(c, s, now)
 	if err != nil {
 		return err.Error()
 	}
@@ -291,8 +279,8 @@ func cmdRun(args []string, stderr io.Writer) int {
 	}()
 
 	setMemoryLimit(enabled, log)
-	reg, metrics := newRegistry()
-	exps, err := newExporters(enabled, exporter.Options{Logger: log, UntilIdle: f.untilIdle, Version: versionString(), Metrics: metrics, LogPayloads: f.logPayloads})
+	metrics := exporter.NewProcessMetrics()
+	exps, err := newExporters(enabled, exporter.Options{Logger: log, UntilIdle: f.untilIdle, Version: versionString(), Metrics: metrics.Exporters(), LogPayloads: f.logPayloads})
 	if err != nil {
 		fmt.Fprintf(stderr, "jetlake run: %v\n", err)
 		return exitFailure
@@ -302,7 +290,7 @@ func cmdRun(args []string, stderr io.Writer) int {
 		for i, e := range exps {
 			ready[i] = e
 		}
-		if err := serveMetrics(ctx, f.metricsAddr, reg, ready, log); err != nil {
+		if err := serveMetrics(ctx, f.metricsAddr, metrics.Handler(), ready, log); err != nil {
 			fmt.Fprintf(stderr, "jetlake run: %v\n", err)
 			return exitUsage
 		}

@@ -15,7 +15,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetlake/jetlake/exporter/exportertest"
+	"github.com/jetlake/jetlake/internal/exportertest"
 )
 
 // scrape returns the samples of /metrics whose name starts with prefix, as

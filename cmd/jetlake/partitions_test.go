@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/lease"
+	"github.com/jetlake/jetlake/internal/lease"
 )
 
 // partitioned splits the connector's stream into p partitions with a 3 s

@@ -9,8 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/jsclient"
-	"github.com/jetlake/jetlake/exporter/statekey"
+	"github.com/jetlake/jetlake/exporter/plan"
 )
 
 // natsPermissions lists the subjects jetlake run, plan and verify publish
@@ -35,7 +34,7 @@ import (
 // kind of connector with exactly this list.
 func natsPermissions(c *config.Connector) string {
 	g := grantsOf(c)
-	api := jsclient.APIPrefix(c.NATS)
+	api := plan.NATSAPIPrefix(c)
 	inbox := c.NATS.InboxPrefix
 	if inbox == "" {
 		inbox = "_INBOX"
@@ -78,7 +77,7 @@ type natsGrants struct {
 
 // grantsOf gathers the publish grants of connector c.
 func grantsOf(c *config.Connector) natsGrants {
-	api := jsclient.APIPrefix(c.NATS)
+	api := plan.NATSAPIPrefix(c)
 	var pub, once []string
 	seen := map[string]bool{}
 	add := func(s string) {
@@ -126,7 +125,7 @@ func grantsOf(c *config.Connector) natsGrants {
 	// its second token (intent, export, iceberg, lease, member): a
 	// connector's credentials can not write another's state, even in a
 	// bucket they share.
-	kvPut := "$KV." + c.State.Bucket + "." + statekey.Writes(c.Name)
+	kvPut := plan.StateWriteSubject(c)
 	if api != jetstream.DefaultAPIPrefix {
 		kvPut = api + kvPut
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/exportertest"
+	"github.com/jetlake/jetlake/internal/exportertest"
 )
 
 // permUser is a NATS user of its own for one connector, on a server of

@@ -11,15 +11,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/jsclient"
-	"github.com/jetlake/jetlake/exporter/objstore"
 	"github.com/jetlake/jetlake/exporter/plan"
-	"github.com/jetlake/jetlake/exporter/progress"
 	"github.com/jetlake/jetlake/exporter/restore"
+	"github.com/jetlake/jetlake/lossmarker"
 )
 
 // subjectList is a flag that may be given more than once.
@@ -118,28 +113,12 @@ func cmdRestore(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	store, err := objstore.NewS3Store(c.S3)
+	lc, err := restore.Connect(c, *natsURL, o.Target != "")
 	if err != nil {
 		fmt.Fprintf(stderr, "jetlake restore: %v\n", err)
 		return exitFailure
 	}
-	var js jetstream.JetStream
-	if o.Target != "" {
-		tc := *c
-		if *natsURL != "" {
-			tc.NATS.URL = *natsURL
-		}
-		nc, err := jsclient.Dial(&tc, nats.MaxReconnects(-1))
-		if err != nil {
-			fmt.Fprintf(stderr, "jetlake restore: %v\n", err)
-			return exitFailure
-		}
-		defer nc.Close()
-		if js, err = jsclient.NewJetStream(nc, tc.NATS); err != nil {
-			fmt.Fprintf(stderr, "jetlake restore: %v\n", err)
-			return exitFailure
-		}
-	}
+	defer lc.Close()
 	prog := newProgressOut(stderr)
 	prog.log, _ = newLogger("text", "info", prog.logWriter(stderr))
 	o.Log = prog.log
@@ -156,7 +135,7 @@ func cmdRestore(args []string, stdout, stderr io.Writer) int {
 		}
 		defer stopProfile()
 	}
-	rep, err := restore.Run(ctx, c, store, js, o)
+	rep, err := restore.Run(ctx, c, lc.Store, lc.JS, o)
 	stopProgress()
 	if rep != nil {
 		printRestore(stdout, rep, o.DryRun)
@@ -231,7 +210,7 @@ func printRestore(w io.Writer, r *restore.Report, dry bool) {
 		fmt.Fprintf(w, "  resumed after source sequence %d: %d selected messages were restored before\n", r.ResumedAfter, r.Already)
 	}
 	for _, m := range r.Lost {
-		fmt.Fprintf(w, "  LOST %s (%s, %d messages): %s\n", progress.Range{First: m.FirstSeq, Last: m.LastSeq}, m.Reason, m.Count, m.Error)
+		fmt.Fprintf(w, "  LOST %s (%s, %d messages): %s\n", lossmarker.Range{First: m.FirstSeq, Last: m.LastSeq}, m.Reason, m.Count, m.Error)
 	}
 	switch {
 	case r.RejectedRestored > 0:

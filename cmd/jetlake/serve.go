@@ -9,12 +9,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/jetlake/jetlake/exporter/metrics"
 )
 
 // readiness is what /readyz asks.
@@ -28,15 +22,16 @@ type idler interface {
 	Idle() string
 }
 
-// serveMetrics serves /metrics, /healthz and /readyz on addr until ctx ends.
-// It returns once the listener is bound, so a bad address fails the start.
-func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, exps []readiness, log *slog.Logger) error {
+// serveMetrics serves /metrics (with the metrics handler), /healthz and
+// /readyz on addr until ctx ends. It returns once the listener is bound, so
+// a bad address fails the start.
+func serveMetrics(ctx context.Context, addr string, metrics http.Handler, exps []readiness, log *slog.Logger) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("-metrics-addr %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("GET /metrics", metrics)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
@@ -88,12 +83,4 @@ func logServing(log *slog.Logger, addr net.Addr) {
 		return
 	}
 	log.Info("serving metrics", "addr", addr.String())
-}
-
-// newRegistry returns a registry with the process and Go collectors and the
-// exporter metrics.
-func newRegistry() (*prometheus.Registry, *metrics.Metrics) {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
-	return reg, metrics.New(reg)
 }

@@ -10,14 +10,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/jsclient"
 	"github.com/jetlake/jetlake/exporter/lake"
-	"github.com/jetlake/jetlake/exporter/objstore"
-	"github.com/jetlake/jetlake/exporter/progress"
+	"github.com/jetlake/jetlake/lossmarker"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 
@@ -60,7 +54,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 			opts.Progress = &lake.VerifyProgress{}
 			stopProgress = prog.watch(func(time.Time) progressFrame { return verifyFrame(c.Name, opts.Progress.Counts()) })
 		}
-		reports, err := verifyConnector(ctx, c, opts)
+		reports, err := lake.VerifyConnector(ctx, c, opts)
 		stopProgress()
 		if err != nil {
 			fmt.Fprintf(stderr, "jetlake verify: connector %s: %v\n", c.Name, err)
@@ -79,44 +73,8 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// verifyConnector connects to the connector's store and NATS servers and
-// verifies its streams. A request NATS refuses stops it with the
-// permission to add, rather than with the time-out it would end in.
-func verifyConnector(ctx context.Context, c *config.Connector, opts lake.VerifyOptions) ([]*lake.Report, error) {
-	var perms jsclient.PermissionWatch
-	store, js, closeNATS, err := connect(c, perms.Option())
-	if err != nil {
-		return nil, err
-	}
-	defer closeNATS()
-	ctx, unwatch := perms.Context(ctx)
-	defer unwatch()
-	reports, err := lake.Verify(ctx, c, js, store, opts)
-	if denied := jsclient.Denied(ctx); denied != nil {
-		return nil, denied
-	}
-	return reports, err
-}
-
-// connect opens the connector's object store and JetStream; closeNATS
-// closes the NATS connection. extra are options of the connection.
-func connect(c *config.Connector, extra ...nats.Option) (store *objstore.S3Store, js jetstream.JetStream, closeNATS func(), err error) {
-	if store, err = objstore.NewS3Store(c.S3); err != nil {
-		return nil, nil, nil, err
-	}
-	nc, err := jsclient.Dial(c, extra...)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if js, err = jsclient.NewJetStream(nc, c.NATS); err != nil {
-		nc.Close()
-		return nil, nil, nil, err
-	}
-	return store, js, nc.Close, nil
-}
-
 // rangeList lists ranges for a report, the first 50 of them.
-func rangeList(rs []progress.Range) string {
+func rangeList[R fmt.Stringer](rs []R) string {
 	parts := make([]string, 0, min(len(rs), 51))
 	for i, m := range rs {
 		if i == 50 {
@@ -154,7 +112,7 @@ func printReport(w io.Writer, r *lake.Report) {
 		if len(m.Ranges) > 1 {
 			subject += fmt.Sprintf(" in %d ranges", len(m.Ranges))
 		}
-		fmt.Fprintf(w, "  LOST %s (%s, %d messages%s): %s\n", progress.Range{First: m.FirstSeq, Last: m.LastSeq}, m.Reason, m.Count, subject, m.Error)
+		fmt.Fprintf(w, "  LOST %s (%s, %d messages%s): %s\n", lossmarker.Range{First: m.FirstSeq, Last: m.LastSeq}, m.Reason, m.Count, subject, m.Error)
 	}
 	for i, p := range r.Problems {
 		if i == maxProblems {

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/objstore"
-	"github.com/jetlake/jetlake/exporter/progress"
+	"github.com/jetlake/jetlake/internal/objstore"
+	"github.com/jetlake/jetlake/internal/progress"
 	"github.com/jetlake/jetlake/lossmarker"
 	"github.com/jetlake/jetlake/pathtemplate"
 )

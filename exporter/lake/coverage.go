@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/jetlake/jetlake/exporter/progress"
+	"github.com/jetlake/jetlake/internal/progress"
 	"github.com/jetlake/jetlake/lossmarker"
 )
 

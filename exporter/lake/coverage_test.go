@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/jetlake/jetlake/exporter/progress"
+	"github.com/jetlake/jetlake/internal/progress"
 	"github.com/jetlake/jetlake/lossmarker"
 )
 

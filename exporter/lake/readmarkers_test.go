@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/objstore"
+	"github.com/jetlake/jetlake/internal/objstore"
 	"github.com/jetlake/jetlake/lossmarker"
 	"github.com/jetlake/jetlake/pathtemplate"
 )

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/jetlake/jetlake/exporter/iceberg"
-	"github.com/jetlake/jetlake/exporter/objstore"
-	"github.com/jetlake/jetlake/exporter/progress"
+	"github.com/jetlake/jetlake/internal/iceberg"
+	"github.com/jetlake/jetlake/internal/objstore"
+	"github.com/jetlake/jetlake/internal/progress"
 )
 
 // TableSeqs answers which sequences the table's current snapshot holds:

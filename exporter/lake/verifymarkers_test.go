@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/jetlake/jetlake/exporter/progress"
+	"github.com/jetlake/jetlake/internal/progress"
 	"github.com/jetlake/jetlake/lossmarker"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/iceberg"
+	"github.com/jetlake/jetlake/internal/iceberg"
 )
 
 // icebergFiles is what Verify knows of a connector's Iceberg table: the

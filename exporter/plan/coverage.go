@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/jsclient"
+	"github.com/jetlake/jetlake/internal/jsclient"
 )
 
 // checkCoverage compares the connector's filters with the other jetlake

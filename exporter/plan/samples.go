@@ -8,9 +8,9 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/content"
-	"github.com/jetlake/jetlake/exporter/iceberg"
-	"github.com/jetlake/jetlake/exporter/jsclient"
+	"github.com/jetlake/jetlake/internal/content"
+	"github.com/jetlake/jetlake/internal/iceberg"
+	"github.com/jetlake/jetlake/internal/jsclient"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 

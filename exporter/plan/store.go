@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/jetlake/jetlake/config"
-	"github.com/jetlake/jetlake/exporter/objstore"
+	"github.com/jetlake/jetlake/internal/objstore"
 	"github.com/jetlake/jetlake/pathtemplate"
 )
 

@@ -1,0 +1,406 @@
+package iceberg
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nuid"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/jetlake/jetlake/internal/statekey"
+)
+
+// PlanStore keeps commit plans and claims: the state bucket in production.
+// It is declared here, where it is used; the exporter's intent store
+// implements it.
+type PlanStore interface {
+	// Create stores value under key; it fails with an error that
+	// errors.Is ErrExists reports when the key exists.
+	Create(ctx context.Context, key string, value []byte) error
+	// Get returns key's value, or an error that errors.Is ErrMissing
+	// reports when there is none.
+	Get(ctx context.Context, key string) ([]byte, error)
+	// Delete removes key; a missing key is not an error.
+	Delete(ctx context.Context, key string) error
+	// List returns every key under prefix with its value.
+	List(ctx context.Context, prefix string) (map[string][]byte, error)
+}
+
+// Errors a PlanStore reports.
+var (
+	ErrExists  = errors.New("key exists")
+	ErrMissing = errors.New("no such key")
+)
+
+// ErrRefused is wrapped by what Committer.CheckFile reports of a file it
+// refuses.
+var ErrRefused = errors.New("not a file jetlake stored")
+
+// PlanError reports a commit plan of the PlanStore that Recover refuses to
+// commit: a file it names is not under the table's data folder, or
+// CheckFile refused it. Nothing of the plan is committed. Waiting does not
+// mend it: the plan's key is to be inspected, and deleted if no jetlake
+// process wrote it (its claims go at the next Recover, and files that
+// have an intent are planned anew).
+type PlanError struct {
+	Key      string // the plan's key in the PlanStore
+	Location string // the file refused; empty when the plan itself is
+	Err      error
+}
+
+func (e *PlanError) Error() string {
+	return fmt.Sprintf("commit plan %s: %v; nothing of the plan is committed", e.Key, e.Err)
+}
+
+func (e *PlanError) Unwrap() error { return e.Err }
+
+// File is a stored data file waiting for its commit, and the intent that
+// records it.
+type File struct {
+	Location    string `json:"location"` // s3://...
+	Intent      string `json:"intent"`   // key of the intent in the state bucket
+	First, Last uint64 // its lowest and highest stream sequence
+	// Tail is the file's end as this process wrote it, when it kept it:
+	// the commit reads the file's statistics from it instead of from the
+	// store. It is not part of a recorded plan.
+	Tail *Tail `json:"-"`
+}
+
+// Tail is the end of a parquet data file: its size, and its last bytes,
+// which hold at least the footer and the 8 bytes after it.
+type Tail struct {
+	Size  int64
+	Bytes []byte
+}
+
+// Plan is a commit decided before it is tried: recovery commits it, under
+// the same id, unless the table holds it already.
+type Plan struct {
+	ID      string    `json:"id"`
+	Table   string    `json:"table"`
+	Files   []File    `json:"files"`
+	Created time.Time `json:"created"`
+}
+
+// Committer commits stored data files to a table exactly once, however a
+// process dies: every commit is planned in the PlanStore first, under an id
+// the table's snapshot summary then holds, and every file is claimed for
+// one plan only, so that two instances (one pinned before a takeover, one
+// after) never commit a file twice.
+type Committer struct {
+	table  *Table
+	plans  PlanStore
+	prefix string // of this table's plans and claims, dotted
+	// Summary is added to every commit's snapshot summary: the stream and
+	// consumer, for readers of the table's history.
+	Summary map[string]string
+	// AfterPlan, when set, runs once a plan is recorded, before its
+	// commit; AfterCommit once the commit landed, before the plan is
+	// marked done; BeforeRecommit before recovery commits a plan the table
+	// does not hold. Crash tests use them.
+	AfterPlan, AfterCommit, BeforeRecommit func()
+	// CheckFile, when set, checks a file of a plan Recover found before
+	// anything of the plan is committed: a plan in the store is input,
+	// and the exporter checks that the file's intent names it. An error
+	// wrapping ErrRefused refuses the plan; any other is the store
+	// failing, and Recover returns it as it is.
+	CheckFile func(ctx context.Context, f File) error
+	// MaxPlanBytes bounds the encoded size of a plan, one value in the
+	// PlanStore: the state bucket's values are messages, which the server
+	// limits (max_payload, 1 MiB by default). Zero means
+	// DefaultMaxPlanBytes. Commit refuses more files than fit: Fit tells
+	// how many do.
+	MaxPlanBytes int
+}
+
+// NewCommitter returns a Committer of files to table, keeping plans and
+// claims in plans under prefix (a dotted key prefix ending in ".").
+func NewCommitter(table *Table, plans PlanStore, prefix string) *Committer {
+	return &Committer{table: table, plans: plans, prefix: prefix}
+}
+
+// The plans, done marks and claims are keys under the prefix; a done mark
+// records a plan whose commit landed: recovery believes it rather than the
+// table's snapshots, which expiry (jetlake's own or another tool's) may
+// have removed while the plan was still kept. statekey names them.
+
+// Commit plans files under a new id, claims each for the plan, commits the
+// claimed ones in one snapshot, and returns the plan. A file claimed by
+// another plan is left out: that plan commits it. The plan stays in the
+// store until Forget. When the commit fails after the plan was recorded,
+// Commit returns the plan with the error: Recommit it.
+func (c *Committer) Commit(ctx context.Context, files []File) (*Plan, error) {
+	plan := &Plan{ID: nuid.Next(), Table: c.table.Name(), Created: time.Now().UTC()}
+	if n := c.Fit(files); n < len(files) {
+		return nil, fmt.Errorf("commit plan of %d files is over %d bytes: commit at most %d of them at once", len(files), c.maxPlanBytes(), n)
+	}
+	// Refused before anything is recorded: a plan that can not commit
+	// would be retried for ever.
+	for _, f := range files {
+		if err := c.table.CheckDataFile(f.Location); err != nil {
+			return nil, fmt.Errorf("commit plan: %w", err)
+		}
+	}
+	// Claim every file, a few requests at a time: a commit of 10,000
+	// files is 20,000 round trips to the state bucket.
+	mine := make([]bool, len(files))
+	err := parallel(ctx, len(files), func(ctx context.Context, i int) error {
+		f := files[i]
+		err := c.plans.Create(ctx, statekey.Claim(c.prefix, f.Intent), []byte(plan.ID))
+		if errors.Is(err, ErrExists) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("claim %s: %w", f.Location, err)
+		}
+		// The claim is ours, so no plan holds the file now. One may have
+		// committed it and been forgotten since its intent was read: by
+		// another instance that found it at a takeover, or that took over
+		// while this one was cut off. A plan is forgotten only once its
+		// intents are gone, so the intent tells.
+		if _, err := c.plans.Get(ctx, f.Intent); errors.Is(err, ErrMissing) {
+			c.plans.Delete(ctx, statekey.Claim(c.prefix, f.Intent))
+			return nil
+		} else if err != nil {
+			c.plans.Delete(ctx, statekey.Claim(c.prefix, f.Intent))
+			return fmt.Errorf("claim %s: %w", f.Location, err)
+		}
+		mine[i] = true
+		return nil
+	})
+	for i, f := range files {
+		if mine[i] {
+			plan.Files = append(plan.Files, f)
+		}
+	}
+	// Claims of a plan that is not recorded are released, so that the
+	// next plan can take their files.
+	release := func() {
+		parallel(context.WithoutCancel(ctx), len(plan.Files), func(ctx context.Context, i int) error {
+			return c.plans.Delete(ctx, statekey.Claim(c.prefix, plan.Files[i].Intent))
+		})
+	}
+	if err != nil {
+		release()
+		return nil, err
+	}
+	if len(plan.Files) == 0 {
+		return plan, nil
+	}
+	value, err := json.Marshal(plan)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	if err := c.plans.Create(ctx, statekey.Plan(c.prefix, plan.ID), value); err != nil {
+		release()
+		return nil, fmt.Errorf("record commit plan: %w", err)
+	}
+	if c.AfterPlan != nil {
+		c.AfterPlan()
+	}
+	return plan, c.commit(ctx, plan)
+}
+
+// DefaultMaxPlanBytes is the default of Committer.MaxPlanBytes.
+const DefaultMaxPlanBytes = 256 << 10
+
+func (c *Committer) maxPlanBytes() int {
+	if c.MaxPlanBytes > 0 {
+		return c.MaxPlanBytes
+	}
+	return DefaultMaxPlanBytes
+}
+
+// Fit returns how many of files, from the first, one plan holds within
+// MaxPlanBytes; at least one. Commit the rest in the next plans.
+func (c *Committer) Fit(files []File) int {
+	limit := c.maxPlanBytes()
+	size := 256 // the plan's own fields
+	for i, f := range files {
+		// Each file's JSON: its strings (escaped, at most twice as
+		// long for the characters keys may hold), two sequences, names.
+		size += 2*(len(f.Location)+len(f.Intent)) + 80
+		if size > limit && i > 0 {
+			return i
+		}
+	}
+	return len(files)
+}
+
+// parallelism is how many requests to the state bucket or the store a
+// commit has in flight at once.
+const parallelism = 16
+
+// parallel calls fn for 0 to n-1, parallelism at a time, and returns the
+// first error; after one, the calls not started yet are not made.
+func parallel(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(parallelism)
+	for i := range n {
+		if gctx.Err() != nil {
+			break
+		}
+		g.Go(func() error { return fn(gctx, i) })
+	}
+	return g.Wait()
+}
+
+// Recommit commits a recorded plan whose commit failed, under its own id:
+// its files are claimed for it, so no other plan can take them.
+func (c *Committer) Recommit(ctx context.Context, plan *Plan) error {
+	return c.commit(ctx, plan)
+}
+
+// commit commits plan's files to the table under its id, then marks the
+// plan done.
+func (c *Committer) commit(ctx context.Context, plan *Plan) error {
+	if err := c.commitFiles(ctx, plan); err != nil {
+		return err
+	}
+	if c.AfterCommit != nil {
+		c.AfterCommit()
+	}
+	err := c.plans.Create(ctx, statekey.Done(c.prefix, plan.ID), []byte(plan.ID))
+	if err != nil && !errors.Is(err, ErrExists) {
+		return fmt.Errorf("mark commit %s done: %w", plan.ID, err)
+	}
+	return nil
+}
+
+// commitFiles commits plan's files to the table under its id.
+func (c *Committer) commitFiles(ctx context.Context, plan *Plan) error {
+	locs := make([]string, len(plan.Files))
+	ranges := make([]string, 0, len(plan.Files))
+	for i, f := range plan.Files {
+		locs[i] = f.Location
+		ranges = append(ranges, strconv.FormatUint(f.First, 10)+"-"+strconv.FormatUint(f.Last, 10))
+	}
+	summary := map[string]string{"jetlake.files": strconv.Itoa(len(locs))}
+	for k, v := range c.Summary {
+		summary[k] = v
+	}
+	if r := strings.Join(ranges, ","); len(r) <= 4096 {
+		summary["jetlake.sequence-ranges"] = r
+	}
+	var tails map[string]*Tail
+	for _, f := range plan.Files {
+		if f.Tail != nil {
+			if tails == nil {
+				tails = make(map[string]*Tail, len(plan.Files))
+			}
+			tails[f.Location] = f.Tail
+		}
+	}
+	return c.table.Commit(ctx, Commit{ID: plan.ID, Files: locs, Summary: summary, Tails: tails})
+}
+
+// Recover commits every plan of the store that the table does not hold
+// yet, under its own id, and returns every plan found: their files are in
+// the table once Recover returns without error. Claims left by a plan that
+// was never recorded (the process died between the two) are released, so
+// their files are planned anew. It runs when this instance becomes the one
+// that commits (at start, or when it is pinned), before it plans anything.
+//
+// A plan to commit is checked first, every file of it, and nothing is
+// committed unless all of them pass: a file outside the table's data
+// folder (Table.CheckDataFile), or one CheckFile refuses, makes Recover
+// return a *PlanError naming the plan's key and the file.
+func (c *Committer) Recover(ctx context.Context) ([]*Plan, error) {
+	entries, err := c.plans.List(ctx, c.prefix)
+	if err != nil {
+		return nil, fmt.Errorf("list commit plans: %w", err)
+	}
+	if err := c.table.Refresh(ctx); err != nil {
+		return nil, err
+	}
+	var plans, pending []*Plan
+	planned := map[string]bool{}
+	for _, key := range slices.Sorted(maps.Keys(entries)) {
+		if !strings.HasPrefix(key, statekey.Plans(c.prefix)) {
+			continue
+		}
+		p := &Plan{}
+		if err := json.Unmarshal(entries[key], p); err != nil {
+			return nil, fmt.Errorf("commit plan %s: %w", key, err)
+		}
+		planned[p.ID] = true
+		plans = append(plans, p)
+		// Not marked done: the process died around the commit. The
+		// commit, if it landed, is among the newest snapshots.
+		if _, done := entries[statekey.Done(c.prefix, p.ID)]; !done && !c.table.Committed(p.ID) {
+			if err := c.check(ctx, key, p); err != nil {
+				return nil, err
+			}
+			pending = append(pending, p)
+		}
+	}
+	for _, p := range plans {
+		if _, done := entries[statekey.Done(c.prefix, p.ID)]; done {
+			continue
+		}
+		if slices.Contains(pending, p) {
+			if c.BeforeRecommit != nil {
+				c.BeforeRecommit()
+			}
+			if err := c.commit(ctx, p); err != nil {
+				return nil, err
+			}
+		}
+		if err := c.plans.Create(ctx, statekey.Done(c.prefix, p.ID), []byte(p.ID)); err != nil && !errors.Is(err, ErrExists) {
+			return nil, fmt.Errorf("mark commit %s done: %w", p.ID, err)
+		}
+	}
+	for key, value := range entries {
+		if statekey.IsClaimOrDone(c.prefix, key) && !planned[string(value)] {
+			if err := c.plans.Delete(ctx, key); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return plans, nil
+}
+
+// check returns a *PlanError when a file of plan p, recorded under key,
+// is not one to commit.
+func (c *Committer) check(ctx context.Context, key string, p *Plan) error {
+	if key != statekey.Plan(c.prefix, p.ID) {
+		return &PlanError{Key: key, Err: fmt.Errorf("the plan's id is %q", p.ID)}
+	}
+	for _, f := range p.Files {
+		if err := c.table.CheckDataFile(f.Location); err != nil {
+			return &PlanError{Key: key, Location: f.Location, Err: err}
+		}
+		if c.CheckFile == nil {
+			continue
+		}
+		if err := c.CheckFile(ctx, f); errors.Is(err, ErrRefused) {
+			return &PlanError{Key: key, Location: f.Location, Err: fmt.Errorf("file %s: %w", f.Location, err)}
+		} else if err != nil {
+			return fmt.Errorf("check commit plan %s: %w", key, err)
+		}
+	}
+	return nil
+}
+
+// Forget deletes a committed plan and its claims, once the intents of its
+// files are gone.
+func (c *Committer) Forget(ctx context.Context, plan *Plan) error {
+	err := parallel(ctx, len(plan.Files), func(ctx context.Context, i int) error {
+		return c.plans.Delete(ctx, statekey.Claim(c.prefix, plan.Files[i].Intent))
+	})
+	if err != nil {
+		return err
+	}
+	if err := c.plans.Delete(ctx, statekey.Plan(c.prefix, plan.ID)); err != nil {
+		return err
+	}
+	return c.plans.Delete(ctx, statekey.Done(c.prefix, plan.ID))
+}
