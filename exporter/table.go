@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"strings"
 	"time"
 
+	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/formats"
 	"github.com/jetlake/jetlake/internal/failure"
 	"github.com/jetlake/jetlake/internal/fault"
 	"github.com/jetlake/jetlake/internal/iceberg"
+	"github.com/jetlake/jetlake/internal/metrics"
 	"github.com/jetlake/jetlake/internal/state"
 	"github.com/jetlake/jetlake/internal/statekey"
 	"github.com/jetlake/jetlake/pathtemplate"
@@ -28,6 +31,9 @@ import (
 // once the runner runs.
 type lakeTable struct {
 	connector  string // the connector's name
+	ic         *config.Iceberg
+	m          *metrics.Metrics // the connector's
+	log        *slog.Logger
 	t          *iceberg.Table
 	committer  *iceberg.Committer
 	part       *iceberg.Partitioner
@@ -119,6 +125,7 @@ func (e *session) adoptFieldIDs(t *iceberg.Table) error {
 func (e *session) newLakeTable(t *iceberg.Table, part *iceberg.Partitioner, dataPrefix string) *lakeTable {
 	ic := e.cfg.Iceberg
 	lt := &lakeTable{
+		ic: ic, m: e.m, log: e.log,
 		connector: e.cfg.Name, t: t, part: part, dataPrefix: dataPrefix, bucket: e.cfg.S3.Bucket, uuid: t.UUID(),
 		committer: iceberg.NewCommitter(t, state.Plans(e.intents), statekey.Commits(e.cfg.Name, ic.Namespace, ic.Table)),
 		files:     iceberg.NewFileBook(e.cfg.S3.Bucket, dataPrefix), lastCommit: time.Now(),
@@ -199,15 +206,16 @@ func maxDataKeyLen(dataPrefix string, part *iceberg.Partitioner, ext string) int
 // commit_interval has passed since the last commit, at once when more
 // wait than a plan held or everything else is done, and on the way out
 // within the shutdown timeout. A commit never runs beside a compaction
-// pass.
-func (r *runner) commitChore(lt *lakeTable) *chore {
+// pass. What a commit lets go (intents whose files are in the table) goes
+// to forget; a failure that no retry mends, to fail.
+func (lt *lakeTable) commitChore(forget func([]string), fail func(error)) *chore {
 	return &chore{
 		name: "commit", keepOnStop: true, atShutdown: true, byDeadline: true,
 		due: func(now time.Time, final bool) bool {
 			if lt.committing != nil || lt.compacting || lt.files.Pending() == 0 && lt.failed == nil {
 				return false
 			}
-			return final || lt.commitSoon || lt.backlog || now.Sub(lt.lastCommit) >= r.e.cfg.Iceberg.CommitInterval
+			return final || lt.commitSoon || lt.backlog || now.Sub(lt.lastCommit) >= lt.ic.CommitInterval
 		},
 		start: func(time.Time) choreWork {
 			lt.commitSoon = false
@@ -231,19 +239,24 @@ func (r *runner) commitChore(lt *lakeTable) *chore {
 				took := time.Since(start)
 				expired, eerr := 0, error(nil)
 				if err == nil {
-					expired, eerr = r.expireSnapshots(cctx, lt)
+					expired, eerr = lt.expireSnapshots(cctx)
 				}
 				return func() {
-					r.tableCommitted(lt, plan, files, took, err)
-					r.snapshotsExpired(lt, expired, eerr)
+					done, fatal := lt.committed(plan, files, took, err)
+					lt.snapshotsExpired(expired, eerr)
+					forget(done)
+					if fatal != nil {
+						fail(fatal)
+					}
 				}, err
 			}
 		},
 	}
 }
 
-// tableCommitted applies the outcome of a commit.
-func (r *runner) tableCommitted(lt *lakeTable, plan *iceberg.Plan, files []iceberg.File, took time.Duration, err error) {
+// committed applies the outcome of a commit. It returns the intents the
+// commit lets go, and the error when it failed for good.
+func (lt *lakeTable) committed(plan *iceberg.Plan, files []iceberg.File, took time.Duration, err error) (done []string, fatal error) {
 	lt.committing = nil
 	lt.lastCommit = time.Now()
 	var le *iceberg.LocationError
@@ -251,7 +264,7 @@ func (r *runner) tableCommitted(lt *lakeTable, plan *iceberg.Plan, files []icebe
 		// A file outside the table's data folder: no retry commits it.
 		err = &failure.Permanent{Code: "IcebergPlan", Err: err}
 	}
-	m, name, table := r.e.m, r.e.cfg.Name, lt.t.Name()
+	m, name, table := lt.m, lt.connector, lt.t.Name()
 	if err != nil {
 		// Tried again after commit_interval, backlog or not.
 		lt.backlog = false
@@ -263,28 +276,29 @@ func (r *runner) tableCommitted(lt *lakeTable, plan *iceberg.Plan, files []icebe
 		} else {
 			lt.files.Return(files)
 		}
-		r.log.Warn("iceberg commit failed; trying again", "table", lt.t.Name(), "files", len(files), "error", err)
+		lt.log.Warn("iceberg commit failed; trying again", "table", table, "files", len(files), "error", err)
 		var pe *failure.Permanent
 		if errors.As(err, &pe) {
-			r.fail(err)
+			return nil, err
 		}
-		return
+		return nil, nil
 	}
 	lt.files.DropTails(files)
 	for i := range plan.Files {
 		plan.Files[i].Tail = nil
 	}
-	defer r.forget(lt.files.Committed(plan, files))
+	done = lt.files.Committed(plan, files)
 	if len(plan.Files) == 0 {
-		return // every file was in another plan
+		return done, nil // every file was in another plan
 	}
 	m.Commits.WithLabelValues(name, table, "committed").Inc()
 	m.CommitSeconds.WithLabelValues(name, table).Observe(took.Seconds())
 	m.CommitFiles.WithLabelValues(name, table).Observe(float64(len(plan.Files)))
 	m.LastCommit.WithLabelValues(name, table).Set(float64(lt.lastCommit.Unix()))
 	m.TableSnapshots.WithLabelValues(name, table).Set(float64(lt.t.Snapshots()))
-	r.log.Info("iceberg commit", "table", table, "commit", plan.ID, "files", len(plan.Files),
+	lt.log.Info("iceberg commit", "table", table, "commit", plan.ID, "files", len(plan.Files),
 		"duration", took.Round(time.Millisecond))
+	return done, nil
 }
 
 // takePending takes the pending files one plan holds, and notes whether

@@ -70,11 +70,11 @@ func (lt *lakeTable) settled() bool {
 // chores are the table's commits and compaction passes, and the deletion
 // of the plans whose intents are gone.
 func (lt *lakeTable) chores(r *runner) (upkeep, cleanup []*chore) {
-	upkeep = []*chore{r.commitChore(lt)}
+	upkeep = []*chore{lt.commitChore(r.forget, r.fail)}
 	if c := r.compactChore(lt); c != nil {
 		upkeep = append(upkeep, c)
 	}
-	return upkeep, []*chore{r.planChore(lt)}
+	return upkeep, []*chore{lt.planChore()}
 }
 
 // setUpDone deletes the plans whose intents are all gone: their files are
@@ -128,7 +128,7 @@ func (lt *lakeTable) forgotten(keys []string, failed map[string]bool) {
 
 // planChore deletes the queued commit plans beside the loop, and those
 // left on the way out.
-func (r *runner) planChore(lt *lakeTable) *chore {
+func (lt *lakeTable) planChore() *chore {
 	return &chore{
 		name: "plans", keepOnStop: true, atShutdown: true, queue: true,
 		due: func(time.Time, bool) bool { return len(lt.planQueue) > 0 },
@@ -140,7 +140,7 @@ func (r *runner) planChore(lt *lakeTable) *chore {
 				defer cancel()
 				for _, p := range plans {
 					if err := lt.committer.Forget(ctx, p); err != nil {
-						r.log.Warn("could not delete a committed plan; the next start will", "plan", p.ID, "error", err)
+						lt.log.Warn("could not delete a committed plan; the next start will", "plan", p.ID, "error", err)
 					}
 				}
 				return nil, nil

@@ -16,20 +16,20 @@ import (
 // expireSnapshots expires, beside the loop and after a commit, the
 // snapshots beyond keep_snapshots older than snapshot_retention, when there
 // are some.
-func (r *runner) expireSnapshots(ctx context.Context, lt *lakeTable) (int, error) {
-	return lake.ExpireTable(ctx, lt.t, r.e.cfg.Iceberg, time.Now())
+func (lt *lakeTable) expireSnapshots(ctx context.Context) (int, error) {
+	return lake.ExpireTable(ctx, lt.t, lt.ic, time.Now())
 }
 
 // snapshotsExpired reports an expiry.
-func (r *runner) snapshotsExpired(lt *lakeTable, n int, err error) {
+func (lt *lakeTable) snapshotsExpired(n int, err error) {
 	if err != nil {
-		r.log.Warn("could not expire snapshots; trying again after the next commit", "table", lt.t.Name(), "error", err)
+		lt.log.Warn("could not expire snapshots; trying again after the next commit", "table", lt.t.Name(), "error", err)
 		return
 	}
 	if n > 0 {
-		r.e.m.Expired.WithLabelValues(r.e.cfg.Name, lt.t.Name()).Add(float64(n))
-		r.e.m.TableSnapshots.WithLabelValues(r.e.cfg.Name, lt.t.Name()).Set(float64(lt.t.Snapshots()))
-		r.log.Info("iceberg snapshots expired", "table", lt.t.Name(), "expired", n, "kept", lt.t.Snapshots())
+		lt.m.Expired.WithLabelValues(lt.connector, lt.t.Name()).Add(float64(n))
+		lt.m.TableSnapshots.WithLabelValues(lt.connector, lt.t.Name()).Set(float64(lt.t.Snapshots()))
+		lt.log.Info("iceberg snapshots expired", "table", lt.t.Name(), "expired", n, "kept", lt.t.Snapshots())
 	}
 }
 
@@ -77,7 +77,7 @@ func (r *runner) compactChore(lt *lakeTable) *chore {
 						r.log.Warn("the table's data folder holds files in no snapshot that this connector did not write for this table; they are left alone",
 							"table", lt.t.Name(), "files", n, "first", foreign[0])
 					}
-					r.snapshotsExpired(lt, rep.Expired, rep.ExpireErr)
+					lt.snapshotsExpired(rep.Expired, rep.ExpireErr)
 					if err != nil {
 						r.tableCompacted(lt, res, nil, err)
 						return
