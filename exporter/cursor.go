@@ -70,36 +70,45 @@ func (s *streamState) pulling() bool {
 	return p == nil || p.rev != 0 && !p.handing && !p.lost
 }
 
-// tendConsumers looks into the problems the pulls reported: such a stream
-// is stalled until its consumer is found, or re-created when it is
-// missing, beside the loop.
-func (r *runner) tendConsumers(ctx context.Context, now time.Time) {
+// notePullTrouble takes the problems the pulls reported: such a stream is
+// stalled until its consumer is found, or re-created when it is missing
+// (consumerChore).
+func (r *runner) notePullTrouble(now time.Time) {
 	changed := false
 	for _, s := range r.streams {
 		why := s.cur.pullTrouble.Swap(nil)
 		c := &s.cur
-		if !s.pulling() {
-			continue
-		}
-		if why != nil && c.stalled == "" {
+		if why != nil && c.stalled == "" && s.pulling() {
 			// Looked up after a moment: a pull problem often passes
 			// (a reconnect, a leader election).
 			c.stalled, c.checked, changed = *why, now, true
 		}
-		if c.stalled == "" || c.checking || now.Sub(c.checked) < consumerCheckEvery {
-			continue
-		}
-		c.checking = true
-		from := r.resumeFrom(s)
-		r.beside(func() func() {
-			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			cons, made, err := r.e.findConsumer(cctx, s, from)
-			cancel()
-			return func() { r.consumerChecked(s, cons, made, err) }
-		})
 	}
 	if changed {
 		r.holdings()
+	}
+}
+
+// consumerChore looks up, beside the loop, the consumer of stalled s every
+// consumerCheckEvery, and re-creates it from the export record when it is
+// missing. Never while the cursor is being moved.
+func (r *runner) consumerChore(s *streamState) *chore {
+	c := &s.cur
+	return &chore{
+		name: "consumer",
+		due: func(now time.Time, final bool) bool {
+			return !final && s.pulling() && c.stalled != "" && !c.checking && now.Sub(c.checked) >= consumerCheckEvery
+		},
+		start: func(time.Time) choreWork {
+			c.checking = true
+			from := r.resumeFrom(s)
+			return func(ctx context.Context) (func(), error) {
+				cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				cons, made, err := r.e.findConsumer(cctx, s, from)
+				cancel()
+				return func() { r.consumerChecked(s, cons, made, err) }, err
+			}
+		},
 	}
 }
 

@@ -87,7 +87,7 @@ func (r *runner) walkChore(s *streamState) *chore {
 
 // saveChore writes s's export record when its ledger moved, every
 // saveEvery, and on the way out. A partition being handed over writes its
-// record once, when it is drained (checkHandovers).
+// record once, when it is drained (releaseChore).
 func (r *runner) saveChore(s *streamState) *chore {
 	c := &chore{name: "save", keepOnStop: true, atShutdown: true}
 	c.due = func(now time.Time, final bool) bool {

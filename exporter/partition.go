@@ -47,11 +47,10 @@ type partition struct {
 
 	// A handover: pulls stop, what the partition holds is uploaded and
 	// acked, then the lease is released.
-	handing   bool
-	stopped   bool      // the pulls have ended
-	lost      bool      // the lease is not ours any more: neither unpin nor release
-	since     time.Time // when the handover started
-	releasing bool      // the release is under way beside the loop
+	handing bool
+	stopped bool      // the pulls have ended
+	lost    bool      // the lease is not ours any more: neither unpin nor release
+	since   time.Time // when the handover started
 }
 
 // setUpPartitions makes sure the stream of a partitioned entry carries the
@@ -147,7 +146,7 @@ func (r *runner) holdings() {
 	r.e.stalled.Store(&why)
 }
 
-// handOver stops pulling partition s and drains it; checkHandovers
+// handOver stops pulling partition s and drains it; releaseChore
 // releases its lease once what it held is uploaded and acked. lost: the
 // lease is another's already, and is neither unpinned nor released.
 func (r *runner) handOver(ctx context.Context, s *streamState, lost bool, why string) {
@@ -189,12 +188,12 @@ func (r *runner) handOver(ctx context.Context, s *streamState, lost bool, why st
 // pullEndTimeout bounds how long a drained pull may take to end.
 const pullEndTimeout = 10 * time.Second
 
-// checkHandovers seals what partitions being handed over still have open
-// and releases the lease of each one that holds nothing more.
-func (r *runner) checkHandovers(ctx context.Context) {
+// sealHandovers seals what partitions being handed over still have open
+// once their pulls ended; releaseChore then releases each one's lease.
+func (r *runner) sealHandovers() {
 	for i, s := range r.streams {
 		p := s.part
-		if p == nil || !p.handing || !p.stopped || p.releasing {
+		if p == nil || !p.handing || !p.stopped || r.chores.of[i].release.running {
 			continue
 		}
 		// The stream's groups start with its index; see runner.add.
@@ -207,34 +206,52 @@ func (r *runner) checkHandovers(ctx context.Context) {
 			r.enqueue(s.poisoned)
 			s.poisoned = nil
 		}
-		if held, _ := s.book.Counts(); held > 0 || s.jobs > 0 || s.fence.takingOver || len(s.fence.parked) > 0 || r.chores.of[i].walk.running || r.chores.of[i].save.running {
-			continue
-		}
-		p.releasing = true
-		// What the work beside the loop needs, taken on the loop: the
-		// record as it is now, and the lease as it is now.
-		l, rev := s.book.Ledger(), uint64(0)
-		var rec state.Record
-		save := l != nil && r.e.intents != nil && l.Rev() != s.record.savedRev
-		if save {
-			rec, rev = state.LedgerRecord(l, s.created, time.Now()), l.Rev()
-		}
-		lease := s.leaseRef()
-		r.beside(func() func() {
-			saveRes := &saveResult{stream: s, l: l, rev: rev}
+	}
+}
+
+// releaseChore writes the export record of partition s, the stream at
+// index i, and releases its lease, beside the loop, once it is handed over
+// and holds nothing more. Nil for a stream that is not a partition.
+func (r *runner) releaseChore(i int, s *streamState) *chore {
+	if s.part == nil {
+		return nil
+	}
+	return &chore{
+		name: "release",
+		due: func(_ time.Time, final bool) bool {
+			p, sc := s.part, r.chores.of[i]
+			if final || !p.handing || !p.stopped {
+				return false
+			}
+			held, _ := s.book.Counts()
+			return held == 0 && s.jobs == 0 && !s.fence.takingOver && len(s.fence.parked) == 0 && !sc.walk.running && !sc.save.running
+		},
+		start: func(now time.Time) choreWork {
+			// What the work beside the loop needs, taken on the loop: the
+			// record as it is now, and the lease as it is now.
+			l, rev := s.book.Ledger(), uint64(0)
+			var rec state.Record
+			save := l != nil && r.e.intents != nil && l.Rev() != s.record.savedRev
 			if save {
-				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-				saveRes.floor, saveRes.untrusted, saveRes.err = state.SaveRecord(sctx, r.e.intents, s.record.key, rec, r.e.lastSeq(s))
-				cancel()
+				rec, rev = state.LedgerRecord(l, s.created, now), l.Rev()
 			}
-			err := r.e.release(ctx, lease)
-			return func() {
+			lease := s.leaseRef()
+			return func(ctx context.Context) (func(), error) {
+				saveRes := &saveResult{stream: s, l: l, rev: rev}
 				if save {
-					r.saved(saveRes)
+					sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+					saveRes.floor, saveRes.untrusted, saveRes.err = state.SaveRecord(sctx, r.e.intents, s.record.key, rec, r.e.lastSeq(s))
+					cancel()
 				}
-				r.released(s, err)
+				err := r.e.release(ctx, lease)
+				return func() {
+					if save {
+						r.saved(saveRes)
+					}
+					r.released(s, err)
+				}, err
 			}
-		})
+		},
 	}
 }
 
@@ -278,7 +295,6 @@ func (e *session) release(ctx context.Context, l leaseRef) error {
 // to be recovered afresh if this instance holds it again.
 func (r *runner) released(s *streamState, err error) {
 	p := s.part
-	p.releasing = false
 	kind := "handed_over"
 	switch {
 	case p.lost:

@@ -59,7 +59,7 @@ const pullExpires = 30 * time.Second
 // stream stops the exporter; anything else (a deleted consumer, missed
 // heartbeats, a reconnect) is logged and handed to the loop, which looks
 // the consumer up and re-creates it from the export record when it is
-// missing (tendConsumers).
+// missing (consumerChore).
 func (r *runner) pullError(s *streamState, err error) {
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		select {

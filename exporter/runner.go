@@ -107,7 +107,8 @@ type chores struct {
 
 // streamChores are the chores of one stream.
 type streamChores struct {
-	resolve, walk, save *chore
+	resolve, walk, save, consumer *chore
+	release                       *chore // nil when the stream is not a partition
 }
 
 // makeChores makes the runner's chores. The order is the order of the
@@ -119,7 +120,8 @@ func (r *runner) makeChores() {
 	upkeep, cleanup := r.e.sink.chores(r)
 	c.of = make([]streamChores, len(r.streams))
 	for i, s := range r.streams {
-		c.of[i] = streamChores{resolve: r.resolveChore(s), walk: r.walkChore(s), save: r.saveChore(s)}
+		c.of[i] = streamChores{resolve: r.resolveChore(s), walk: r.walkChore(s), save: r.saveChore(s), consumer: r.consumerChore(s),
+			release: r.releaseChore(i, s)}
 	}
 	add := func(ch *chore) {
 		if ch != nil {
@@ -128,6 +130,7 @@ func (r *runner) makeChores() {
 	}
 	add(r.gaugeChore())
 	for _, sc := range c.of {
+		add(sc.consumer)
 		add(sc.resolve)
 		add(sc.walk)
 	}
@@ -137,6 +140,7 @@ func (r *runner) makeChores() {
 	}
 	for _, sc := range c.of {
 		add(sc.save)
+		add(sc.release)
 	}
 	add(r.forgetChore())
 	for _, ch := range cleanup {
@@ -409,8 +413,8 @@ func (r *runner) loop(ctx context.Context) error {
 			r.rejected.report(r.log, now, false, r.e.cfg.S3.Prefix)
 			r.takeSealed()
 			r.keepQueuedInProgress(now)
-			r.tendConsumers(ctx, now)
-			r.checkHandovers(ctx)
+			r.notePullTrouble(now)
+			r.sealHandovers()
 			r.flushPoison()
 			r.gauges(now)
 			r.startChores(ctx, now)
