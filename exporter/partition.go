@@ -193,7 +193,7 @@ const pullEndTimeout = 10 * time.Second
 func (r *runner) sealHandovers() {
 	for i, s := range r.streams {
 		p := s.part
-		if p == nil || !p.handing || !p.stopped || r.chores.of[i].release.running {
+		if p == nil || !p.handing || !p.stopped || s.chores.release.running {
 			continue
 		}
 		// The stream's groups start with its index; see runner.add.
@@ -209,17 +209,16 @@ func (r *runner) sealHandovers() {
 	}
 }
 
-// releaseChore writes the export record of partition s, the stream at
-// index i, and releases its lease, beside the loop, once it is handed over
+// releaseChore writes the export record of partition s and releases its lease, beside the loop, once it is handed over
 // and holds nothing more. Nil for a stream that is not a partition.
-func (r *runner) releaseChore(i int, s *streamState) *chore {
+func (r *runner) releaseChore(s *streamState) *chore {
 	if s.part == nil {
 		return nil
 	}
 	return &chore{
 		name: "release",
 		due: func(_ time.Time, final bool) bool {
-			p, sc := s.part, r.chores.of[i]
+			p, sc := s.part, s.chores
 			if final || !p.handing || !p.stopped {
 				return false
 			}

@@ -96,19 +96,12 @@ type chores struct {
 	besideN int            // work beside the loop not yet applied
 	bg      sync.WaitGroup // work beside the loop: intent deletions, walks, record writes, lookups
 	list    []*chore       // in the order they start, and run on the way out
-	of      []streamChores // by index in runner.streams
 	idle    *chore         // nil without Options.UntilIdle
 
 	lastGauge   time.Time
 	idleDone    bool // an idle check found the work done
 	lastMsg     time.Time
 	forgetQueue []string // intents to delete (forgetChore)
-}
-
-// streamChores are the chores of one stream.
-type streamChores struct {
-	resolve, walk, save, consumer *chore
-	release                       *chore // nil when the stream is not a partition
 }
 
 // makeChores makes the runner's chores. The order is the order of the
@@ -118,10 +111,9 @@ func (r *runner) makeChores() {
 	c := &r.chores
 	c.idle = r.idleChore()
 	upkeep, cleanup := r.e.sink.chores(r)
-	c.of = make([]streamChores, len(r.streams))
-	for i, s := range r.streams {
-		c.of[i] = streamChores{resolve: r.resolveChore(s), walk: r.walkChore(s), save: r.saveChore(s), consumer: r.consumerChore(s),
-			release: r.releaseChore(i, s)}
+	for _, s := range r.streams {
+		s.chores = streamChores{resolve: r.resolveChore(s), walk: r.walkChore(s), save: r.saveChore(s), consumer: r.consumerChore(s),
+			release: r.releaseChore(s)}
 	}
 	add := func(ch *chore) {
 		if ch != nil {
@@ -129,7 +121,8 @@ func (r *runner) makeChores() {
 		}
 	}
 	add(r.gaugeChore())
-	for _, sc := range c.of {
+	for _, s := range r.streams {
+		sc := s.chores
 		add(sc.consumer)
 		add(sc.resolve)
 		add(sc.walk)
@@ -138,7 +131,8 @@ func (r *runner) makeChores() {
 	for _, ch := range upkeep {
 		add(ch)
 	}
-	for _, sc := range c.of {
+	for _, s := range r.streams {
+		sc := s.chores
 		add(sc.save)
 		add(sc.release)
 	}

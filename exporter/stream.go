@@ -51,6 +51,7 @@ type streamState struct {
 
 	cur    cursor       // the consumer, pulled, and as a cursor rebuilt from the record
 	record exportRecord // the export record: its key, what was written, the walks
+	chores streamChores // the stream's work beside the loop
 
 	filtered bool             // the consumer sees only some of the stream's subjects
 	retained bool             // work-queue or interest retention: see progress.Ledger.Retain
@@ -268,4 +269,10 @@ func (e *Exporter) streamMetrics(stream string) streamMetrics {
 		acked:       e.m.Acked.WithLabelValues(e.cfg.Name, stream),
 		fallback:    e.m.EventTimeFallback.WithLabelValues(e.cfg.Name, stream),
 	}
+}
+
+// streamChores are the chores of one stream.
+type streamChores struct {
+	resolve, walk, save, consumer *chore
+	release                       *chore // nil when the stream is not a partition
 }
