@@ -39,10 +39,9 @@ func (r *runner) add(ctx context.Context, d delivery) {
 	r.takeSealed()
 }
 
-// admit reads a delivery's JetStream metadata and decides whether its
-// message is to be written: not when it is parked for a takeover, left to
-// the server, waiting for an unresolved intent, held already, or stored
-// already (then it is acked again).
+// admit reads a delivery's JetStream metadata and asks its stream whether
+// its message is to be written; it acks again what is stored already, and
+// asks the server to confirm a pin the stream has not seen.
 func (r *runner) admit(ctx context.Context, d delivery) (*streamState, jsclient.AckInfo, bool) {
 	s := r.streams[d.stream]
 	msg := d.msg
@@ -53,24 +52,50 @@ func (r *runner) admit(ctx context.Context, d delivery) (*streamState, jsclient.
 		r.log.Error("message without JetStream metadata", "stream", s.cfg.Stream, "subject", msg.Subject(), "reply", msg.Reply())
 		return s, md, false
 	}
+	a, pin := s.admit(d, md)
+	if pin != "" {
+		r.confirmPin(ctx, s, pin)
+	}
+	if a == admitAckAgain {
+		r.ackCommitted(s, md.StreamSeq, msg)
+	}
+	return s, md, a == admitWrite
+}
+
+// admission is what a stream makes of a delivery.
+type admission uint8
+
+const (
+	admitWrite    admission = iota // new: to be written
+	admitLeave                     // nothing to do now (see streamState.admit)
+	admitAckAgain                  // in a stored object or loss marker already: ack it, write nothing
+)
+
+// admit classifies a delivery with metadata md: a message is not written
+// when it is left to the server, parked for a takeover, waiting for an
+// unresolved intent, held already, or stored already. A pinned consumer's
+// message that carries a pin the stream has not seen starts a takeover:
+// admit returns the pin for the server to confirm, and the stream's
+// deliveries are parked until it answers.
+func (s *streamState) admit(d delivery, md jsclient.AckInfo) (a admission, confirm string) {
 	seq := md.StreamSeq
 	s.cur.drained = md.Pending == 0
 	if s.cfg.Failover == config.FailoverPinned {
-		if pin := jsclient.ServerPin(msg.Headers()); pin != "" && pin != s.fence.pin && !s.fence.takingOver {
+		if pin := jsclient.ServerPin(d.msg.Headers()); pin != "" && pin != s.fence.pin && !s.fence.takingOver {
 			if pin == s.fence.notPin {
 				// A pin the server did not confirm: its messages are
 				// another instance's, or come again.
-				return s, md, false
+				return admitLeave, ""
 			}
 			// Maybe pinned just now: the server confirms it before this
 			// instance recovers what the previous active one left and
 			// exports anything; the stream's deliveries wait meanwhile.
-			r.confirmPin(ctx, s, pin)
+			s.fence.takingOver, confirm = true, pin
 		}
 	}
 	if s.fence.takingOver {
 		s.fence.parked = append(s.fence.parked, d)
-		return s, md, false
+		return admitLeave, confirm
 	}
 	s.m.received.Inc()
 	if md.Delivered > 1 {
@@ -80,21 +105,18 @@ func (r *runner) admit(ctx context.Context, d delivery) (*streamState, jsclient.
 	case progress.Unready:
 		// Not pinned yet (a message of the pin in flight as it moved):
 		// leave it to the server, which redelivers it to the pinned one.
-		return s, md, false
+		return admitLeave, ""
 	case progress.Waiting:
 		s.wait(seq, d)
-		return s, md, false
+		return admitLeave, ""
 	case progress.Stored:
-		// In a stored object or loss marker already: ack without writing
-		// it again.
-		r.ackCommitted(s, seq, msg)
-		return s, md, false
+		return admitAckAgain, ""
 	case progress.Holding:
 		// Redelivered while we hold it: the copy we hold is acked once
 		// stored.
-		return s, md, false
+		return admitLeave, ""
 	}
-	return s, md, true
+	return admitWrite, ""
 }
 
 // buffer adds an admitted message to the buffer of its directory (and
