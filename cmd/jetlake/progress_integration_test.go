@@ -276,8 +276,12 @@ func checkLoggedProgress(t *testing.T, log string, took time.Duration) {
 	if want := int(took / loggedEvery); len(periodic) < want-2 || len(periodic) > want {
 		t.Fatalf("%d progress lines in a run of %s, want one every %s:\n%s", len(periodic), took, loggedEvery, strings.Join(periodic, "\n"))
 	}
+	// A line is written once its figures are sampled, which asks the
+	// server: a slow answer delays that line and not the next, so two
+	// lines may stand closer than loggedEvery (1.4 s on a loaded machine).
+	// The count above holds them to one every loggedEvery.
 	for i := 1; i < len(at); i++ {
-		if d := at[i].Sub(at[i-1]); d < loggedEvery-progressTick || d > 2*loggedEvery {
+		if d := at[i].Sub(at[i-1]); d < loggedEvery/2 || d > 2*loggedEvery {
 			t.Fatalf("progress lines %s apart, want %s:\n%s", d, loggedEvery, strings.Join(periodic, "\n"))
 		}
 	}
