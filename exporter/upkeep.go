@@ -11,7 +11,8 @@ import (
 
 // Upkeep of a connector's Iceberg table inside run: snapshot expiry after
 // commits, and compaction passes with orphan removal on a timer, beside the
-// loop and never at the same time as a commit.
+// loop and never at the same time as a commit. A pass is planned
+// (lake.PlanCompaction), then applied (CompactPlan.Apply).
 
 // expireSnapshots expires, beside the loop and after a commit, the
 // snapshots beyond keep_snapshots older than snapshot_retention, when there
@@ -57,32 +58,25 @@ func (r *runner) compactChore(lt *lakeTable) *chore {
 			return func(ctx context.Context) (func(), error) {
 				cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 				defer cancel()
-				o := lake.CompactOptions{Now: now}
-				var rep lake.CompactReport
-				u, err := lake.CompactTable(cctx, r.e.cfg, lt.t, r.e.intents, r.e.store, o, compactPassGroups, &rep)
-				res := rep.Groups
-				var orphans, foreign []string
-				if err == nil && ic.RemoveOrphans {
-					o.OrphanAge = ic.OrphanAge
-					orphans, foreign, err = lake.RemoveOrphans(cctx, r.e.cfg, lt.t, r.e.intents, r.e.store, o)
+				o := lake.PlanOptions{Now: now, MaxGroups: compactPassGroups, Orphans: ic.RemoveOrphans, OrphanAge: ic.OrphanAge}
+				rep := &lake.CompactReport{}
+				plan, err := lake.PlanCompaction(cctx, r.e.cfg, lt.t, r.e.intents, r.e.store, o)
+				if err == nil {
+					rep, err = plan.Apply(cctx, lt.t, r.e.store, nil)
 				}
 				return func() {
 					lt.compacting = false
-					if n := len(orphans); n > 0 {
+					if n := len(rep.Orphans); n > 0 {
 						r.e.m.Orphans.WithLabelValues(r.e.cfg.Name, lt.t.Name()).Add(float64(n))
-						r.log.Info("iceberg orphan data files removed", "table", lt.t.Name(), "files", n, "first", orphans[0])
+						r.log.Info("iceberg orphan data files removed", "table", lt.t.Name(), "files", n, "first", rep.Orphans[0])
 					}
-					if n := len(foreign); n > 0 && !lt.foreignSeen {
+					if n := len(rep.Foreign); n > 0 && !lt.foreignSeen {
 						lt.foreignSeen = true
 						r.log.Warn("the table's data folder holds files in no snapshot that this connector did not write for this table; they are left alone",
-							"table", lt.t.Name(), "files", n, "first", foreign[0])
+							"table", lt.t.Name(), "files", n, "first", rep.Foreign[0])
 					}
 					lt.snapshotsExpired(rep.Expired, rep.ExpireErr)
-					if err != nil {
-						r.tableCompacted(lt, res, nil, err)
-						return
-					}
-					r.tableCompacted(lt, res, &u, nil)
+					r.tableCompacted(lt, rep.Groups, rep.Upkeep, err)
 				}, err
 			}
 		},

@@ -95,8 +95,10 @@ func (p *CompactProgress) plan(groups int) {
 	}
 }
 
-func (p *CompactProgress) doneOne() {
+func (p *CompactProgress) doneOne() { p.doneN(1) }
+
+func (p *CompactProgress) doneN(groups int) {
 	if p != nil {
-		p.done.Add(1)
+		p.done.Add(int64(groups))
 	}
 }

@@ -96,25 +96,33 @@ func (t *Table) CompactionGroups(ctx context.Context, o CompactOptions) ([]Compa
 // Upkeep reports how much the table needs compaction, and the size of its
 // metadata.
 func (t *Table) Upkeep(ctx context.Context, o CompactOptions) (Upkeep, error) {
-	_, u, err := t.compactionGroups(ctx, o)
+	_, u, err := t.Survey(ctx, o)
+	return u, err
+}
+
+// Survey returns both what CompactionGroups and what Upkeep return, from
+// one read of the current snapshot's manifests: what a compaction pass
+// plans from.
+func (t *Table) Survey(ctx context.Context, o CompactOptions) ([]CompactGroup, Upkeep, error) {
+	groups, u, err := t.compactionGroups(ctx, o)
 	if err != nil {
-		return u, err
+		return nil, u, err
 	}
 	fs, err := t.tbl.FS(ctx)
 	if err != nil {
-		return u, err
+		return nil, u, err
 	}
 	f, err := fs.Open(t.tbl.MetadataLocation())
 	if err != nil {
-		return u, fmt.Errorf("metadata file: %w", err)
+		return nil, u, fmt.Errorf("metadata file: %w", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return u, fmt.Errorf("metadata file: %w", err)
+		return nil, u, fmt.Errorf("metadata file: %w", err)
 	}
 	u.MetadataBytes = st.Size()
-	return u, nil
+	return groups, u, nil
 }
 
 // compactionGroups returns the compaction groups of the current snapshot
