@@ -48,7 +48,7 @@ func TestServerWrittenMessagesAreExportedAsStored(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	// One message a subject, so that a 1 s TTL is not raised to the
+	// One message a subject, so that a short TTL is not raised to the
 	// marker's TTL (nats-server raises a shorter one otherwise).
 	swm, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "SWM", Subjects: []string{"swm.>"},
 		AllowMsgTTL: true, SubjectDeleteMarkerTTL: time.Hour, AllowMsgSchedules: true, MaxMsgsPerSubject: 1})
@@ -75,7 +75,10 @@ func TestServerWrittenMessagesAreExportedAsStored(t *testing.T) {
 		}
 		return ack.Sequence
 	}
-	publish("swm.ttl", `{"gone":"soon"}`, "Nats-TTL", "1s")
+	// Read before it expires: 5 s leave a loaded machine time to start
+	// jetlake (with 1 s, the first run started after it was gone, and
+	// a connector that starts after a message is gone does not count it).
+	publish("swm.ttl", `{"gone":"soon"}`, "Nats-TTL", "5s")
 	publish("swm.sched", `{"hello":1}`, "Nats-Schedule", "@at "+time.Now().Add(3*time.Second).UTC().Format(time.RFC3339),
 		"Nats-Schedule-Target", "swm.fired", "X-Mine", "kept")
 	publish("swc.c", "", "Nats-Incr", "5")
