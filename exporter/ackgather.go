@@ -40,7 +40,7 @@ func (res *result) gatherable(now time.Time) bool {
 // ahead of it, and returns what ends it once no uploader sends to it.
 func (r *runner) gatherAcks(ctx context.Context, n int) (end func()) {
 	r.wires.gather = make(chan *result, n)
-	g := &ackGatherer{e: r.e, in: r.wires.gather, out: r.wires.results}
+	g := &ackGatherer{e: r.session, in: r.wires.gather, out: r.wires.results}
 	var wg sync.WaitGroup
 	wg.Go(func() { g.run(ctx) })
 	return func() {
@@ -90,8 +90,8 @@ func (g *ackGatherer) run(ctx context.Context) {
 // flush acks the burst's batches, consumer by consumer in the order they
 // came, and sends the results on.
 func (g *ackGatherer) flush(ctx context.Context, burst []*result) {
-	var order []*streamState
-	byStream := map[*streamState][]*result{}
+	var order []*streamWriter
+	byStream := map[*streamWriter][]*result{}
 	for _, res := range burst {
 		s := res.job.stream
 		if _, ok := byStream[s]; !ok {

@@ -52,7 +52,7 @@ func (a *orderAcker) log() []string {
 
 // gatherResult returns the result of a stored batch of n messages of
 // stream s, starting at sequence first, owned until ackBy.
-func gatherResult(s *streamState, first uint64, n int, ackBy time.Time) *result {
+func gatherResult(s *streamWriter, first uint64, n int, ackBy time.Time) *result {
 	b := &msgBatch{First: first, Last: first + uint64(n) - 1}
 	for i := range n {
 		seq := first + uint64(i)
@@ -64,7 +64,7 @@ func gatherResult(s *streamState, first uint64, n int, ackBy time.Time) *result 
 }
 
 func TestAckGathererAcksABurstWithOneConfirmationPerConsumer(t *testing.T) {
-	a, b := &streamState{}, &streamState{}
+	a, b := &streamWriter{}, &streamWriter{}
 	a.cfg.Stream, b.cfg.Stream = "A", "B"
 	acker := &orderAcker{fail: map[string]bool{"B.31": true}}
 	e := &session{acks: acker, Exporter: &Exporter{log: slog.New(slog.NewTextHandler(io.Discard, nil))}}
@@ -132,7 +132,7 @@ func TestAckGathererAcksABurstWithOneConfirmationPerConsumer(t *testing.T) {
 }
 
 func TestOnlySmallBatchesWellWithinAckWaitAreGathered(t *testing.T) {
-	s := &streamState{}
+	s := &streamWriter{}
 	s.cfg.Stream = "S"
 	now := time.Now()
 	for _, tc := range []struct {
@@ -159,11 +159,11 @@ func TestOnlySmallBatchesWellWithinAckWaitAreGathered(t *testing.T) {
 // that its upload is over: the next batch of its buffer key may go while
 // the acks wait.
 func TestGatheredBatchFreesItsKeyAtOnce(t *testing.T) {
-	s := &streamState{}
+	s := &streamWriter{}
 	s.cfg.Stream = "S"
 	r := &runner{
-		e:     &session{Exporter: &Exporter{cfg: &config.Connector{S3: config.S3{UploadConcurrency: 4}}}},
-		wires: wires{results: make(chan *result, 2), gather: make(chan *result, 1)}, up: uploads{uploading: map[bufferKey]int{}},
+		session: &session{Exporter: &Exporter{cfg: &config.Connector{S3: config.S3{UploadConcurrency: 4}}}},
+		wires:   wires{results: make(chan *result, 2), gather: make(chan *result, 1)}, up: uploads{uploading: map[bufferKey]int{}},
 	}
 	res := gatherResult(s, 1, 10, time.Now().Add(time.Minute))
 	j := res.job

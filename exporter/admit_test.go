@@ -23,8 +23,8 @@ func (m *pinnedMsg) Headers() nats.Header { return nats.Header{jsclient.PinHeade
 // instance its consumer is pinned to.
 func TestAStreamAdmitsWhatItHasNotWrittenAndParksDuringATakeover(t *testing.T) {
 	e := testExporter(t, &MemStore{})
-	newStream := func(pinned bool) *streamState {
-		s := &streamState{cfg: config.Stream{Stream: "S", Consumer: "c", AckWait: time.Minute}, m: e.streamMetrics("S")}
+	newStream := func(pinned bool) *streamWriter {
+		s := &streamWriter{cfg: config.Stream{Stream: "S", Consumer: "c", AckWait: time.Minute}, m: e.streamMetrics("S")}
 		if pinned {
 			s.cfg.Failover = config.FailoverPinned
 			s.fence.pin = "P0"
@@ -32,7 +32,7 @@ func TestAStreamAdmitsWhatItHasNotWrittenAndParksDuringATakeover(t *testing.T) {
 		s.book.Start(0, nil, 1, 0, false, false)
 		return s
 	}
-	deliver := func(s *streamState, seq uint64, delivered uint64, pin string) (admission, string) {
+	deliver := func(s *streamWriter, seq uint64, delivered uint64, pin string) (admission, string) {
 		var msg delivery
 		if pin == "" {
 			msg.msg = &fakeMsg{seq: seq}

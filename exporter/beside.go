@@ -73,8 +73,8 @@ func (r *runner) refreshGauges(ctx context.Context, conses []jetstream.Consumer)
 	}
 	for stream, c := range by {
 		if c.ok {
-			r.e.m.Pending.WithLabelValues(r.e.cfg.Name, stream).Set(float64(c.pending))
-			r.e.m.AckPending.WithLabelValues(r.e.cfg.Name, stream).Set(float64(c.ackPending))
+			r.m.Pending.WithLabelValues(r.cfg.Name, stream).Set(float64(c.pending))
+			r.m.AckPending.WithLabelValues(r.cfg.Name, stream).Set(float64(c.ackPending))
 		}
 	}
 }
@@ -84,7 +84,7 @@ func (r *runner) refreshGauges(ctx context.Context, conses []jetstream.Consumer)
 // nothing more was pending; the loop then decides whether the work is
 // done (Options.UntilIdle) and sets idleDone. Nil without UntilIdle.
 func (r *runner) idleChore() *chore {
-	if !r.e.opts.UntilIdle {
+	if !r.opts.UntilIdle {
 		return nil
 	}
 	return &chore{
@@ -166,7 +166,7 @@ func (r *runner) idle(ctx context.Context, infos []*jetstream.ConsumerInfo) bool
 		r.takeSealed()
 		return false
 	}
-	if acked && r.up.inflight == 0 && !r.e.sink.settled() {
+	if acked && r.up.inflight == 0 && !r.sink.settled() {
 		// Everything is stored: into the lake with it now rather than
 		// at the next interval.
 		r.startChores(ctx, time.Now())

@@ -17,7 +17,7 @@ import (
 func capRunner(tb testing.TB, limit int) *runner {
 	tb.Helper()
 	r, s := hotRunner(tb)
-	e := r.e
+	e := r.session
 	e.cfg.Output.GroupBy = config.GroupByPath
 	e.cfg.Output.PathTemplate = mustTemplate(tb, "{stream}/key={column:key}")
 	e.cfg.Output.Columns = []config.Column{{Name: "key", Source: "key", Type: formats.TypeString}}
@@ -27,7 +27,7 @@ func capRunner(tb testing.TB, limit int) *runner {
 		tb.Fatal(err)
 	}
 	e.sink = objectSink{cfg: e.cfg, content: true}
-	return newRunner(e, []*streamState{s})
+	return newRunner(e, []*streamWriter{s})
 }
 
 // keyed returns a fake message of sequence seq whose key field is key.
@@ -128,8 +128,8 @@ func TestOpenDirectoriesCountUntilTheWindowAfterTheirLastMessage(t *testing.T) {
 
 func TestAPathOfTheEnvelopeAloneIsNotCapped(t *testing.T) {
 	r, _ := hotRunner(t) // "{stream}/{subject}/{date}/{hour}"
-	r.e.cfg.Output.MaxOpenDirectories = 1
-	r = newRunner(r.e, r.streams)
+	r.cfg.Output.MaxOpenDirectories = 1
+	r = newRunner(r.session, r.streams)
 	if r.dirs != nil {
 		t.Fatal("a cap on directories that follow the JetStream timestamp and subject")
 	}

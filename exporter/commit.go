@@ -27,7 +27,7 @@ import (
 
 // job is a sealed batch, or a loss marker, on its way to the store.
 type job struct {
-	stream   *streamState // uploaders read only cfg, created and intentPrefix
+	stream   *streamWriter // uploaders read only cfg, created and intentPrefix
 	batch    *msgBatch
 	size     int64           // memory the batch holds, counted in the budget
 	set      *batchSet       // the set the batch returns to
@@ -170,7 +170,7 @@ func (r *runner) finish(res *result) error {
 		}
 		s.book.MarkerDone(j.marker.Runs(), term, res.status.isStored())
 		if res.status.isStored() {
-			r.e.m.Lost.WithLabelValues(r.e.cfg.Name, s.cfg.Stream, string(j.marker.Reason)).Add(float64(j.marker.Count))
+			r.m.Lost.WithLabelValues(r.cfg.Name, s.cfg.Stream, string(j.marker.Reason)).Add(float64(j.marker.Count))
 		}
 		return nil
 	}
@@ -181,7 +181,7 @@ func (r *runner) finish(res *result) error {
 		r.mem.heldMem -= it.Handle.Mem()
 	}
 	if res.status.isStored() && j.set == r.set && res.intentKey != "" {
-		r.e.sink.stored(res.intentKey, res.key, b.First, b.Last, res.tail)
+		r.sink.stored(res.intentKey, res.key, b.First, b.Last, res.tail)
 	}
 	seqs := res.set
 	if !res.status.isStored() || len(seqs.Ranges()) == 0 {
@@ -194,7 +194,7 @@ func (r *runner) finish(res *result) error {
 	}
 	if res.status.isStored() {
 		r.up.written += int64(b.Len())
-		m, name, reason := r.e.m, r.e.cfg.Name, string(b.Reason)
+		m, name, reason := r.m, r.cfg.Name, string(b.Reason)
 		m.Objects.WithLabelValues(name, s.cfg.Stream, reason).Inc()
 		m.Bytes.WithLabelValues(name, s.cfg.Stream, reason).Add(float64(res.bytes))
 		m.UploadSeconds.WithLabelValues(name, s.cfg.Stream).Observe(res.duration.Seconds())
@@ -205,7 +205,7 @@ func (r *runner) finish(res *result) error {
 	}
 	if j.set == r.rej && res.status.isStored() {
 		kind := b.Group[strings.IndexByte(b.Group, 0)+1:]
-		r.e.m.Rejected.WithLabelValues(r.e.cfg.Name, s.cfg.Stream, kind).Add(float64(b.Len()))
+		r.m.Rejected.WithLabelValues(r.cfg.Name, s.cfg.Stream, kind).Add(float64(b.Len()))
 	}
 	switch {
 	case res.err == nil:
@@ -216,11 +216,11 @@ func (r *runner) finish(res *result) error {
 			"key", res.key, "messages", b.Len(), "error", res.err)
 	case keyError(res.err) != nil && j.set == r.set:
 		// Rejected keys are jetlake's own names, which a store takes.
-		r.keyRefused(s, b, keyError(res.err))
+		s.keyRefused(b, keyError(res.err))
 	default:
 		r.log.Warn("batch not exported; its messages stay unacked and are redelivered",
 			"key", res.key, "messages", b.Len(), "error", res.err)
-		r.awaitUnsure(s, j, res)
+		s.awaitUnsure(j, res)
 	}
 	return nil
 }
@@ -229,7 +229,7 @@ func (r *runner) finish(res *result) error {
 // upload attempt that timed out may still have stored the object. Its
 // messages, when they come back, wait until the store says whether it
 // holds the object, as for an intent found at start.
-func (r *runner) awaitUnsure(s *streamState, j *job, res *result) {
+func (s *streamWriter) awaitUnsure(j *job, res *result) {
 	if res.intentKey == "" || len(res.seqs) == 0 {
 		return
 	}
@@ -280,18 +280,18 @@ func (r *runner) send(ctx context.Context, res *result, wg *sync.WaitGroup, acke
 // beside the loop.
 func (r *runner) startWorkers(uctx context.Context) (stop func()) {
 	var workers sync.WaitGroup
-	n := uploaders(r.e.cfg.S3.UploadConcurrency)
+	n := uploaders(r.cfg.S3.UploadConcurrency)
 	ackers := make(chan struct{}, n)
 	endGather := r.gatherAcks(uctx, n)
 	for range n {
 		workers.Go(func() {
 			for j := range r.wires.jobs {
-				r.send(uctx, r.e.process(uctx, j), &workers, ackers)
+				r.send(uctx, r.process(uctx, j), &workers, ackers)
 			}
 		})
 	}
 	var compressors sync.WaitGroup
-	if cs, ok := r.e.enc.(formats.ChunkSource); ok {
+	if cs, ok := r.enc.(formats.ChunkSource); ok {
 		r.intake.chunks = cs
 		r.intake.compress = make(chan *formats.Chunk, 4*runtime.GOMAXPROCS(0))
 		for range runtime.GOMAXPROCS(0) {

@@ -65,7 +65,7 @@ const (
 
 // pulling reports whether the runner pulls s now: a partition only while
 // its lease is held and it is not being handed over.
-func (s *streamState) pulling() bool {
+func (s *streamWriter) pulling() bool {
 	p := s.part
 	return p == nil || p.rev != 0 && !p.handing && !p.lost
 }
@@ -92,7 +92,7 @@ func (r *runner) notePullTrouble(now time.Time) {
 // consumerChore looks up, beside the loop, the consumer of stalled s every
 // consumerCheckEvery, and re-creates it from the export record when it is
 // missing. Never while the cursor is being moved.
-func (r *runner) consumerChore(s *streamState) *chore {
+func (s *streamWriter) consumerChore() *chore {
 	c := &s.cur
 	return &chore{
 		name: "consumer",
@@ -101,12 +101,12 @@ func (r *runner) consumerChore(s *streamState) *chore {
 		},
 		start: func(time.Time) choreWork {
 			c.checking = true
-			from := r.resumeFrom(s)
+			from := s.resumeFrom()
 			return func(ctx context.Context) (func(), error) {
 				cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-				cons, made, err := r.e.findConsumer(cctx, s, from)
+				cons, made, err := s.findConsumer(cctx, from)
 				cancel()
-				return func() { r.consumerChecked(s, cons, made, err) }, err
+				return func() { s.consumerChecked(cons, made, err) }, err
 			}
 		},
 	}
@@ -115,7 +115,7 @@ func (r *runner) consumerChore(s *streamState) *chore {
 // resumeFrom returns the first sequence s's ledger does not hold, or 0
 // before s has a ledger (a pinned consumer this instance is not pinned to):
 // the record's floor says then.
-func (r *runner) resumeFrom(s *streamState) uint64 {
+func (s *streamWriter) resumeFrom() uint64 {
 	l := s.book.Ledger()
 	if l == nil {
 		return 0
@@ -127,55 +127,55 @@ func (r *runner) resumeFrom(s *streamState) uint64 {
 // consumer that was re-created, here or by someone else, is pulled afresh;
 // one that is the same ends the stall (the problem was passing), and the
 // pulls report again if it was not.
-func (r *runner) consumerChecked(s *streamState, cons jetstream.Consumer, made bool, err error) {
+func (s *streamWriter) consumerChecked(cons jetstream.Consumer, made bool, err error) {
 	c := &s.cur
 	c.checking, c.checked = false, time.Now()
 	if !s.pulling() {
 		c.stalled = ""
-		r.holdings()
+		s.hub.holdings()
 		return
 	}
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		r.fail(fmt.Errorf("stream %s, consumer %s: %w: %w", s.cfg.Stream, s.cfg.Consumer, ErrConsumerDeleted, err))
+		s.hub.fail(fmt.Errorf("stream %s, consumer %s: %w: %w", s.cfg.Stream, s.cfg.Consumer, ErrConsumerDeleted, err))
 	case err != nil:
 		c.stalled = err.Error()
-		r.log.Warn("a consumer can not pull", s.logAttrs("error", err)...)
+		s.log.Warn("a consumer can not pull", s.logAttrs("error", err)...)
 	case made:
-		r.log.Warn("the consumer was missing: re-created from the export record", s.logAttrs(
+		s.log.Warn("the consumer was missing: re-created from the export record", s.logAttrs(
 			"deliver_from", cons.CachedInfo().Config.OptStartSeq)...)
-		r.rebuilt(s, rebuildMissing)
+		s.rebuilt(rebuildMissing)
 		s.book.Rewound()
 		if s.part != nil {
 			s.cur.remade = cons.CachedInfo().Created
 			s.fence.pins.await()
 		}
-		r.repull(s, cons)
+		s.repull(cons)
 	case !cons.CachedInfo().Created.Equal(s.consCreated()):
 		// Someone else re-created it: pulled afresh, and the next walk
 		// tells whether it skips what the record lacks.
-		r.log.Warn("the consumer was re-created by someone else; pulling it afresh", s.logAttrs()...)
+		s.log.Warn("the consumer was re-created by someone else; pulling it afresh", s.logAttrs()...)
 		s.book.Rewound()
-		r.repull(s, cons)
+		s.repull(cons)
 	case s.cur.cc != nil && ended(s.cur.cc):
 		// The same consumer, but the pulls ended on a problem (a request
 		// the server refused): pulled again.
-		r.log.Warn("the pulls ended; pulling again", s.logAttrs("problem", c.stalled)...)
-		r.repull(s, cons)
+		s.log.Warn("the pulls ended; pulling again", s.logAttrs("problem", c.stalled)...)
+		s.repull(cons)
 	default:
 		c.stalled = ""
 	}
-	r.holdings()
+	s.hub.holdings()
 }
 
 // repull stops the pulls of s's consumer and pulls cons instead.
-func (r *runner) repull(s *streamState, cons jetstream.Consumer) {
+func (s *streamWriter) repull(cons jetstream.Consumer) {
 	if s.cur.cc != nil {
 		s.cur.cc.Stop()
 		s.cur.cc = nil
 	}
 	s.cur.cons = cons
-	if r.pull(s) == nil {
+	if s.hub.pull(s) == nil {
 		s.cur.stalled = ""
 	}
 }
@@ -191,7 +191,7 @@ func ended(cc jetstream.ConsumeContext) bool {
 }
 
 // consCreated is when the consumer s pulls was created.
-func (s *streamState) consCreated() time.Time {
+func (s *streamWriter) consCreated() time.Time {
 	if s.cur.cons == nil {
 		return time.Time{}
 	}
@@ -202,13 +202,13 @@ func (s *streamState) consCreated() time.Time {
 }
 
 // rebuilt counts a rebuild of s's consumer.
-func (r *runner) rebuilt(s *streamState, reason string) {
-	r.e.m.ConsumerRebuilds.WithLabelValues(r.e.cfg.Name, s.cfg.Stream, reason).Inc()
+func (s *streamWriter) rebuilt(reason string) {
+	s.sn.m.ConsumerRebuilds.WithLabelValues(s.sn.cfg.Name, s.cfg.Stream, reason).Inc()
 }
 
 // logAttrs returns the stream and consumer of s (and its partition) for a
 // log line, followed by more.
-func (s *streamState) logAttrs(more ...any) []any {
+func (s *streamWriter) logAttrs(more ...any) []any {
 	out := []any{"stream", s.cfg.Stream, "consumer", s.cfg.Consumer}
 	if s.part != nil {
 		out = append(out, "partition", s.part.k)
@@ -222,12 +222,12 @@ func (s *streamState) logAttrs(more ...any) []any {
 // what the record names above it is acked without being written again when
 // it comes back. Without a record of this stream it starts where the
 // connector's deliver_policy says.
-func (e *session) findConsumer(ctx context.Context, s *streamState, from uint64) (jetstream.Consumer, bool, error) {
-	return jsclient.Find(ctx, s.stream, e.cfg.Name, s.cfg, func(ctx context.Context) (uint64, error) {
+func (s *streamWriter) findConsumer(ctx context.Context, from uint64) (jetstream.Consumer, bool, error) {
+	return jsclient.Find(ctx, s.stream, s.sn.cfg.Name, s.cfg, func(ctx context.Context) (uint64, error) {
 		if from != 0 {
 			return from, nil
 		}
-		return e.recordStart(ctx, s)
+		return s.recordStart(ctx)
 	})
 }
 
@@ -236,11 +236,11 @@ func (e *session) findConsumer(ctx context.Context, s *streamState, from uint64)
 // sequence below it is exported. 0 when there is no record of this stream,
 // or when the record claims sequences the stream never had and is not
 // believed.
-func (e *session) recordStart(ctx context.Context, s *streamState) (uint64, error) {
-	if e.intents == nil {
+func (s *streamWriter) recordStart(ctx context.Context) (uint64, error) {
+	if s.sn.intents == nil {
 		return 0, nil
 	}
-	rec, _, err := state.LoadRecord(ctx, e.intents, s.record.key)
+	rec, _, err := state.LoadRecord(ctx, s.sn.intents, s.record.key)
 	var bad *state.UnreadableRecordError
 	switch {
 	case errors.As(err, &bad):
@@ -275,7 +275,7 @@ func (e *session) recordStart(ctx context.Context, s *streamState) (uint64, erro
 // back; nor does one it delivered that has not come back within twice
 // AckWait (acked by another client). The consumer is then moved back to
 // it.
-func (r *runner) checkCursor(ctx context.Context, s *streamState, res *walkResult, now time.Time) {
+func (s *streamWriter) checkCursor(ctx context.Context, res *walkResult, now time.Time) {
 	c := &s.cur
 	var q uint64
 	for _, e := range res.existing {
@@ -304,14 +304,14 @@ func (r *runner) checkCursor(ctx context.Context, s *streamState, res *walkResul
 	}
 	c.checking = true
 	cons, pin := s.cur.cons, s.fence.pin
-	r.beside(func() func() {
+	s.hub.beside(func() func() {
 		mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		if held, err := r.e.mayMove(mctx, s, pin, q); err != nil || held != "" {
-			return func() { r.cursorKept(s, q, held, err) }
+		if held, err := s.mayMove(mctx, pin, q); err != nil || held != "" {
+			return func() { s.cursorKept(q, held, err) }
 		}
-		moved, err := jsclient.Move(mctx, r.e.js, s.stream, r.e.cfg.Name, s.cfg, cons, q)
-		return func() { r.cursorMoved(s, moved, q, why, err) }
+		moved, err := jsclient.Move(mctx, s.sn.js, s.stream, s.sn.cfg.Name, s.cfg, cons, q)
+		return func() { s.cursorMoved(moved, q, why, err) }
 	})
 }
 
@@ -321,9 +321,9 @@ func (r *runner) checkCursor(ctx context.Context, s *streamState, res *walkResul
 // record in the state bucket lacks q too. The ledger is a copy in memory,
 // which stops when the pin moves to another instance and misses what that
 // one exports since. It returns why the consumer stays, or "".
-func (e *session) mayMove(ctx context.Context, s *streamState, pin string, q uint64) (string, error) {
-	if s.cfg.Failover == config.FailoverPinned && e.js != nil {
-		pinned, err := jsclient.Pinned(ctx, e.js, s.cfg.Stream, s.cfg.Consumer)
+func (s *streamWriter) mayMove(ctx context.Context, pin string, q uint64) (string, error) {
+	if s.cfg.Failover == config.FailoverPinned && s.sn.js != nil {
+		pinned, err := jsclient.Pinned(ctx, s.sn.js, s.cfg.Stream, s.cfg.Consumer)
 		if err != nil {
 			return "", fmt.Errorf("which instance is pinned: %w", err)
 		}
@@ -331,10 +331,10 @@ func (e *session) mayMove(ctx context.Context, s *streamState, pin string, q uin
 			return "this instance is not pinned to the consumer", nil
 		}
 	}
-	if e.intents == nil {
+	if s.sn.intents == nil {
 		return "", nil
 	}
-	rec, _, err := state.LoadRecord(ctx, e.intents, s.record.key)
+	rec, _, err := state.LoadRecord(ctx, s.sn.intents, s.record.key)
 	var bad *state.UnreadableRecordError
 	switch {
 	case errors.As(err, &bad):
@@ -350,34 +350,34 @@ func (e *session) mayMove(ctx context.Context, s *streamState, pin string, q uin
 
 // cursorKept applies a look-up that left s's consumer where it is: q is
 // looked for again by the next walk.
-func (r *runner) cursorKept(s *streamState, q uint64, why string, err error) {
+func (s *streamWriter) cursorKept(q uint64, why string, err error) {
 	c := &s.cur
 	c.checking, c.stuck = false, 0
 	if err != nil {
-		r.log.Warn("could not tell whether the consumer may be moved back; trying again", s.logAttrs("sequence", q, "error", err)...)
+		s.log.Warn("could not tell whether the consumer may be moved back; trying again", s.logAttrs("sequence", q, "error", err)...)
 		return
 	}
-	r.log.Debug("the consumer is not moved back", s.logAttrs("sequence", q, "why", why)...)
+	s.log.Debug("the consumer is not moved back", s.logAttrs("sequence", q, "why", why)...)
 }
 
 // cursorMoved applies a move of s's consumer back to sequence from: a
 // consumer that was deleted and created again (moved not nil) is pulled
 // afresh.
-func (r *runner) cursorMoved(s *streamState, moved jetstream.Consumer, from uint64, why string, err error) {
+func (s *streamWriter) cursorMoved(moved jetstream.Consumer, from uint64, why string, err error) {
 	c := &s.cur
 	c.checking, c.stuck = false, 0
 	if err != nil {
-		r.log.Warn("the consumer would not deliver sequences the export record lacks, and could not be moved back; trying again", s.logAttrs(
+		s.log.Warn("the consumer would not deliver sequences the export record lacks, and could not be moved back; trying again", s.logAttrs(
 			"found", why, "error", err)...)
 		return
 	}
-	r.log.Warn("the consumer would not deliver sequences the export record lacks: it delivers from the first of them now", s.logAttrs(
+	s.log.Warn("the consumer would not deliver sequences the export record lacks: it delivers from the first of them now", s.logAttrs(
 		"found", why, "deliver_from", from)...)
-	r.rebuilt(s, rebuildSkips)
+	s.rebuilt(rebuildSkips)
 	// The messages from `from` on come again as first deliveries, those
 	// of batches stored here among them.
 	s.book.Rewound()
 	if moved != nil && s.pulling() {
-		r.repull(s, moved)
+		s.repull(moved)
 	}
 }

@@ -13,8 +13,8 @@ import (
 // until the pin moves, and it must not be reported as unable to pull.
 func TestAPinHeldElsewhereIsNoPullProblem(t *testing.T) {
 	e := testExporter(t, &MemStore{})
-	s := &streamState{cfg: config.Stream{Stream: "S", Consumer: "c", Failover: config.FailoverPinned}}
-	r := newRunner(e, []*streamState{s})
+	s := newStreamWriter(e, config.Stream{Stream: "S", Consumer: "c", Failover: config.FailoverPinned})
+	r := newRunner(e, []*streamWriter{s})
 	r.pullError(s, jetstream.ErrPinIDMismatch)
 	if why := s.cur.pullTrouble.Load(); why != nil {
 		t.Fatalf("pin held elsewhere reported as a pull problem: %s", *why)

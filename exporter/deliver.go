@@ -42,7 +42,7 @@ func (r *runner) add(ctx context.Context, d delivery) {
 // admit reads a delivery's JetStream metadata and asks its stream whether
 // its message is to be written; it acks again what is stored already, and
 // asks the server to confirm a pin the stream has not seen.
-func (r *runner) admit(ctx context.Context, d delivery) (*streamState, jsclient.AckInfo, bool) {
+func (r *runner) admit(ctx context.Context, d delivery) (*streamWriter, jsclient.AckInfo, bool) {
 	s := r.streams[d.stream]
 	msg := d.msg
 	r.chores.lastMsg = time.Now()
@@ -54,10 +54,10 @@ func (r *runner) admit(ctx context.Context, d delivery) (*streamState, jsclient.
 	}
 	a, pin := s.admit(d, md)
 	if pin != "" {
-		r.confirmPin(ctx, s, pin)
+		s.confirmPin(ctx, pin)
 	}
 	if a == admitAckAgain {
-		r.ackCommitted(s, md.StreamSeq, msg)
+		s.ackCommitted(md.StreamSeq, msg)
 	}
 	return s, md, a == admitWrite
 }
@@ -67,7 +67,7 @@ type admission uint8
 
 const (
 	admitWrite    admission = iota // new: to be written
-	admitLeave                     // nothing to do now (see streamState.admit)
+	admitLeave                     // nothing to do now (see streamWriter.admit)
 	admitAckAgain                  // in a stored object or loss marker already: ack it, write nothing
 )
 
@@ -77,7 +77,7 @@ const (
 // message that carries a pin the stream has not seen starts a takeover:
 // admit returns the pin for the server to confirm, and the stream's
 // deliveries are parked until it answers.
-func (s *streamState) admit(d delivery, md jsclient.AckInfo) (a admission, confirm string) {
+func (s *streamWriter) admit(d delivery, md jsclient.AckInfo) (a admission, confirm string) {
 	seq := md.StreamSeq
 	s.cur.drained = md.Pending == 0
 	if s.cfg.Failover == config.FailoverPinned {
@@ -123,10 +123,10 @@ func (s *streamState) admit(d delivery, md jsclient.AckInfo) (a admission, confi
 // subject, or partition), encoded as it comes. A message that can not be
 // encoded is rejected (a type error) or poisoned; buffer then reports
 // false.
-func (r *runner) buffer(d delivery, s *streamState, md jsclient.AckInfo) bool {
+func (r *runner) buffer(d delivery, s *streamWriter, md jsclient.AckInfo) bool {
 	msg := d.msg
 	seq, ts := md.StreamSeq, time.Unix(0, md.Timestamp)
-	out := &r.e.cfg.Output
+	out := &r.cfg.Output
 	r.intake.rec = formats.Record{
 		Stream:   s.cfg.Stream,
 		Subject:  s.subject(msg),
@@ -137,8 +137,8 @@ func (r *runner) buffer(d delivery, s *streamState, md jsclient.AckInfo) bool {
 	if out.IncludeHeaders {
 		r.intake.rec.Headers = msg.Headers()
 	}
-	if int64(len(r.intake.rec.Data)) > r.e.opts.MaxObjectSize-64<<10 {
-		r.poison(s, msg, fmt.Errorf("message of %d bytes can not fit in an object of at most %d bytes", len(r.intake.rec.Data), r.e.opts.MaxObjectSize))
+	if int64(len(r.intake.rec.Data)) > r.opts.MaxObjectSize-64<<10 {
+		r.poison(s, msg, fmt.Errorf("message of %d bytes can not fit in an object of at most %d bytes", len(r.intake.rec.Data), r.opts.MaxObjectSize))
 		return false
 	}
 	if why := s.takeRefused(seq); why != nil {
@@ -146,7 +146,7 @@ func (r *runner) buffer(d delivery, s *streamState, md jsclient.AckInfo) bool {
 		return false
 	}
 	r.intake.tplVals = pathtemplate.Values{Stream: s.cfg.Stream, Subject: r.intake.rec.Subject, Consumer: s.consumerName(), Time: ts}
-	if c := r.e.content; c != nil {
+	if c := r.content; c != nil {
 		fellBack, err := c.Read(r.intake.rec.Data, msg.Headers(), ts, &r.intake.tplVals)
 		if err != nil {
 			r.reject(d.stream, s, msg, err)
@@ -157,10 +157,10 @@ func (r *runner) buffer(d delivery, s *streamState, md jsclient.AckInfo) bool {
 		}
 	}
 	var vals []formats.Value // the typed columns a table's partition reads
-	if r.e.content != nil {
-		vals = r.e.content.Values()
+	if r.content != nil {
+		vals = r.content.Values()
 	}
-	r.intake.dirBuf = r.e.sink.appendDir(r.intake.dirBuf[:0], &r.intake.tplVals, seq, ts, vals)
+	r.intake.dirBuf = r.sink.appendDir(r.intake.dirBuf[:0], &r.intake.tplVals, seq, ts, vals)
 	if !r.dirs.admit(r.intake.dirBuf, r.chores.lastMsg) {
 		r.reject(d.stream, s, msg, &CardinalityError{Dir: string(r.intake.dirBuf), Max: r.dirs.max})
 		return false
@@ -169,7 +169,7 @@ func (r *runner) buffer(d delivery, s *streamState, md jsclient.AckInfo) bool {
 	// entries never share a buffer.
 	r.intake.grpBuf = strconv.AppendInt(r.intake.grpBuf[:0], int64(d.stream), 10)
 	r.intake.grpBuf = append(r.intake.grpBuf, 0)
-	r.intake.grpBuf = r.e.sink.appendGroup(r.intake.grpBuf, r.intake.dirBuf, r.intake.rec.Subject)
+	r.intake.grpBuf = r.sink.appendGroup(r.intake.grpBuf, r.intake.dirBuf, r.intake.rec.Subject)
 	ref := jsclient.AckRef(msg.Reply())
 	if err := r.set.Add(r.intake.grpBuf, r.intake.dirBuf, &r.intake.rec, r.intake.rec.Sequence, r.intake.rec.Time, ref, r.chores.lastMsg); err != nil {
 		var te *formats.TypeError
@@ -193,7 +193,7 @@ func (r *runner) buffer(d delivery, s *streamState, md jsclient.AckInfo) bool {
 // of them; otherwise the acks of the uploads in flight make room. Sealing
 // already at three quarters when nothing of the stream is being uploaded
 // lets the acks come before delivery stops.
-func (r *runner) sealForAckPending(s *streamState) {
+func (r *runner) sealForAckPending(s *streamWriter) {
 	held, sealed := s.book.Counts()
 	if limit := s.cfg.MaxAckPending; held >= limit-limit/10 && held-sealed >= sealed || held >= limit/4*3 && sealed == 0 {
 		prefix := string(r.intake.grpBuf[:bytes.IndexByte(r.intake.grpBuf, 0)+1])
@@ -224,7 +224,7 @@ func (r *runner) dispatchChunks() {
 // its headers, to a JSON Lines object under
 // <prefix>/_jetlake/rejected/<stream>/<date>/, outside the table folders, and
 // is acked once that object is stored.
-func (r *runner) reject(idx int, s *streamState, msg jetstream.Msg, reason error) {
+func (r *runner) reject(idx int, s *streamWriter, msg jetstream.Msg, reason error) {
 	rec := r.intake.rec
 	r.intake.rec = formats.Record{}
 	h := make(map[string][]string, len(rec.Headers)+1)
@@ -251,7 +251,7 @@ func (r *runner) reject(idx int, s *streamState, msg jetstream.Msg, reason error
 	r.rejected.add(s.cfg.Stream, kind, rec.Sequence, r.chores.lastMsg)
 	if r.log.Enabled(context.Background(), slog.LevelDebug) {
 		r.log.Debug("message rejected", "stream", s.cfg.Stream, "subject", rec.Subject, "sequence", rec.Sequence,
-			"reason", rejectDetail(reason, r.e.opts.LogPayloads))
+			"reason", rejectDetail(reason, r.opts.LogPayloads))
 	}
 	r.relieve()
 	r.takeSealed()
@@ -292,7 +292,7 @@ func rejectDetail(reason error, payloads bool) string {
 
 // poison records a message that can be written in no form: a loss marker,
 // then the message is terminated so it never blocks the consumer.
-func (r *runner) poison(s *streamState, msg jetstream.Msg, why error) {
+func (r *runner) poison(s *streamWriter, msg jetstream.Msg, why error) {
 	r.intake.rec = formats.Record{}
 	md, _ := msg.Metadata()
 	seq := md.Sequence.Stream
@@ -326,9 +326,9 @@ func (r *runner) flushPoison() {
 
 // ackCommitted acks a redelivered message that is already stored. Its
 // intent is forgotten once the ack floor passes it.
-func (r *runner) ackCommitted(s *streamState, seq uint64, msg jetstream.Msg) {
+func (s *streamWriter) ackCommitted(seq uint64, msg jetstream.Msg) {
 	if err := msg.Ack(); err != nil {
-		r.log.Warn("ack of a stored message failed; it will come back", "stream", s.cfg.Stream, "sequence", seq, "error", err)
+		s.log.Warn("ack of a stored message failed; it will come back", "stream", s.cfg.Stream, "sequence", seq, "error", err)
 		return
 	}
 	s.m.acked.Inc()

@@ -248,7 +248,7 @@ func (e *Exporter) Done() bool { return e.done.Load() }
 // stream up and probes the store, in an order that writes nothing to the
 // store before the streams are known to fit. The session it returns, also
 // with an error, holds the connection, the caller's to close.
-func (e *Exporter) setUp(ctx context.Context) (*session, []*streamState, error) {
+func (e *Exporter) setUp(ctx context.Context) (*session, []*streamWriter, error) {
 	if bc, ok := e.store.(bucketChecker); ok {
 		err := retry(ctx, e.log, "object store", func(ctx context.Context) error { return bc.CheckBucket(ctx) })
 		if err != nil {
@@ -271,7 +271,7 @@ func (e *Exporter) setUp(ctx context.Context) (*session, []*streamState, error) 
 // open opens what the session works with: the state bucket, the Iceberg
 // table, every stream and the leases of partitioned entries; and probes
 // the store.
-func (e *session) open(ctx context.Context) ([]*streamState, error) {
+func (e *session) open(ctx context.Context) ([]*streamWriter, error) {
 	if err := e.openState(ctx); err != nil {
 		return nil, err
 	}
@@ -346,8 +346,8 @@ func openLakeTable(ctx context.Context, e *session) (sink, error) {
 
 // setUpStreams sets up every [[streams]] entry: its consumer, or a
 // partitioned entry's partitions, each recovered.
-func (e *session) setUpStreams(ctx context.Context) ([]*streamState, error) {
-	var streams []*streamState
+func (e *session) setUpStreams(ctx context.Context) ([]*streamWriter, error) {
+	var streams []*streamWriter
 	for _, sc := range e.cfg.Streams {
 		if sc.Partitioned() {
 			var g *partGroup
@@ -362,9 +362,9 @@ func (e *session) setUpStreams(ctx context.Context) ([]*streamState, error) {
 			streams = append(streams, g.parts...)
 			continue
 		}
-		s := &streamState{cfg: sc, m: e.streamMetrics(sc.Stream)}
+		s := newStreamWriter(e, sc)
 		err := retry(ctx, e.log, "jetstream", func(attempt context.Context) error {
-			return e.setupStream(ctx, attempt, s)
+			return s.setupStream(ctx, attempt)
 		})
 		if err != nil {
 			return nil, err

@@ -33,11 +33,11 @@ var errFenced = errors.New("this instance is no longer pinned to the consumer: t
 // paused, past that wait, between the check and the send of its PUT (see
 // docs/guarantees.md, step 6); a PUT presigned before the check and
 // expiring within the wait would close it.
-func (e *session) checkPin(ctx context.Context, s *streamState, pin string) error {
-	if s.cfg.Failover != config.FailoverPinned || e.js == nil {
+func (s *streamWriter) checkPin(ctx context.Context, pin string) error {
+	if s.cfg.Failover != config.FailoverPinned || s.sn.js == nil {
 		return nil
 	}
-	pinned, err := jsclient.Pinned(ctx, e.js, s.cfg.Stream, s.cfg.Consumer)
+	pinned, err := jsclient.Pinned(ctx, s.sn.js, s.cfg.Stream, s.cfg.Consumer)
 	if err != nil {
 		return fmt.Errorf("which instance is pinned: %w", err)
 	}
@@ -136,10 +136,10 @@ func (l *pinLine) judge(sealed, now string) error {
 // deliveries are taken in again. When the leader does not answer, the
 // deliveries that carry pin are left to the server, which sends them again
 // after AckWait, and the next one asks again.
-func (r *runner) confirmPin(ctx context.Context, s *streamState, pin string) {
+func (s *streamWriter) confirmPin(ctx context.Context, pin string) {
 	s.fence.takingOver = true
-	js := r.e.js
-	r.beside(func() func() {
+	js := s.sn.js
+	s.hub.beside(func() func() {
 		pinned, err := pin, error(nil)
 		if js != nil {
 			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -149,33 +149,33 @@ func (r *runner) confirmPin(ctx context.Context, s *streamState, pin string) {
 		return func() {
 			s.fence.takingOver = false
 			if err == nil && pinned == pin {
-				if r.followsOn(s) {
+				if s.followsOn() {
 					// The consumer this instance re-created for a partition
 					// it holds: nobody else was pinned since the last pin,
 					// and what this instance holds is its own still.
 					s.fence.pin = pin
 					s.fence.pins.extend(pin)
-					r.log.Info("pinned again, to the consumer this instance re-created; what it holds goes on", s.logAttrs()...)
-					r.unpark(ctx, s)
+					s.log.Info("pinned again, to the consumer this instance re-created; what it holds goes on", s.logAttrs()...)
+					s.unpark(ctx)
 					return
 				}
 				s.fence.pin = pin
 				s.fence.pins.start(pin)
-				r.log.Info("pinned: this instance is active", s.logAttrs()...)
-				r.takeOver(ctx, s)
+				s.log.Info("pinned: this instance is active", s.logAttrs()...)
+				s.takeOver(ctx)
 				return
 			}
 			parked := s.fence.parked
 			s.fence.parked = nil
 			if err != nil {
-				r.log.Warn("could not ask which instance is pinned; the messages of the new pin come again", s.logAttrs("error", err)...)
+				s.log.Warn("could not ask which instance is pinned; the messages of the new pin come again", s.logAttrs("error", err)...)
 				parked = slices.DeleteFunc(parked, func(d delivery) bool { return jsclient.ServerPin(d.msg.Headers()) == pin })
 			} else {
-				r.log.Info("a message came with a pin the server does not hold; left to the instance pinned now", s.logAttrs("pinned", pinned != "")...)
+				s.log.Info("a message came with a pin the server does not hold; left to the instance pinned now", s.logAttrs("pinned", pinned != "")...)
 				s.fence.notPin = pin
 			}
 			for _, d := range parked {
-				r.add(ctx, d)
+				s.hub.add(ctx, d)
 			}
 		}
 	})
@@ -185,18 +185,18 @@ func (r *runner) confirmPin(ctx context.Context, s *streamState, pin string) {
 // from this instance's last without anyone else pinned between: the
 // consumer is one this instance re-created for a partition whose lease it
 // held throughout, and this is the first pin it confirmed on it.
-func (r *runner) followsOn(s *streamState) bool {
+func (s *streamWriter) followsOn() bool {
 	made := s.cur.remade
 	s.cur.remade = time.Time{}
 	return s.part != nil && s.fence.pin != "" && s.pulling() && !made.IsZero() && made.Equal(s.consCreated())
 }
 
 // unpark takes in again the deliveries parked while a pin was confirmed.
-func (r *runner) unpark(ctx context.Context, s *streamState) {
+func (s *streamWriter) unpark(ctx context.Context) {
 	parked := s.fence.parked
 	s.fence.parked = nil
 	for _, d := range parked {
-		r.add(ctx, d)
+		s.hub.add(ctx, d)
 	}
 }
 

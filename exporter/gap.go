@@ -36,7 +36,7 @@ const (
 
 // saveResult is the outcome of writing a stream's export record.
 type saveResult struct {
-	stream *streamState
+	stream *streamWriter
 	l      *progress.Ledger
 	rev    uint64 // the ledger revision written
 	floor  uint64 // the floor the record holds now
@@ -49,13 +49,13 @@ type saveResult struct {
 // lastSeq returns how saveRecord asks for s's last sequence: through a
 // stream handle of its own, since the one s keeps serves the walks beside
 // the loop.
-func (e *session) lastSeq(s *streamState) state.LastSeqFunc {
+func (s *streamWriter) lastSeq() state.LastSeqFunc {
 	return func(ctx context.Context) (uint64, error) {
-		if e.js == nil {
+		if s.sn.js == nil {
 			// Not connected (a test of the runner alone): no bound.
 			return math.MaxUint64, nil
 		}
-		st, err := e.js.Stream(ctx, s.cfg.Stream)
+		st, err := s.sn.js.Stream(ctx, s.cfg.Stream)
 		if err != nil {
 			return 0, err
 		}
@@ -66,7 +66,7 @@ func (e *session) lastSeq(s *streamState) state.LastSeqFunc {
 // walkChore compares s's ledger with the stream, beside the loop: as soon
 // as it has holes (every walkEvery), and every walkIdle regardless. A
 // partition being handed over leaves its walks to the next holder.
-func (r *runner) walkChore(s *streamState) *chore {
+func (s *streamWriter) walkChore() *chore {
 	c := &chore{name: "walk"}
 	c.due = func(now time.Time, final bool) bool {
 		l := s.book.Ledger()
@@ -78,8 +78,8 @@ func (r *runner) walkChore(s *streamState) *chore {
 	c.start = func(time.Time) choreWork {
 		holes, cons := s.book.Ledger().ToWalk(walkMaxRanges), s.cur.cons
 		return func(ctx context.Context) (func(), error) {
-			res := r.e.walk(ctx, s, cons, holes)
-			return func() { r.walked(ctx, res) }, res.err
+			res := s.walk(ctx, cons, holes)
+			return func() { res.stream.walked(ctx, res) }, res.err
 		}
 	}
 	return c
@@ -88,11 +88,11 @@ func (r *runner) walkChore(s *streamState) *chore {
 // saveChore writes s's export record when its ledger moved, every
 // saveEvery, and on the way out. A partition being handed over writes its
 // record once, when it is drained (releaseChore).
-func (r *runner) saveChore(s *streamState) *chore {
+func (s *streamWriter) saveChore() *chore {
 	c := &chore{name: "save", keepOnStop: true, atShutdown: true}
 	c.due = func(now time.Time, final bool) bool {
 		l := s.book.Ledger()
-		if l == nil || r.e.intents == nil || l.Rev() == s.record.savedRev {
+		if l == nil || s.sn.intents == nil || l.Rev() == s.record.savedRev {
 			return false
 		}
 		return final || !(s.part != nil && s.part.handing) && now.Sub(c.done) >= saveEvery(len(l.Done()))
@@ -104,8 +104,8 @@ func (r *runner) saveChore(s *streamState) *chore {
 			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
 			res := &saveResult{stream: s, l: l, rev: rev}
-			res.floor, res.untrusted, res.err = state.SaveRecord(sctx, r.e.intents, s.record.key, rec, r.e.lastSeq(s))
-			return func() { r.saved(res) }, res.err
+			res.floor, res.untrusted, res.err = state.SaveRecord(sctx, s.sn.intents, s.record.key, rec, s.lastSeq())
+			return func() { s.saved(res) }, res.err
 		}
 	}
 	return c
@@ -115,10 +115,9 @@ func (r *runner) saveChore(s *streamState) *chore {
 // loss markers (or, for a filtered consumer, are taken for other subjects'
 // sequences), and a first sequence that moved past the frontier makes new
 // holes, for the next walk.
-func (r *runner) walked(ctx context.Context, res *walkResult) {
-	s := res.stream
+func (s *streamWriter) walked(ctx context.Context, res *walkResult) {
 	if res.err != nil {
-		r.log.Warn("could not compare the export record with the stream; trying again", "stream", s.cfg.Stream, "error", res.err)
+		s.log.Warn("could not compare the export record with the stream; trying again", "stream", s.cfg.Stream, "error", res.err)
 		return
 	}
 	l := s.book.Ledger()
@@ -129,7 +128,7 @@ func (r *runner) walked(ctx context.Context, res *walkResult) {
 		// Pinned to another instance now, which exports what this one's
 		// ledger lacks: neither a marker nor a move of the consumer may
 		// follow from a ledger that stopped when the pin moved.
-		r.log.Debug("a walk found this instance not pinned; its findings are left to the instance pinned now", s.logAttrs()...)
+		s.log.Debug("a walk found this instance not pinned; its findings are left to the instance pinned now", s.logAttrs()...)
 		return
 	}
 	lost, headLost := l.Walked(res.scanned, res.existing)
@@ -140,31 +139,30 @@ func (r *runner) walked(ctx context.Context, res *walkResult) {
 		s.record.walkEvery = walkIdle
 	}
 	if s.pulling() {
-		r.checkCursor(ctx, s, res, time.Now())
+		s.checkCursor(ctx, res, time.Now())
 	}
 	if res.firstSeq > 0 {
 		l.Reach(res.firstSeq-1, true)
 	}
 	for _, m := range lossmarker.Gaps(s.cfg.Stream, s.cfg.Consumer, lost, "the stream removed these sequences before they were exported (limits, a purge or a delete)") {
-		r.enqueue(&job{stream: s, marker: m})
+		s.hub.enqueue(&job{stream: s, marker: m})
 	}
 	for _, m := range lossmarker.Gaps(s.cfg.Stream, s.cfg.Consumer, headLost, "the stream's first sequence moved past these sequences before they were exported (limits or a purge); "+
 		"the consumer is filtered, so they may also hold messages of other subjects") {
-		r.enqueue(&job{stream: s, marker: m})
+		s.hub.enqueue(&job{stream: s, marker: m})
 	}
 }
 
 // saved applies a written export record: the intents of batches the
 // recorded floor has passed are no longer needed.
-func (r *runner) saved(res *saveResult) {
-	s := res.stream
+func (s *streamWriter) saved(res *saveResult) {
 	if res.untrusted != nil {
-		r.log.Error("the export record held a value jetlake did not write; it was replaced by this process's own", "stream", s.cfg.Stream,
+		s.log.Error("the export record held a value jetlake did not write; it was replaced by this process's own", "stream", s.cfg.Stream,
 			"consumer", s.cfg.Consumer, "error", res.untrusted)
-		r.e.m.Untrusted.WithLabelValues(r.e.cfg.Name, "export_record").Inc()
+		s.sn.m.Untrusted.WithLabelValues(s.sn.cfg.Name, "export_record").Inc()
 	}
 	if res.err != nil {
-		r.log.Warn("could not write the export record; trying again", "stream", s.cfg.Stream, "error", res.err)
+		s.log.Warn("could not write the export record; trying again", "stream", s.cfg.Stream, "error", res.err)
 		return
 	}
 	if res.l != s.book.Ledger() {
@@ -172,5 +170,5 @@ func (r *runner) saved(res *saveResult) {
 	}
 	s.record.savedRev = res.rev
 	keys := s.book.PassFloor(res.floor)
-	r.forget(r.e.sink.forgettable(keys))
+	s.hub.forget(s.sn.sink.forgettable(keys))
 }

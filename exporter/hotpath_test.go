@@ -14,7 +14,7 @@ import (
 
 // hotRunner is a runner with one stream of fake messages, for measuring the
 // path from a delivered message to the buffer append.
-func hotRunner(tb testing.TB) (*runner, *streamState) {
+func hotRunner(tb testing.TB) (*runner, *streamWriter) {
 	tb.Helper()
 	e := testExporter(tb, &MemStore{})
 	var err error
@@ -26,12 +26,9 @@ func hotRunner(tb testing.TB) (*runner, *streamState) {
 	e.cfg.Rotation = config.Rotation{MaxFileSize: 8 << 20, MaxMessagesPerFile: 1000, MaxFileAge: time.Minute, MaxBufferedBytes: 256 << 20}
 	e.cfg.S3.UploadConcurrency = 1
 	e.opts.MaxObjectSize = 5 << 30
-	s := &streamState{
-		cfg: config.Stream{Stream: "S", Consumer: "c", AckWait: time.Minute, MaxAckPending: 1 << 20},
-		m:   e.streamMetrics("S"),
-	}
+	s := newStreamWriter(e, config.Stream{Stream: "S", Consumer: "c", AckWait: time.Minute, MaxAckPending: 1 << 20})
 	s.book.Start(0, nil, 1, 0, false, false)
-	r := newRunner(e, []*streamState{s})
+	r := newRunner(e, []*streamWriter{s})
 	return r, s
 }
 

@@ -23,24 +23,24 @@ var nakBody = []byte("-NAK")
 // keyRefused gives up a batch whose key the store refused: its intent is
 // gone (the store holds no object at a key it refuses), and each message
 // is marked, then asked back, so that the loop rejects it when it comes.
-func (r *runner) keyRefused(s *streamState, b *msgBatch, ke *objstore.KeyError) {
+func (s *streamWriter) keyRefused(b *msgBatch, ke *objstore.KeyError) {
 	if s.refused == nil {
 		s.refused = make(map[uint64]error, len(b.Items))
 	}
 	for _, it := range b.Items {
 		s.refused[it.Seq] = ke
 	}
-	r.log.Warn("the store refuses the key of a batch; its messages are rejected when they come back",
+	s.log.Warn("the store refuses the key of a batch; its messages are rejected when they come back",
 		"stream", s.cfg.Stream, "key", ke.Key, "messages", b.Len(), "first_seq", b.First, "last_seq", b.Last, "error", ke.Err)
 	for _, it := range b.Items {
 		// Without the NAK they come back after AckWait.
-		_ = r.e.acks.Publish(string(it.Handle), nakBody)
+		_ = s.sn.acks.Publish(string(it.Handle), nakBody)
 	}
 }
 
 // takeRefused returns, once, the refusal of the key of the batch that
 // held the message of sequence seq, or nil.
-func (s *streamState) takeRefused(seq uint64) error {
+func (s *streamWriter) takeRefused(seq uint64) error {
 	ke, ok := s.refused[seq]
 	if !ok {
 		return nil

@@ -37,13 +37,13 @@ import (
 // the stream still holds that neither the consumer's ack floor nor the lake
 // show exported. The intents in the bucket stay as they are: recovery
 // applies them after.
-func (e *session) checkRecord(ctx context.Context, s *streamState) error {
+func (s *streamWriter) checkRecord(ctx context.Context) error {
 	s.record.rebuilt = nil
-	if e.intents == nil {
+	if s.sn.intents == nil {
 		return nil
 	}
 	for attempt := 0; ; attempt++ {
-		err := e.checkRecordOnce(ctx, s)
+		err := s.checkRecordOnce(ctx)
 		if !errors.Is(err, state.ErrRecordChanged) || attempt == 4 {
 			return err
 		}
@@ -53,10 +53,10 @@ func (e *session) checkRecord(ctx context.Context, s *streamState) error {
 
 // checkRecordOnce is one checkRecord; state.ErrRecordChanged says another
 // writer came first.
-func (e *session) checkRecordOnce(ctx context.Context, s *streamState) error {
+func (s *streamWriter) checkRecordOnce(ctx context.Context) error {
 	// The record first, then the consumer and the lake: what another
 	// instance stores meanwhile is in the lake before a record claims it.
-	rec, rev, err := state.LoadRecord(ctx, e.intents, s.record.key)
+	rec, rev, err := state.LoadRecord(ctx, s.sn.intents, s.record.key)
 	var bad *state.UnreadableRecordError
 	if err != nil && !errors.As(err, &bad) {
 		return err
@@ -78,15 +78,15 @@ func (e *session) checkRecordOnce(ctx context.Context, s *streamState) error {
 	if belief == state.Believed && found && rec.Claims() <= ackFloor {
 		return nil // the consumer shows as much
 	}
-	rd, ok := e.store.(objstore.ObjectReader)
+	rd, ok := s.sn.store.(objstore.ObjectReader)
 	if !ok {
 		return nil // a store that can not be listed: the record is all there is
 	}
-	pending, err := e.sink.namedFiles(ctx, e)
+	pending, err := s.sn.sink.namedFiles(ctx, s.sn)
 	if err != nil {
 		return err
 	}
-	x, err := lake.ReadExported(ctx, e.cfg, s.cfg.Stream, s.created, s.markerConsumers(), pending, rd)
+	x, err := lake.ReadExported(ctx, s.sn.cfg, s.cfg.Stream, s.created, s.markerConsumers(), pending, rd)
 	if err != nil {
 		return fmt.Errorf("what the lake holds: %w", err)
 	}
@@ -110,7 +110,7 @@ func (e *session) checkRecordOnce(ctx context.Context, s *streamState) error {
 			if rec.Claims() <= cut {
 				return nil
 			}
-			seqs, _, err := jsclient.ReadSequences(ctx, e.js, s.cfg.Stream, s.cfg.Subjects, cut+1, rec.Claims(), 1, 0)
+			seqs, _, err := jsclient.ReadSequences(ctx, s.sn.js, s.cfg.Stream, s.cfg.Subjects, cut+1, rec.Claims(), 1, 0)
 			if err != nil {
 				return fmt.Errorf("stream %s: %w", s.cfg.Stream, err)
 			}
@@ -138,7 +138,7 @@ func (e *session) checkRecordOnce(ctx context.Context, s *streamState) error {
 			return err
 		}
 	}
-	if _, err := e.intents.Update(ctx, s.record.key, value, rev); err != nil {
+	if _, err := s.sn.intents.Update(ctx, s.record.key, value, rev); err != nil {
 		return fmt.Errorf("export record %s: %w", s.record.key, err)
 	}
 	s.record.rebuilt = &out
@@ -150,13 +150,13 @@ func (e *session) checkRecordOnce(ctx context.Context, s *streamState) error {
 	}
 	switch belief {
 	case state.Believed:
-		e.log.Warn("the export record claims sequences the stream holds that neither the consumer nor the lake show exported: it is rebuilt from the lake before a message is read, and what the lake lacks is exported",
+		s.log.Warn("the export record claims sequences the stream holds that neither the consumer nor the lake show exported: it is rebuilt from the lake before a message is read, and what the lake lacks is exported",
 			append(attrs, "record_floor", rec.Floor, "record_claims_up_to", rec.Claims())...)
-		e.m.Untrusted.WithLabelValues(e.cfg.Name, "export_record").Inc()
+		s.sn.m.Untrusted.WithLabelValues(s.sn.cfg.Name, "export_record").Inc()
 	case state.Forged:
-		e.log.Error("the export record claims sequences the stream never had: it is rebuilt from the lake before a message is read",
+		s.log.Error("the export record claims sequences the stream never had: it is rebuilt from the lake before a message is read",
 			append(attrs, "record_floor", rec.Floor, "record_claims_up_to", rec.Claims(), "stream_last_seq", si.State.LastSeq)...)
-		e.m.Untrusted.WithLabelValues(e.cfg.Name, "export_record").Inc()
+		s.sn.m.Untrusted.WithLabelValues(s.sn.cfg.Name, "export_record").Inc()
 	default:
 		why := "there is none"
 		switch {
@@ -165,7 +165,7 @@ func (e *session) checkRecordOnce(ctx context.Context, s *streamState) error {
 		case rec != nil:
 			why = "it is of an earlier stream of the same name"
 		}
-		e.log.Warn("the export record is rebuilt from the lake before a message is read: "+why+", and the lake holds objects of this stream",
+		s.log.Warn("the export record is rebuilt from the lake before a message is read: "+why+", and the lake holds objects of this stream",
 			attrs...)
 	}
 	return nil
@@ -173,7 +173,7 @@ func (e *session) checkRecordOnce(ctx context.Context, s *streamState) error {
 
 // markerConsumers are the consumers whose loss markers count as s's: its
 // own and, for a partition, its entry's.
-func (s *streamState) markerConsumers() []string {
+func (s *streamWriter) markerConsumers() []string {
 	if s.base != "" {
 		return []string{s.cfg.Consumer, s.base}
 	}
@@ -184,7 +184,7 @@ func (s *streamState) markerConsumers() []string {
 // set-up says: the bucket keeps only its floor when its done ranges are
 // too many, and another writer may have replaced it since. What the lake
 // held then is exported still.
-func (s *streamState) withRebuilt(start *ledgerStart) {
+func (s *streamWriter) withRebuilt(start *ledgerStart) {
 	r := s.record.rebuilt
 	if r == nil || !r.StreamCreated.Equal(s.created) {
 		return

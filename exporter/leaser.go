@@ -22,7 +22,7 @@ type leasing struct {
 // leaseChore runs a lease round every third of the lease TTL. Nil
 // without partitioned entries.
 func (r *runner) leaseChore() *chore {
-	l := r.e.leases
+	l := r.leases
 	if l == nil {
 		return nil
 	}
@@ -62,10 +62,10 @@ func (r *runner) groupSnaps() []lease.GroupSnap {
 // last from then, lost ones are handed over without release, claimed ones
 // are pulled, and partitions beyond the instance's share are handed over.
 func (r *runner) applyRound(ctx context.Context, res *lease.RoundResult, started time.Time) {
-	l := r.e.leases
+	l := r.leases
 	l.memberRev = res.MemberRev
 	r.warnIgnored(res)
-	name := r.e.cfg.Name
+	name := r.cfg.Name
 	for gi, g := range r.groups {
 		for _, s := range g.parts {
 			p := s.part
@@ -80,14 +80,14 @@ func (r *runner) applyRound(ctx context.Context, res *lease.RoundResult, started
 			switch rev, ok := res.Renewed[p.key]; {
 			case ok:
 				p.rev, p.renewed = rev, started
-				r.e.m.LeaseRenewals.WithLabelValues(name, s.cfg.Stream, "renewed").Inc()
+				r.m.LeaseRenewals.WithLabelValues(name, s.cfg.Stream, "renewed").Inc()
 			case res.Lost[p.key]:
-				r.e.m.LeaseRenewals.WithLabelValues(name, s.cfg.Stream, "lost").Inc()
-				r.handOver(ctx, s, true, "the lease expired and another instance holds it")
+				r.m.LeaseRenewals.WithLabelValues(name, s.cfg.Stream, "lost").Inc()
+				s.handOver(ctx, true, "the lease expired and another instance holds it")
 			case res.Failed[p.key] != nil:
-				r.e.m.LeaseRenewals.WithLabelValues(name, s.cfg.Stream, "failed").Inc()
+				r.m.LeaseRenewals.WithLabelValues(name, s.cfg.Stream, "failed").Inc()
 				if ttl := g.cfg.LeaseTTL; started.Sub(p.renewed) >= ttl-ttl/10 {
-					r.handOver(ctx, s, true, "the lease could not be renewed within lease_ttl: "+res.Failed[p.key].Error())
+					s.handOver(ctx, true, "the lease could not be renewed within lease_ttl: "+res.Failed[p.key].Error())
 				} else {
 					r.log.Warn("lease renewal failed; trying again", "stream", s.cfg.Stream, "partition", p.k, "error", res.Failed[p.key])
 				}
@@ -97,7 +97,7 @@ func (r *runner) applyRound(ctx context.Context, res *lease.RoundResult, started
 		if share < 0 || !res.Uneven[gi] {
 			continue
 		}
-		var mine []*streamState
+		var mine []*streamWriter
 		for _, s := range g.parts {
 			if s.part.rev != 0 && !s.part.handing {
 				mine = append(mine, s)
@@ -105,7 +105,7 @@ func (r *runner) applyRound(ctx context.Context, res *lease.RoundResult, started
 		}
 		// Beyond the share: hand over the highest partitions.
 		for i := len(mine) - 1; i >= share; i-- {
-			r.handOver(ctx, mine[i], false, "rebalancing: "+strconv.Itoa(res.Members)+" instances share "+strconv.Itoa(len(g.parts))+" partitions")
+			mine[i].handOver(ctx, false, "rebalancing: "+strconv.Itoa(res.Members)+" instances share "+strconv.Itoa(len(g.parts))+" partitions")
 		}
 	}
 	r.holdings()
@@ -114,7 +114,7 @@ func (r *runner) applyRound(ctx context.Context, res *lease.RoundResult, started
 // warnIgnored warns once about each entry a round did not believe, as
 // long as the entry stays as it was.
 func (r *runner) warnIgnored(res *lease.RoundResult) {
-	l := r.e.leases
+	l := r.leases
 	seen := make(map[string]uint64, len(res.Ignored))
 	for _, ig := range res.Ignored {
 		seen[ig.Key] = ig.Rev
@@ -139,7 +139,7 @@ func (r *runner) warnIgnored(res *lease.RoundResult) {
 // after lease_ttl. Partitions whose messages are all acked are unpinned
 // first; any other is left to the pin's own timeout.
 func (r *runner) leave(ctx context.Context, clean bool) {
-	l := r.e.leases
+	l := r.leases
 	if l == nil {
 		return
 	}
@@ -163,7 +163,7 @@ func (r *runner) leave(ctx context.Context, clean bool) {
 		if !p.handing {
 			p.since = time.Now()
 		}
-		r.released(s, r.e.release(ctx, s.leaseRef()))
+		s.released(r.release(ctx, s.leaseRef()))
 	}
 	if l.memberRev != 0 {
 		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lease.OpTimeout)

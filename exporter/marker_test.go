@@ -18,7 +18,7 @@ func TestLossMarkersOfAnotherConsumerAreNeverOverwritten(t *testing.T) {
 		e.conditional = conditional
 		write := func(consumer string) *result {
 			m := &lossmarker.Marker{Stream: "S", Consumer: consumer, FirstSeq: 5, LastSeq: 9, Count: 5, Reason: lossmarker.Gap, Error: "removed"}
-			return e.writeMarker(context.Background(), &job{marker: m, stream: &streamState{cfg: config.Stream{Stream: "S", Consumer: consumer, AckWait: time.Minute}}})
+			return e.writeMarker(context.Background(), &job{marker: m, stream: &streamWriter{cfg: config.Stream{Stream: "S", Consumer: consumer, AckWait: time.Minute}}})
 		}
 		first := write("one")
 		if first.err != nil || !first.status.isStored() {

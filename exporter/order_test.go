@@ -98,7 +98,7 @@ func TestAMessageOfABatchGivenUpWaitsForTheStore(t *testing.T) {
 	if r.set.Open() != 0 {
 		t.Fatal("the message was buffered again before the store was asked")
 	}
-	r.e.store.(*MemStore).preset(key, map[string]string{objstore.MetaIntent: j.intentID})
+	r.store.(*MemStore).preset(key, map[string]string{objstore.MetaIntent: j.intentID})
 	startChores(r, "resolve", time.Now().Add(time.Hour))
 	settle(r)
 	if acks, _, _ := back.snapshot(); acks != 1 || r.set.Open() != 0 {

@@ -29,15 +29,15 @@ import (
 
 // partGroup is one partitioned [[streams]] entry.
 type partGroup struct {
-	cfg    config.Stream  // the entry as configured: the consumer's base name
-	prefix string         // of its lease keys
-	parts  []*streamState // by partition number
+	cfg    config.Stream   // the entry as configured: the consumer's base name
+	prefix string          // of its lease keys
+	parts  []*streamWriter // by partition number
 	mHeld  prometheus.Gauge
 	// partitions held that can not pull
 	mStalled prometheus.Gauge
 }
 
-// partition is what a streamState of a partitioned entry keeps about its
+// partition is what a streamWriter of a partitioned entry keeps about its
 // partition and its lease. Only the runner goroutine touches it.
 type partition struct {
 	k       int
@@ -86,11 +86,9 @@ func (e *session) setUpPartitions(run, attempt context.Context, sc config.Stream
 		pc := sc
 		pc.Consumer = config.PartitionConsumer(sc.Consumer, k)
 		pc.Subjects = config.PartitionFilters(k, sc.Subjects, si.Config.Subjects)
-		s := &streamState{cfg: pc, base: sc.Consumer,
-			part: &partition{k: k, key: statekey.Lease(e.cfg.Name, sc.Stream, sc.Consumer, k)},
-			m:    e.streamMetrics(sc.Stream),
-		}
-		err := retry(ctx, e.log, "jetstream", func(attempt context.Context) error { return e.setupStream(run, attempt, s) })
+		s := newStreamWriter(e, pc)
+		s.base, s.part = sc.Consumer, &partition{k: k, key: statekey.Lease(e.cfg.Name, sc.Stream, sc.Consumer, k)}
+		err := retry(ctx, e.log, "jetstream", func(attempt context.Context) error { return s.setupStream(run, attempt) })
 		if err != nil {
 			return nil, err
 		}
@@ -137,27 +135,27 @@ func (r *runner) holdings() {
 		g.mStalled.Set(float64(stuck))
 		total += held
 	}
-	r.e.held.Store(int64(total))
+	r.held.Store(int64(total))
 	if len(stalled) == 0 {
-		r.e.stalled.Store(nil)
+		r.stalled.Store(nil)
 		return
 	}
 	why := strings.Join(stalled, "; ")
-	r.e.stalled.Store(&why)
+	r.stalled.Store(&why)
 }
 
 // handOver stops pulling partition s and drains it; releaseChore
 // releases its lease once what it held is uploaded and acked. lost: the
 // lease is another's already, and is neither unpinned nor released.
-func (r *runner) handOver(ctx context.Context, s *streamState, lost bool, why string) {
+func (s *streamWriter) handOver(ctx context.Context, lost bool, why string) {
 	p := s.part
 	if p.handing {
 		p.lost = p.lost || lost
 		return
 	}
 	p.handing, p.lost, p.since = true, lost, time.Now()
-	r.holdings()
-	r.log.Info("handing a partition over", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "partition", p.k, "why", why)
+	s.hub.holdings()
+	s.log.Info("handing a partition over", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "partition", p.k, "why", why)
 	cc := s.cur.cc
 	if cc == nil {
 		p.stopped = true
@@ -165,7 +163,7 @@ func (r *runner) handOver(ctx context.Context, s *streamState, lost bool, why st
 	}
 	// Drain: the client delivers what it buffered, then the pulls end.
 	cc.Drain()
-	r.beside(func() func() {
+	s.hub.beside(func() func() {
 		t := time.NewTimer(pullEndTimeout)
 		defer t.Stop()
 		select {
@@ -180,7 +178,7 @@ func (r *runner) handOver(ctx context.Context, s *streamState, lost bool, why st
 			p.stopped = true
 			// The deliveries the pulls handed over before they ended
 			// are queued already: take them in before sealing.
-			r.takeQueued(ctx, cap(r.wires.in), func() bool { return false })
+			s.hub.takeArrived(ctx)
 		}
 	})
 }
@@ -211,7 +209,7 @@ func (r *runner) sealHandovers() {
 
 // releaseChore writes the export record of partition s and releases its lease, beside the loop, once it is handed over
 // and holds nothing more. Nil for a stream that is not a partition.
-func (r *runner) releaseChore(s *streamState) *chore {
+func (s *streamWriter) releaseChore() *chore {
 	if s.part == nil {
 		return nil
 	}
@@ -230,7 +228,7 @@ func (r *runner) releaseChore(s *streamState) *chore {
 			// record as it is now, and the lease as it is now.
 			l, rev := s.book.Ledger(), uint64(0)
 			var rec state.Record
-			save := l != nil && r.e.intents != nil && l.Rev() != s.record.savedRev
+			save := l != nil && s.sn.intents != nil && l.Rev() != s.record.savedRev
 			if save {
 				rec, rev = state.LedgerRecord(l, s.created, now), l.Rev()
 			}
@@ -239,15 +237,15 @@ func (r *runner) releaseChore(s *streamState) *chore {
 				saveRes := &saveResult{stream: s, l: l, rev: rev}
 				if save {
 					sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-					saveRes.floor, saveRes.untrusted, saveRes.err = state.SaveRecord(sctx, r.e.intents, s.record.key, rec, r.e.lastSeq(s))
+					saveRes.floor, saveRes.untrusted, saveRes.err = state.SaveRecord(sctx, s.sn.intents, s.record.key, rec, s.lastSeq())
 					cancel()
 				}
-				err := r.e.release(ctx, lease)
+				err := s.sn.release(ctx, lease)
 				return func() {
 					if save {
-						r.saved(saveRes)
+						s.saved(saveRes)
 					}
-					r.released(s, err)
+					s.released(err)
 				}, err
 			}
 		},
@@ -265,7 +263,7 @@ type leaseRef struct {
 
 // leaseRef returns partition s's lease as it stands: rev 0 when the lease
 // was lost, and another instance holds both it and the pin.
-func (s *streamState) leaseRef() leaseRef {
+func (s *streamWriter) leaseRef() leaseRef {
 	p := s.part
 	ref := leaseRef{stream: s.stream, name: s.cfg.Stream, consumer: s.cfg.Consumer, key: p.key}
 	if !p.lost {
@@ -292,7 +290,7 @@ func (e *session) release(ctx context.Context, l leaseRef) error {
 
 // released applies a finished handover: the partition's state is dropped,
 // to be recovered afresh if this instance holds it again.
-func (r *runner) released(s *streamState, err error) {
+func (s *streamWriter) released(err error) {
 	p := s.part
 	kind := "handed_over"
 	switch {
@@ -300,21 +298,21 @@ func (r *runner) released(s *streamState, err error) {
 		kind = "lost"
 	case err != nil:
 		// Not released: it expires within lease_ttl.
-		r.log.Warn("lease release failed; it expires by itself", "stream", s.cfg.Stream, "partition", p.k, "error", err)
+		s.log.Warn("lease release failed; it expires by itself", "stream", s.cfg.Stream, "partition", p.k, "error", err)
 	}
-	if r.stoppingNow {
+	if s.hub.stopping() {
 		kind = "shutdown"
 	}
 	took := time.Since(p.since)
-	r.e.m.Handovers.WithLabelValues(r.e.cfg.Name, s.cfg.Stream, kind).Inc()
-	r.e.m.HandoverSeconds.WithLabelValues(r.e.cfg.Name, s.cfg.Stream).Observe(took.Seconds())
-	r.log.Info("partition released", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "partition", p.k, "kind", kind, "took", took.Round(time.Millisecond))
+	s.sn.m.Handovers.WithLabelValues(s.sn.cfg.Name, s.cfg.Stream, kind).Inc()
+	s.sn.m.HandoverSeconds.WithLabelValues(s.sn.cfg.Name, s.cfg.Stream).Observe(took.Seconds())
+	s.log.Info("partition released", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "partition", p.k, "kind", kind, "took", took.Round(time.Millisecond))
 	*p = partition{k: p.k, key: p.key}
 	s.fence.pin, s.cur.remade = "", time.Time{}
 	s.fence.pins.start("")
 	s.resetBook()
 	s.cur.drained = false
-	r.holdings()
+	s.hub.holdings()
 }
 
 // partitionsHeld lists the partitions whose lease this instance holds, for

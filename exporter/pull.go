@@ -22,7 +22,7 @@ import (
 // sends with its next request the first Nats-Pin-Id of a message, which a
 // publisher may have set, and a consumer refuses a forged id (see
 // jsclient.Pull).
-func (r *runner) pull(s *streamState) error {
+func (r *runner) pull(s *streamWriter) error {
 	i := slices.Index(r.streams, s)
 	handle := func(msg jetstream.Msg) {
 		select {
@@ -41,7 +41,7 @@ func (r *runner) pull(s *streamState) error {
 		// next pull then takes the pin over again with a recovery.
 		o.Group, o.Expires = jsclient.PriorityGroup, max(s.cfg.PriorityTimeout/3, time.Second)
 	}
-	cc, err := jsclient.Pull(r.e.js, s.cfg.Stream, s.cfg.Consumer, o, handle, func(err error) { r.pullError(s, err) })
+	cc, err := jsclient.Pull(r.js, s.cfg.Stream, s.cfg.Consumer, o, handle, func(err error) { r.pullError(s, err) })
 	if err != nil {
 		err = fmt.Errorf("stream %s, consumer %s: consume: %w", s.cfg.Stream, s.cfg.Consumer, err)
 		r.fail(err)
@@ -60,7 +60,7 @@ const pullExpires = 30 * time.Second
 // heartbeats, a reconnect) is logged and handed to the loop, which looks
 // the consumer up and re-creates it from the export record when it is
 // missing (consumerChore).
-func (r *runner) pullError(s *streamState, err error) {
+func (r *runner) pullError(s *streamWriter, err error) {
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		select {
 		case r.wires.fatal <- fmt.Errorf("stream %s, consumer %s: %w: %w", s.cfg.Stream, s.cfg.Consumer, ErrConsumerDeleted, err):

@@ -28,7 +28,7 @@ type (
 // of one key are stored in the order they were sealed. It returns -1 when
 // there is none.
 func (r *runner) nextJob() int {
-	full := r.up.large >= r.e.cfg.S3.UploadConcurrency
+	full := r.up.large >= r.cfg.S3.UploadConcurrency
 	for i, j := range r.up.queue {
 		if j.batch == nil || r.up.uploading[j.key()] == 0 && !(full && j.size > smallUpload) {
 			return i
@@ -90,7 +90,7 @@ func (r *runner) keepQueuedInProgress(now time.Time) {
 			if it.Handle == last {
 				continue
 			}
-			if err := it.Handle.InProgress(r.e.acks); err != nil {
+			if err := it.Handle.InProgress(r.acks); err != nil {
 				ok = false
 			}
 		}
@@ -103,7 +103,7 @@ func (r *runner) keepQueuedInProgress(now time.Time) {
 	r.up.confirming = true
 	r.beside(func() func() {
 		ctx, cancel := context.WithTimeout(context.Background(), inProgressTimeout)
-		err := last.ConfirmInProgress(ctx, r.e.acks)
+		err := last.ConfirmInProgress(ctx, r.acks)
 		cancel()
 		return func() {
 			r.up.confirming = false
@@ -181,9 +181,9 @@ func (r *runner) enqueue(j *job) {
 // takeSealed queues the batches the buffer set sealed.
 func (r *runner) takeSealed() {
 	for _, set := range []*batchSet{r.set, r.rej} {
-		enc, format := r.e.enc, string(r.e.cfg.Output.Format)
+		enc, format := r.enc, string(r.cfg.Output.Format)
 		if set == r.rej {
-			enc, format = r.e.rejEnc, string(formats.JSONLines)
+			enc, format = r.rejEnc, string(formats.JSONLines)
 		}
 		for _, b := range set.TakeSealed() {
 			s := r.streamOf(b)
@@ -203,7 +203,7 @@ func batchSeqs(b *msgBatch) progress.Seqs {
 
 // streamOf returns the stream a batch belongs to, from the index its group
 // starts with.
-func (r *runner) streamOf(b *msgBatch) *streamState {
+func (r *runner) streamOf(b *msgBatch) *streamWriter {
 	idx, _, _ := strings.Cut(b.Group, "\x00")
 	i, err := strconv.Atoi(idx)
 	if err != nil || i < 0 || i >= len(r.streams) {

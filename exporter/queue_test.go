@@ -18,7 +18,7 @@ func TestQueuedBatchesAreKeptInProgressWhileTheyWait(t *testing.T) {
 	uploading, _ := sealedJob(t, e, 2, opened, ackWait)
 	queued, msgs := sealedJob(t, e, 3, opened, ackWait)
 	queued.set = uploading.set // one buffer key: uploaded one after the other
-	r := &runner{e: e, up: uploads{uploading: map[bufferKey]int{}}, wires: wires{jobs: make(chan *job), back: make(chan func(), 1), stopping: make(chan struct{})}}
+	r := &runner{session: e, up: uploads{uploading: map[bufferKey]int{}}, wires: wires{jobs: make(chan *job), back: make(chan func(), 1), stopping: make(chan struct{})}}
 	r.enqueue(uploading)
 	r.enqueue(queued)
 	jobs, next, idx := r.offer()
@@ -74,7 +74,7 @@ func TestABatchWhoseInProgressWentUnansweredIsNotStoredLate(t *testing.T) {
 	const ackWait = 30 * time.Second
 	opened := time.Now().Add(-20 * time.Second)
 	queued, msgs := sealedJob(t, e, 3, opened, ackWait)
-	r := &runner{e: e, up: uploads{uploading: map[bufferKey]int{}}, wires: wires{jobs: make(chan *job), back: make(chan func(), 1), stopping: make(chan struct{})}}
+	r := &runner{session: e, up: uploads{uploading: map[bufferKey]int{}}, wires: wires{jobs: make(chan *job), back: make(chan func(), 1), stopping: make(chan struct{})}}
 	r.enqueue(queued)
 	e.acks.(*fakeAcker).silent = true
 	r.keepQueuedInProgress(time.Now())
@@ -129,7 +129,7 @@ func TestAnUploadStopsWhenInProgressGoesUnanswered(t *testing.T) {
 func TestLargeUploadsAreBoundedAndSmallOnesGoAhead(t *testing.T) {
 	e := testExporter(t, &MemStore{})
 	e.cfg.S3.UploadConcurrency = 1
-	r := &runner{e: e, up: uploads{uploading: map[bufferKey]int{}}, wires: wires{jobs: make(chan *job), back: make(chan func(), 1), stopping: make(chan struct{})}, log: e.log}
+	r := &runner{session: e, up: uploads{uploading: map[bufferKey]int{}}, wires: wires{jobs: make(chan *job), back: make(chan func(), 1), stopping: make(chan struct{})}}
 	add := func(n int, size int64) *job {
 		j, _ := sealedJob(t, e, n, time.Now(), time.Minute)
 		j.size = size

@@ -28,15 +28,15 @@ type recovery struct {
 // instance that was pinned before) left for s, skipping the ones this
 // process owns, and applies them to s's book. The data files of the table
 // that lost their records get them back from their own metadata first.
-func (e *session) recover(ctx context.Context, s *streamState) error {
-	if err := e.sink.recoverFiles(ctx, e, s); err != nil {
+func (s *streamWriter) recover(ctx context.Context) error {
+	if err := s.sn.sink.recoverFiles(ctx, s.sn, s); err != nil {
 		return err
 	}
-	rec, err := e.findIntents(ctx, s, s.book.Known())
+	rec, err := s.findIntents(ctx, s.book.Known())
 	if err != nil {
 		return err
 	}
-	s.applyRecovery(rec, time.Now(), e.sink)
+	s.applyRecovery(rec, time.Now(), s.sn.sink)
 	return nil
 }
 
@@ -47,8 +47,8 @@ func (e *session) recover(ctx context.Context, s *streamState) error {
 // resolveAfter has passed and the object is looked up again (see
 // runner.resolve). It reads only what does not change after set-up (cfg,
 // created, intentPrefix), so it may run beside the loop.
-func (e *session) findIntents(ctx context.Context, s *streamState, known map[string]bool) (*recovery, error) {
-	entries, err := e.intents.List(ctx, s.intentPrefix)
+func (s *streamWriter) findIntents(ctx context.Context, known map[string]bool) (*recovery, error) {
+	entries, err := s.sn.intents.List(ctx, s.intentPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("list intents: %w", err)
 	}
@@ -68,28 +68,28 @@ func (e *session) findIntents(ctx context.Context, s *streamState, known map[str
 		}
 		if !in.StreamCreated.Equal(s.created) {
 			// The stream was re-created: these sequences are other messages.
-			e.log.Warn("forgetting an intent of an earlier stream with the same name", "intent", ikey, "key", in.Key,
+			s.log.Warn("forgetting an intent of an earlier stream with the same name", "intent", ikey, "key", in.Key,
 				"intent_stream_created", in.StreamCreated, "stream_created", s.created)
-			if err := e.intents.Delete(ctx, ikey); err != nil {
+			if err := s.sn.intents.Delete(ctx, ikey); err != nil {
 				return nil, err
 			}
 			continue
 		}
 		if lastSeq == 0 {
-			if lastSeq, err = e.lastSeq(s)(ctx); err != nil {
+			if lastSeq, err = s.lastSeq()(ctx); err != nil {
 				return nil, fmt.Errorf("stream %s: %w", s.cfg.Stream, err)
 			}
 		}
-		if why := implausible(&in, lastSeq, maxIntentSeqs(e.cfg, s)); why != "" {
-			e.log.Error("ignoring an intent jetlake could not have written: its sequences are exported as if it were not there", "intent", ikey,
+		if why := implausible(&in, lastSeq, maxIntentSeqs(s.sn.cfg, s)); why != "" {
+			s.log.Error("ignoring an intent jetlake could not have written: its sequences are exported as if it were not there", "intent", ikey,
 				"key", in.Key, "why", why)
-			e.m.Untrusted.WithLabelValues(e.cfg.Name, "intent").Inc()
+			s.sn.m.Untrusted.WithLabelValues(s.sn.cfg.Name, "intent").Inc()
 			continue
 		}
-		md, err := e.store.Head(ctx, in.Key)
+		md, err := s.sn.store.Head(ctx, in.Key)
 		switch {
 		case errors.Is(err, objstore.ErrNotFound):
-			e.log.Info("recovery: batch not stored (yet); its messages wait until its writer must have given up",
+			s.log.Info("recovery: batch not stored (yet); its messages wait until its writer must have given up",
 				"key", in.Key, "messages", in.Seqs.Len())
 			rec.unresolved[ikey] = &in
 		case err != nil:
@@ -98,23 +98,23 @@ func (e *session) findIntents(ctx context.Context, s *streamState, known map[str
 			// The object is the one the intent's id names, but the
 			// intent's sequences are not the object's: believing them
 			// would ack messages the object does not hold.
-			e.log.Error("ignoring an intent whose sequences are not those of the object it names", "intent", ikey, "key", in.Key,
+			s.log.Error("ignoring an intent whose sequences are not those of the object it names", "intent", ikey, "key", in.Key,
 				"intent_first", in.Seqs.First(), "intent_last", in.Seqs.Last(), "object_first", md[objstore.MetaFirstSeq], "object_last", md[objstore.MetaLastSeq],
 				"object_count", md[objstore.MetaCount])
-			e.m.Untrusted.WithLabelValues(e.cfg.Name, "intent").Inc()
+			s.sn.m.Untrusted.WithLabelValues(s.sn.cfg.Name, "intent").Inc()
 		case md[objstore.MetaIntent] != in.ID:
 			// Another batch's object holds the key (a second writer on the
 			// prefix, refused at upload): this batch was never stored, and
 			// its messages were never acked. Forgetting the intent lets
 			// them be exported again, under the prefix the connector has
 			// now; a collision there stops the exporter again.
-			e.log.Warn("recovery: the object at this batch's key holds another batch; this batch was never stored and its messages are exported again",
+			s.log.Warn("recovery: the object at this batch's key holds another batch; this batch was never stored and its messages are exported again",
 				"key", in.Key, "messages", in.Seqs.Len(), "object_intent", md[objstore.MetaIntent], "object_stream", md[objstore.MetaStream])
-			if err := e.intents.Delete(ctx, ikey); err != nil {
+			if err := s.sn.intents.Delete(ctx, ikey); err != nil {
 				return nil, err
 			}
 		default:
-			e.log.Info("recovery: batch was stored; its messages are acked when they come back", "key", in.Key, "messages", in.Seqs.Len())
+			s.log.Info("recovery: batch was stored; its messages are acked when they come back", "key", in.Key, "messages", in.Seqs.Len())
 			rec.committed[ikey] = &in
 		}
 	}
@@ -123,7 +123,7 @@ func (e *session) findIntents(ctx context.Context, s *streamState, known map[str
 
 // applyRecovery records what findIntents found in s's book, and hands the
 // stored data objects to the sink.
-func (s *streamState) applyRecovery(rec *recovery, now time.Time, sk sink) {
+func (s *streamWriter) applyRecovery(rec *recovery, now time.Time, sk sink) {
 	for ikey, in := range rec.committed {
 		sk.found(ikey, in)
 		s.book.Found(ikey, in.Seqs)
@@ -147,7 +147,7 @@ type unresolved struct {
 
 // await records an intent whose object is missing: its messages wait
 // until deadline, when the store is asked again.
-func (s *streamState) await(ikey string, in *state.Intent, deadline time.Time) {
+func (s *streamWriter) await(ikey string, in *state.Intent, deadline time.Time) {
 	s.book.Await(ikey, in.Seqs)
 	if s.unsure == nil {
 		s.unsure = map[string]*unresolved{}
@@ -159,7 +159,7 @@ func (s *streamState) await(ikey string, in *state.Intent, deadline time.Time) {
 // be handled once its intent is resolved. Only the latest delivery of a
 // message can be acked: the server redelivers it every AckWait while the
 // store is asked.
-func (s *streamState) wait(seq uint64, d delivery) {
+func (s *streamWriter) wait(seq uint64, d delivery) {
 	for _, u := range s.unsure {
 		if seq >= u.in.Seqs.First() && seq <= u.in.Seqs.Last() && u.in.Seqs.Has(seq) {
 			if u.waiting == nil {
@@ -172,7 +172,7 @@ func (s *streamState) wait(seq uint64, d delivery) {
 }
 
 // resetBook forgets what an earlier recovery found, before it runs again.
-func (s *streamState) resetBook() {
+func (s *streamWriter) resetBook() {
 	s.book.Reset()
 	clear(s.unsure)
 }
@@ -180,20 +180,20 @@ func (s *streamState) resetBook() {
 // takeOver starts, beside the loop, the recovery of what the instance
 // pinned before this one left, and the ledger from the export record it
 // kept. Until both are applied, the stream's deliveries are parked.
-func (r *runner) takeOver(ctx context.Context, s *streamState) {
+func (s *streamWriter) takeOver(ctx context.Context) {
 	if s.fence.takingOver {
 		return
 	}
 	s.fence.takingOver = true
 	known := s.book.Known()
-	r.beside(func() func() {
+	s.hub.beside(func() func() {
 		// The state bucket may be electing a leader (a takeover often
 		// follows a disruption): wait for it rather than stop.
 		var rec *recovery
 		var start *ledgerStart
-		err := retry(ctx, r.e.log, "state bucket", func(ctx context.Context) (err error) {
-			if rec, err = r.e.findIntents(ctx, s, known); err == nil {
-				start, err = r.e.loadLedgerStart(ctx, s)
+		err := retry(ctx, s.log, "state bucket", func(ctx context.Context) (err error) {
+			if rec, err = s.findIntents(ctx, known); err == nil {
+				start, err = s.loadLedgerStart(ctx)
 			}
 			return err
 		})
@@ -201,17 +201,17 @@ func (r *runner) takeOver(ctx context.Context, s *streamState) {
 			s.fence.takingOver = false
 			if err != nil {
 				if ctx.Err() == nil {
-					r.fail(err)
+					s.hub.fail(err)
 				}
 				return
 			}
 			s.book.Stop()
-			s.applyRecovery(rec, time.Now(), r.e.sink)
-			s.startLedger(start, r.log)
+			s.applyRecovery(rec, time.Now(), s.sn.sink)
+			s.startLedger(start, s.log)
 			parked := s.fence.parked
 			s.fence.parked = nil
 			for _, d := range parked {
-				r.add(ctx, d)
+				s.hub.add(ctx, d)
 			}
 		}
 	})
@@ -240,7 +240,7 @@ func resolveAfter(ackWait time.Duration, writerAlive bool) time.Duration {
 // written) or it never will (the intent is deleted and its messages are
 // exported anew). An intent the store could not answer about is asked
 // again a second later.
-func (r *runner) resolveChore(s *streamState) *chore {
+func (s *streamWriter) resolveChore() *chore {
 	c := &chore{name: "resolve"}
 	c.due = func(now time.Time, final bool) bool {
 		if final {
@@ -266,7 +266,7 @@ func (r *runner) resolveChore(s *streamState) *chore {
 			for range min(forgetConcurrency, len(due)) {
 				wg.Go(func() {
 					for res := range next {
-						res.stored, res.err = r.e.resolveIntent(ctx, res.ikey, res.u.in)
+						res.stored, res.err = s.sn.resolveIntent(ctx, res.ikey, res.u.in)
 					}
 				})
 			}
@@ -277,7 +277,7 @@ func (r *runner) resolveChore(s *streamState) *chore {
 			wg.Wait()
 			return func() {
 				for _, res := range due {
-					r.resolved(ctx, s, res)
+					s.resolved(ctx, res)
 				}
 			}, nil
 		}
@@ -321,7 +321,7 @@ func (e *session) resolveIntent(ctx context.Context, ikey string, in *state.Inte
 
 // resolved applies what resolveIntent found, and hands the deliveries that
 // waited for it to add again.
-func (r *runner) resolved(ctx context.Context, s *streamState, res resolution) {
+func (s *streamWriter) resolved(ctx context.Context, res resolution) {
 	ikey, u := res.ikey, res.u
 	if s.unsure[ikey] != u {
 		return // a takeover or reset since
@@ -331,12 +331,12 @@ func (r *runner) resolved(ctx context.Context, s *streamState, res resolution) {
 		return
 	}
 	if res.stored {
-		r.e.sink.found(ikey, u.in)
+		s.sn.sink.found(ikey, u.in)
 	}
 	s.book.Resolve(ikey, res.stored)
 	delete(s.unsure, ikey)
 	for _, d := range u.waiting {
-		r.add(ctx, d)
+		s.hub.add(ctx, d)
 	}
 }
 
@@ -361,8 +361,8 @@ func (r *runner) forgetChore() *chore {
 			batch := slices.Clone(r.chores.forgetQueue[:n])
 			r.chores.forgetQueue = slices.Delete(r.chores.forgetQueue, 0, n)
 			return func(ctx context.Context) (func(), error) {
-				failed := r.e.deleteIntents(ctx, batch)
-				return func() { r.e.sink.forgotten(batch, failed) }, nil
+				failed := r.deleteIntents(ctx, batch)
+				return func() { r.sink.forgotten(batch, failed) }, nil
 			}
 		},
 	}
@@ -401,7 +401,7 @@ func (e *session) deleteIntents(ctx context.Context, keys []string) map[string]b
 // unacked messages only, so never more than max_ack_pending (or the
 // largest it is derived to, should it have been lowered since), nor more
 // than max_messages_per_file.
-func maxIntentSeqs(cfg *config.Connector, s *streamState) uint64 {
+func maxIntentSeqs(cfg *config.Connector, s *streamWriter) uint64 {
 	return uint64(max(s.cfg.MaxAckPending, cfg.Rotation.MaxMessagesPerFile, config.MaxDerivedAckPending))
 }
 

@@ -51,18 +51,15 @@ func TestRecoveryAfterACrashAtEachCommitStep(t *testing.T) {
 			e := testExporter(t, store)
 			intents := exportertest.NewMemKV()
 			e.intents = intents
-			s := &streamState{
-				cfg:          config.Stream{Stream: "S", Consumer: "c", AckWait: time.Minute},
-				created:      tt.streamCreated,
-				intentPrefix: statekey.StreamIntents("c", "S", "c"),
-			}
+			s := newStreamWriter(e, config.Stream{Stream: "S", Consumer: "c", AckWait: time.Minute})
+			s.created, s.intentPrefix = tt.streamCreated, statekey.StreamIntents("c", "S", "c")
 			in := state.Intent{ID: "I1", Key: key, Stream: "S", StreamCreated: created, Consumer: "c",
 				Seqs: progress.NewSeqs([]uint64{10, 11, 12}), Created: time.Now()}
 			value, _ := json.Marshal(&in)
 			ikey := s.intentPrefix + in.ID
 			intents.Put(ikey, value)
 
-			if err := e.recover(context.Background(), s); err != nil {
+			if err := s.recover(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			s.book.Start(0, nil, 1, 0, false, false)
@@ -85,7 +82,7 @@ func TestRecoveryAfterACrashAtEachCommitStep(t *testing.T) {
 				return
 			}
 			// Its writer has given up: the object is looked up again.
-			r := newRunner(e, []*streamState{s})
+			r := newRunner(e, []*streamWriter{s})
 			u := s.unsure[ikey]
 			startChores(r, "resolve", u.deadline.Add(time.Second))
 			settle(r)
@@ -110,16 +107,15 @@ func TestALatePutOfAStalledWriterIsFoundWhenResolving(t *testing.T) {
 	e := testExporter(t, store)
 	intents := exportertest.NewMemKV()
 	e.intents = intents
-	s := &streamState{
-		cfg: config.Stream{Stream: "S", Consumer: "c", AckWait: time.Minute}, intentPrefix: "p.",
-	}
+	s := newStreamWriter(e, config.Stream{Stream: "S", Consumer: "c", AckWait: time.Minute})
+	s.intentPrefix = "p."
 	in := &state.Intent{ID: "I1", Key: key, Seqs: progress.NewSeqs([]uint64{5, 6})}
 	intents.Put("p.I1", []byte("{}"))
 	s.book.Start(0, nil, 1, 0, false, false)
 	s.await("p.I1", in, time.Now())
 	// The stalled writer's PUT lands after recovery looked.
 	store.preset(key, map[string]string{objstore.MetaIntent: "I1"})
-	r := newRunner(e, []*streamState{s})
+	r := newRunner(e, []*streamWriter{s})
 	startChores(r, "resolve", time.Now().Add(time.Second))
 	settle(r)
 	if got := s.book.Deliver(5, true); got != progress.Stored {
@@ -211,7 +207,7 @@ func TestImplausibleIntents(t *testing.T) {
 }
 
 func TestAWaitingMessageKeepsItsLatestDelivery(t *testing.T) {
-	s := &streamState{}
+	s := &streamWriter{}
 	s.book.Start(0, nil, 1, 0, false, false)
 	deadline := time.Unix(1000, 0)
 	s.await("u", &state.Intent{Seqs: progress.NewSeqs([]uint64{20, 21})}, deadline)

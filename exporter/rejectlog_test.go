@@ -19,7 +19,7 @@ import (
 func rejectRunner(tb testing.TB, buf *bytes.Buffer, level slog.Level, payloads bool) *runner {
 	tb.Helper()
 	r, s := hotRunner(tb)
-	e := r.e
+	e := r.session
 	e.cfg.Output.PathTemplate = mustTemplate(tb, "{stream}/n={column:n}")
 	e.cfg.Output.Columns = []config.Column{{Name: "n", Source: "n", Type: formats.TypeInt64}}
 	e.cfg.Output.OnTypeError = formats.RejectTypeErrors
@@ -29,8 +29,9 @@ func rejectRunner(tb testing.TB, buf *bytes.Buffer, level slog.Level, payloads b
 	}
 	e.sink = objectSink{cfg: e.cfg, content: true}
 	e.log = slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: level}))
+	s.log = e.log
 	e.opts.LogPayloads = payloads
-	return newRunner(e, []*streamState{s})
+	return newRunner(e, []*streamWriter{s})
 }
 
 // rejectAll adds n messages whose n field holds secret, a string.
@@ -51,11 +52,11 @@ func TestRejectedMessagesAreSummedUpInTheLogWithoutTheirPayload(t *testing.T) {
 		t.Fatalf("the log while messages are rejected:\n%.1000s", buf.String())
 	}
 	start := r.rejected.since
-	r.rejected.report(r.log, start.Add(rejectLogEvery-time.Millisecond), false, r.e.cfg.S3.Prefix)
+	r.rejected.report(r.log, start.Add(rejectLogEvery-time.Millisecond), false, r.cfg.S3.Prefix)
 	if buf.Len() != 0 {
 		t.Fatalf("a summary before %s:\n%s", rejectLogEvery, buf.String())
 	}
-	r.rejected.report(r.log, start.Add(rejectLogEvery), false, r.e.cfg.S3.Prefix)
+	r.rejected.report(r.log, start.Add(rejectLogEvery), false, r.cfg.S3.Prefix)
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	want := `level=WARN msg="messages rejected" stream=S reason=type messages=1000 first_sequence=1 last_sequence=1000 over=10s under=p/_jetlake/rejected/S/`
 	if len(lines) != 1 || !strings.Contains(lines[0], want) {
@@ -63,7 +64,7 @@ func TestRejectedMessagesAreSummedUpInTheLogWithoutTheirPayload(t *testing.T) {
 	}
 	// Counting starts anew: nothing more to say until the next rejection.
 	buf.Reset()
-	r.rejected.report(r.log, start.Add(time.Hour), true, r.e.cfg.S3.Prefix)
+	r.rejected.report(r.log, start.Add(time.Hour), true, r.cfg.S3.Prefix)
 	if buf.Len() != 0 {
 		t.Fatalf("a summary of nothing:\n%s", buf.String())
 	}
@@ -75,7 +76,7 @@ func TestRejectedMessagesGetADebugLineWithTheirValueOnlyWhenAsked(t *testing.T) 
 		var buf bytes.Buffer
 		r := rejectRunner(t, &buf, slog.LevelDebug, payloads)
 		rejectAll(r, 10, secret)
-		r.rejected.report(r.log, time.Now(), true, r.e.cfg.S3.Prefix)
+		r.rejected.report(r.log, time.Now(), true, r.cfg.S3.Prefix)
 		log := buf.String()
 		if n := strings.Count(log, `msg="message rejected"`); n != 10 {
 			t.Errorf("log-payloads %v: %d debug lines, want one per message, 10:\n%s", payloads, n, log)

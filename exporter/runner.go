@@ -2,7 +2,6 @@ package exporter
 
 import (
 	"context"
-	"log/slog"
 	"math"
 	"sync"
 	"time"
@@ -17,12 +16,13 @@ import (
 
 // runner is the state of one Run. Only the goroutine in run touches it.
 type runner struct {
-	e       *session
-	log     *slog.Logger
-	streams []*streamState
-	groups  []*partGroup // the partitioned entries, whose partitions are among streams
-	set     *batchSet    // data
-	rej     *batchSet    // rejected messages
+	// The session the runner works in: its connection, state bucket,
+	// sink, partitioned entries (groups, whose partitions are among
+	// streams) and leases.
+	*session
+	streams []*streamWriter
+	set     *batchSet // data
+	rej     *batchSet // rejected messages
 	// dirs caps the directories open at once when publishers choose
 	// them; nil when they do not.
 	dirs *openDirs
@@ -110,10 +110,10 @@ type chores struct {
 func (r *runner) makeChores() {
 	c := &r.chores
 	c.idle = r.idleChore()
-	upkeep, cleanup := r.e.sink.chores(r)
+	upkeep, cleanup := r.sink.chores(r)
 	for _, s := range r.streams {
-		s.chores = streamChores{resolve: r.resolveChore(s), walk: r.walkChore(s), save: r.saveChore(s), consumer: r.consumerChore(s),
-			release: r.releaseChore(s)}
+		s.chores = streamChores{resolve: s.resolveChore(), walk: s.walkChore(), save: s.saveChore(), consumer: s.consumerChore(),
+			release: s.releaseChore()}
 	}
 	add := func(ch *chore) {
 		if ch != nil {
@@ -143,7 +143,7 @@ func (r *runner) makeChores() {
 	add(c.idle)
 }
 
-func newRunner(e *session, streams []*streamState) *runner {
+func newRunner(e *session, streams []*streamWriter) *runner {
 	rot := e.cfg.Rotation
 	limits := buffer.Limits{
 		MaxBytes:    int(rot.MaxFileSize),
@@ -156,10 +156,8 @@ func newRunner(e *session, streams []*streamState) *runner {
 		dirs = newOpenDirs(e.cfg.Output.MaxOpenDirectories, rot.MaxFileAge)
 	}
 	r := &runner{
-		e:       e,
-		log:     e.log,
+		session: e,
 		streams: streams,
-		groups:  e.groups,
 		set:     buffer.New[jsclient.AckRef, formats.Record](e.enc.NewBatch, limits),
 		// Rejected messages wait in their own buffers, one object per stream
 		// and day, under _jetlake/rejected/.
@@ -176,6 +174,9 @@ func newRunner(e *session, streams []*streamState) *runner {
 		},
 		mem: memory{budget: rot.MaxBufferedBytes, mPeak: e.m.BufferedPeak.WithLabelValues(e.cfg.Name)},
 		up:  uploads{uploading: map[bufferKey]int{}},
+	}
+	for _, s := range streams {
+		s.hub = r
 	}
 	r.makeChores()
 	return r
@@ -200,7 +201,7 @@ const jobOverhead = 512
 func (r *runner) pullBytes() int {
 	b := r.mem.budget / int64(8*len(r.streams))
 	b = min(max(b, 64<<10), 16<<20)
-	if nc := r.e.nc; nc != nil {
+	if nc := r.nc; nc != nil {
 		b = max(b, nc.MaxPayload()+pullMargin)
 	}
 	return int(b)
@@ -216,7 +217,7 @@ func (r *runner) run(ctx context.Context) error {
 	defer cancelUploads()
 	stopWorkers := r.startWorkers(uctx)
 	defer func() {
-		r.rejected.report(r.log, time.Now(), true, r.e.cfg.S3.Prefix)
+		r.rejected.report(r.log, time.Now(), true, r.cfg.S3.Prefix)
 		close(r.wires.quit)
 		for _, s := range r.streams {
 			if s.cur.cc != nil {
@@ -246,7 +247,7 @@ func (r *runner) start(ctx context.Context) error {
 			}
 		}
 	}
-	if l := r.e.leases; l != nil {
+	if l := r.leases; l != nil {
 		l.last = time.Now()
 		r.applyRound(ctx, l.Round(ctx, 0, nil, r.groupSnaps()), l.last)
 		if r.fatalErr != nil {
@@ -269,8 +270,8 @@ func (r *runner) shutdown(ctx context.Context) error {
 	r.set.SealAll(buffer.ReasonShutdown)
 	r.rej.SealAll(buffer.ReasonShutdown)
 	r.takeSealed()
-	stopBy := time.Now().Add(r.e.cfg.ShutdownTimeout)
-	deadline := time.NewTimer(r.e.cfg.ShutdownTimeout)
+	stopBy := time.Now().Add(r.cfg.ShutdownTimeout)
+	deadline := time.NewTimer(r.cfg.ShutdownTimeout)
 	defer deadline.Stop()
 	if done, err := r.uploadRest(ctx, deadline.C); done || err != nil {
 		return err
@@ -344,7 +345,7 @@ func (r *runner) uploadRest(ctx context.Context, deadline <-chan time.Time) (don
 			}
 		case <-deadline:
 			r.log.Warn("shutdown timeout: leaving unuploaded messages unacked; JetStream redelivers them",
-				"batches", r.up.inflight, "bytes", r.up.inflightBytes, "shutdown_timeout", r.e.cfg.ShutdownTimeout)
+				"batches", r.up.inflight, "bytes", r.up.inflightBytes, "shutdown_timeout", r.cfg.ShutdownTimeout)
 			r.finishChores(ctx, time.Now())
 			r.leave(ctx, false)
 			return true, nil
@@ -360,7 +361,7 @@ func (r *runner) loop(ctx context.Context) error {
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	var fast <-chan time.Time
-	if r.e.opts.UntilIdle {
+	if r.opts.UntilIdle {
 		t := time.NewTicker(fastIdle)
 		defer t.Stop()
 		fast = t.C
@@ -404,7 +405,7 @@ func (r *runner) loop(ctx context.Context) error {
 			r.set.Expire(now)
 			r.rej.Expire(now)
 			r.dirs.sweep(now)
-			r.rejected.report(r.log, now, false, r.e.cfg.S3.Prefix)
+			r.rejected.report(r.log, now, false, r.cfg.S3.Prefix)
 			r.takeSealed()
 			r.keepQueuedInProgress(now)
 			r.notePullTrouble(now)
@@ -503,11 +504,11 @@ func (r *runner) relieve() {
 
 // gauges sets the gauges that describe the runner's state.
 func (r *runner) gauges(now time.Time) {
-	m, name := r.e.m, r.e.cfg.Name
+	m, name := r.m, r.cfg.Name
 	m.BufferedBytes.WithLabelValues(name).Set(float64(r.openMem() + r.up.inflightBytes + r.mem.heldMem))
 	age := 0.0
 	if exp, ok := r.set.NextExpiry(); ok {
-		age = max(now.Sub(exp.Add(-r.e.cfg.Rotation.MaxFileAge)).Seconds(), 0)
+		age = max(now.Sub(exp.Add(-r.cfg.Rotation.MaxFileAge)).Seconds(), 0)
 	}
 	m.OldestBuffered.WithLabelValues(name).Set(age)
 	m.OpenBuffers.WithLabelValues(name).Set(float64(r.set.Open()))
@@ -531,3 +532,11 @@ func (r *runner) gauges(now time.Time) {
 		}
 	}
 }
+
+// takeArrived takes in the deliveries queued for the loop already.
+func (r *runner) takeArrived(ctx context.Context) {
+	r.takeQueued(ctx, cap(r.wires.in), func() bool { return false })
+}
+
+// stopping reports whether the runner is on its way out.
+func (r *runner) stopping() bool { return r.stoppingNow }

@@ -52,7 +52,7 @@ type sink interface {
 
 	// recoverFiles gives back their intents to the data objects of s
 	// stored without one, before s's intents are recovered.
-	recoverFiles(ctx context.Context, sn *session, s *streamState) error
+	recoverFiles(ctx context.Context, sn *session, s *streamWriter) error
 	// setUpDone finishes the set-up once every stream is recovered.
 	setUpDone(ctx context.Context) error
 	// namedFiles returns the keys of stored data objects that the state
@@ -107,7 +107,7 @@ func (objectSink) settled() bool { return true }
 
 func (objectSink) chores(*runner) (upkeep, cleanup []*chore) { return nil, nil }
 
-func (objectSink) recoverFiles(context.Context, *session, *streamState) error { return nil }
+func (objectSink) recoverFiles(context.Context, *session, *streamWriter) error { return nil }
 
 func (objectSink) setUpDone(context.Context) error { return nil }
 

@@ -32,7 +32,7 @@ func TestTheOrphanSweepFindsEveryFileAnIntentOrPlanNames(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := &streamState{}
+	s := &streamWriter{}
 	for _, conn := range []string{c.Name, "other"} {
 		s.intentPrefix = statekey.StreamIntents(conn, "EVENTS", conn)
 		put(s.intentPrefix+"id-1", &state.Intent{ID: "id-1", Key: "lake/events/data/" + conn + "-1.parquet", Stream: "EVENTS", Created: time.Now()})

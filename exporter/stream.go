@@ -17,10 +17,19 @@ import (
 	"github.com/jetlake/jetlake/internal/statekey"
 )
 
-// streamState is what the runner keeps per configured stream. Set up
-// before the runner starts; afterwards only the runner goroutine changes it,
-// and uploaders read only cfg, created and intentPrefix.
-type streamState struct {
+// streamWriter exports one configured stream (or one partition of a
+// partitioned entry): it admits and classifies the stream's deliveries,
+// keeps its cursor, fence and takeover, walks the stream against its
+// ledger and writes its export record. What every writer of a run shares,
+// memory, the order of the upload queue and the uploaders, is the
+// runner's: a writer asks for it through its hub. Set up before the runner
+// starts; afterwards only the runner goroutine changes it, and uploaders
+// read only cfg, created and intentPrefix.
+type streamWriter struct {
+	sn  *session     // the connection, state bucket and sink it writes through
+	hub hub          // the runner's shared services
+	log *slog.Logger // the session's
+
 	cfg          config.Stream
 	created      time.Time // the stream's creation time: with its name, its identity
 	intentPrefix string
@@ -71,9 +80,39 @@ type exportRecord struct {
 	rebuilt *state.Record
 }
 
+// hub is what a stream writer asks of the runner, which every writer of
+// the run shares.
+type hub interface {
+	// beside runs work beside the loop and applies its result on it.
+	beside(work func() func())
+	// add takes a delivery in again: one parked or waiting.
+	add(ctx context.Context, d delivery)
+	// takeArrived takes in the deliveries queued for the loop already.
+	takeArrived(ctx context.Context)
+	// enqueue queues a loss marker for the uploaders.
+	enqueue(j *job)
+	// forget queues intents to delete.
+	forget(keys []string)
+	// pull starts pulling the writer's consumer into the loop.
+	pull(s *streamWriter) error
+	// fail ends the run with err.
+	fail(err error)
+	// holdings refreshes what the exporter says of the partitions held
+	// and the streams stalled.
+	holdings()
+	// stopping reports whether the run is on its way out.
+	stopping() bool
+}
+
+// newStreamWriter returns the writer of the stream (or partition) cfg,
+// not yet set up.
+func newStreamWriter(sn *session, cfg config.Stream) *streamWriter {
+	return &streamWriter{sn: sn, log: sn.log, cfg: cfg, m: sn.streamMetrics(cfg.Stream)}
+}
+
 // consumerName is the consumer of the [[streams]] entry: for a partition,
 // the entry's, not the partition's own.
-func (s *streamState) consumerName() string {
+func (s *streamWriter) consumerName() string {
 	if s.base != "" {
 		return s.base
 	}
@@ -82,7 +121,7 @@ func (s *streamState) consumerName() string {
 
 // subject is the subject msg was published on: for a partition, without
 // the partition token the stream's transform put in front.
-func (s *streamState) subject(msg jetstream.Msg) string {
+func (s *streamWriter) subject(msg jetstream.Msg) string {
 	if s.part != nil {
 		return config.StripPartition(msg.Subject())
 	}
@@ -104,11 +143,11 @@ type delivery struct {
 // Each step runs within attempt, one try of the set-up; the record's
 // check within run: a large lake takes longer to list than an attempt may
 // last, and each NATS request within it has its own timeout.
-func (e *session) setupStream(run, attempt context.Context, s *streamState) error {
+func (s *streamWriter) setupStream(run, attempt context.Context) error {
 	ctx := attempt
-	stream, err := e.js.Stream(ctx, s.cfg.Stream)
+	stream, err := s.sn.js.Stream(ctx, s.cfg.Stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return &jsclient.ConfigError{Stream: s.cfg.Stream, Msg: "stream not found: create it, or fix " + jsclient.StreamKey(e.cfg, s.cfg) + ".stream"}
+		return &jsclient.ConfigError{Stream: s.cfg.Stream, Msg: "stream not found: create it, or fix " + jsclient.StreamKey(s.sn.cfg, s.cfg) + ".stream"}
 	}
 	if err != nil {
 		return fmt.Errorf("stream %s: %w", s.cfg.Stream, err)
@@ -116,32 +155,32 @@ func (e *session) setupStream(run, attempt context.Context, s *streamState) erro
 	si := stream.CachedInfo()
 	s.stream = stream
 	s.created = si.Created.UTC()
-	s.intentPrefix = statekey.StreamIntents(e.cfg.Name, s.cfg.Stream, s.cfg.Consumer)
-	s.record.key = statekey.Record(e.cfg.Name, s.cfg.Stream, s.cfg.Consumer)
-	if e.stateReplicas > 0 && e.stateReplicas < si.Config.Replicas {
-		e.log.Warn("the state bucket has fewer replicas than the stream: an outage the stream survives can lose the export records and intents",
-			"bucket", e.cfg.State.Bucket, "bucket_replicas", e.stateReplicas, "stream", s.cfg.Stream, "stream_replicas", si.Config.Replicas,
-			"fix", "state.replicas (for a bucket jetlake creates), or nats stream edit KV_"+e.cfg.State.Bucket+" --replicas")
+	s.intentPrefix = statekey.StreamIntents(s.sn.cfg.Name, s.cfg.Stream, s.cfg.Consumer)
+	s.record.key = statekey.Record(s.sn.cfg.Name, s.cfg.Stream, s.cfg.Consumer)
+	if s.sn.stateReplicas > 0 && s.sn.stateReplicas < si.Config.Replicas {
+		s.log.Warn("the state bucket has fewer replicas than the stream: an outage the stream survives can lose the export records and intents",
+			"bucket", s.sn.cfg.State.Bucket, "bucket_replicas", s.sn.stateReplicas, "stream", s.cfg.Stream, "stream_replicas", si.Config.Replicas,
+			"fix", "state.replicas (for a bucket jetlake creates), or nats stream edit KV_"+s.sn.cfg.State.Bucket+" --replicas")
 	}
-	if err := e.checkRecord(run, s); err != nil {
+	if err := s.checkRecord(run); err != nil {
 		return fmt.Errorf("stream %s, consumer %s: export record: %w", s.cfg.Stream, s.cfg.Consumer, err)
 	}
-	from, err := e.recordStart(ctx, s)
+	from, err := s.recordStart(ctx)
 	if err != nil {
 		return fmt.Errorf("stream %s, consumer %s: export record: %w", s.cfg.Stream, s.cfg.Consumer, err)
 	}
-	cons, did, err := jsclient.Ensure(ctx, stream, e.cfg, s.cfg, from)
+	cons, did, err := jsclient.Ensure(ctx, stream, s.sn.cfg, s.cfg, from)
 	if err != nil {
 		return err
 	}
 	switch {
 	case did == jsclient.Made && from > 0:
-		e.log.Warn("the consumer was missing: created from the export record", s.logAttrs("record_floor", from-1, "deliver_from", from)...)
-		e.m.ConsumerRebuilds.WithLabelValues(e.cfg.Name, s.cfg.Stream, rebuildMissing).Inc()
+		s.log.Warn("the consumer was missing: created from the export record", s.logAttrs("record_floor", from-1, "deliver_from", from)...)
+		s.sn.m.ConsumerRebuilds.WithLabelValues(s.sn.cfg.Name, s.cfg.Stream, rebuildMissing).Inc()
 	case did == jsclient.Rebuilt:
-		e.log.Info("the consumer is rebuilt from the export record where consumer_storage says", s.logAttrs(
+		s.log.Info("the consumer is rebuilt from the export record where consumer_storage says", s.logAttrs(
 			"consumer_storage", s.cfg.ConsumerStorage, "deliver_from", cons.CachedInfo().Config.OptStartSeq)...)
-		e.m.ConsumerRebuilds.WithLabelValues(e.cfg.Name, s.cfg.Stream, rebuildStorage).Inc()
+		s.sn.m.ConsumerRebuilds.WithLabelValues(s.sn.cfg.Name, s.cfg.Stream, rebuildStorage).Inc()
 	}
 	s.cur.cons = cons
 	s.resetBook()
@@ -158,21 +197,21 @@ func (e *session) setupStream(run, attempt context.Context, s *streamState) erro
 	if s.cfg.Failover != config.FailoverPinned {
 		// A pinned consumer recovers once this instance is pinned: a
 		// standby must not touch what the active one is doing.
-		if err := e.recover(ctx, s); err != nil {
+		if err := s.recover(ctx); err != nil {
 			return err
 		}
-		start, err := e.loadLedgerStart(ctx, s)
+		start, err := s.loadLedgerStart(ctx)
 		if err != nil {
 			return err
 		}
-		s.startLedger(start, e.log)
+		s.startLedger(start, s.log)
 	}
 	if info.NumAckPending > 0 && s.cfg.Failover != config.FailoverPinned {
 		// Pending messages would come back only after AckWait, interleaved
 		// with new ones; a reset replays them now and in order. Never on a
 		// pinned consumer: another instance may be pinned and working.
-		if _, err := e.js.ResetConsumer(ctx, s.cfg.Stream, s.cfg.Consumer); err != nil {
-			e.log.Info("consumer reset not available; unacked messages return after AckWait",
+		if _, err := s.sn.js.ResetConsumer(ctx, s.cfg.Stream, s.cfg.Consumer); err != nil {
+			s.log.Info("consumer reset not available; unacked messages return after AckWait",
 				"stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "error", err)
 		}
 	}
@@ -190,15 +229,15 @@ type ledgerStart struct {
 
 // loadLedgerStart reads what s's ledger starts from. It reads only what
 // does not change after set-up, so it may run beside the loop.
-func (e *session) loadLedgerStart(ctx context.Context, s *streamState) (*ledgerStart, error) {
+func (s *streamWriter) loadLedgerStart(ctx context.Context) (*ledgerStart, error) {
 	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	// The record first: another instance may write it meanwhile, and what
 	// it claims must then be below the stream's last sequence read after.
 	var rec *state.Record
 	var recErr error
-	if e.intents != nil {
-		rec, _, recErr = state.LoadRecord(ictx, e.intents, s.record.key)
+	if s.sn.intents != nil {
+		rec, _, recErr = state.LoadRecord(ictx, s.sn.intents, s.record.key)
 	}
 	ci, err := s.cur.cons.Info(ictx)
 	if err != nil {
@@ -209,7 +248,7 @@ func (e *session) loadLedgerStart(ctx context.Context, s *streamState) (*ledgerS
 		return nil, fmt.Errorf("stream %s: %w", s.cfg.Stream, err)
 	}
 	start := &ledgerStart{floor: ci.AckFloor.Stream, firstSeq: si.State.FirstSeq, delivered: ci.Delivered.Stream}
-	if e.intents == nil {
+	if s.sn.intents == nil {
 		return start, nil
 	}
 	var bad *state.UnreadableRecordError
@@ -217,21 +256,21 @@ func (e *session) loadLedgerStart(ctx context.Context, s *streamState) (*ledgerS
 	case errors.As(err, &bad):
 		// Starting from the ack floor loses no export and duplicates
 		// nothing; the next write replaces the value.
-		e.log.Warn("the export record can not be read; starting from the consumer's ack floor", "stream", s.cfg.Stream, "error", err)
+		s.log.Warn("the export record can not be read; starting from the consumer's ack floor", "stream", s.cfg.Stream, "error", err)
 	case err != nil:
 		return nil, err
 	default:
 		switch state.Judge(rec, s.created, si.State.LastSeq) {
 		case state.Forged:
-			e.log.Error("the export record claims sequences the stream never had: it is not trusted; starting from the consumer's ack floor, and the next write replaces it",
+			s.log.Error("the export record claims sequences the stream never had: it is not trusted; starting from the consumer's ack floor, and the next write replaces it",
 				"stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "record", s.record.key,
 				"record_floor", rec.Floor, "record_claims_up_to", rec.Claims(), "stream_last_seq", si.State.LastSeq, "ack_floor", start.floor)
-			e.m.Untrusted.WithLabelValues(e.cfg.Name, "export_record").Inc()
+			s.sn.m.Untrusted.WithLabelValues(s.sn.cfg.Name, "export_record").Inc()
 		case state.Believed:
 			start.floor = rec.Floor
 			start.done = append(start.done, rec.Done.Ranges()...)
 		case state.Earlier:
-			e.log.Warn("the stream was re-created: its export record is of the earlier one", "stream", s.cfg.Stream,
+			s.log.Warn("the stream was re-created: its export record is of the earlier one", "stream", s.cfg.Stream,
 				"record_stream_created", rec.StreamCreated, "stream_created", s.created)
 		}
 	}
@@ -243,7 +282,7 @@ func (e *session) loadLedgerStart(ctx context.Context, s *streamState) (*ledgerS
 // consumer has moved is a hole until a walk tells what the stream still
 // holds: a purge moves the consumer's delivered sequence and ack floor past
 // what it removed, exported or not.
-func (s *streamState) startLedger(start *ledgerStart, log *slog.Logger) {
+func (s *streamWriter) startLedger(start *ledgerStart, log *slog.Logger) {
 	s.book.Start(start.floor, start.done, start.firstSeq, start.delivered, s.filtered, s.retained)
 	l := s.book.Ledger()
 	s.record.savedRev = 0

@@ -154,7 +154,7 @@ func (lt *lakeTable) planChore() *chore {
 // lake.Unrecorded); recovery then treats each as any stored batch: it is
 // committed, and its messages are acked without being written again should
 // they come back.
-func (lt *lakeTable) recoverFiles(ctx context.Context, e *session, s *streamState) error {
+func (lt *lakeTable) recoverFiles(ctx context.Context, e *session, s *streamWriter) error {
 	ls, ok := e.store.(lake.SweptStore)
 	if !ok {
 		return nil

@@ -44,10 +44,10 @@ const compactPassGroups = 16
 // bounded to compactPassGroups groups. Nil without a state bucket (a
 // test of the runner alone).
 func (r *runner) compactChore(lt *lakeTable) *chore {
-	if r.e.intents == nil {
+	if r.intents == nil {
 		return nil
 	}
-	ic := r.e.cfg.Iceberg
+	ic := r.cfg.Iceberg
 	return &chore{
 		name: "compact", keepOnStop: true,
 		due: func(now time.Time, final bool) bool {
@@ -60,14 +60,14 @@ func (r *runner) compactChore(lt *lakeTable) *chore {
 				defer cancel()
 				o := lake.PlanOptions{Now: now, MaxGroups: compactPassGroups, Orphans: ic.RemoveOrphans, OrphanAge: ic.OrphanAge}
 				rep := &lake.CompactReport{}
-				plan, err := lake.PlanCompaction(cctx, r.e.cfg, lt.t, r.e.intents, r.e.store, o)
+				plan, err := lake.PlanCompaction(cctx, r.cfg, lt.t, r.intents, r.store, o)
 				if err == nil {
-					rep, err = plan.Apply(cctx, lt.t, r.e.store, nil)
+					rep, err = plan.Apply(cctx, lt.t, r.store, nil)
 				}
 				return func() {
 					lt.compacting = false
 					if n := len(rep.Orphans); n > 0 {
-						r.e.m.Orphans.WithLabelValues(r.e.cfg.Name, lt.t.Name()).Add(float64(n))
+						r.m.Orphans.WithLabelValues(r.cfg.Name, lt.t.Name()).Add(float64(n))
 						r.log.Info("iceberg orphan data files removed", "table", lt.t.Name(), "files", n, "first", rep.Orphans[0])
 					}
 					if n := len(rep.Foreign); n > 0 && !lt.foreignSeen {
@@ -87,19 +87,19 @@ func (r *runner) compactChore(lt *lakeTable) *chore {
 // it (nil: not known).
 func (r *runner) tableCompacted(lt *lakeTable, results []*lake.CompactResult, u *iceberg.Upkeep, err error) {
 	if u != nil {
-		name, table := r.e.cfg.Name, lt.t.Name()
-		r.e.m.DataFiles.WithLabelValues(name, table).Set(float64(u.DataFiles))
-		r.e.m.SmallFiles.WithLabelValues(name, table).Set(float64(u.SmallFiles))
-		r.e.m.Compactable.WithLabelValues(name, table).Set(float64(u.Compactable))
-		r.e.m.OldestClosed.WithLabelValues(name, table).Set(u.OldestClosed.Seconds())
-		r.e.m.MetadataBytes.WithLabelValues(name, table).Set(float64(u.MetadataBytes))
+		name, table := r.cfg.Name, lt.t.Name()
+		r.m.DataFiles.WithLabelValues(name, table).Set(float64(u.DataFiles))
+		r.m.SmallFiles.WithLabelValues(name, table).Set(float64(u.SmallFiles))
+		r.m.Compactable.WithLabelValues(name, table).Set(float64(u.Compactable))
+		r.m.OldestClosed.WithLabelValues(name, table).Set(u.OldestClosed.Seconds())
+		r.m.MetadataBytes.WithLabelValues(name, table).Set(float64(u.MetadataBytes))
 	}
 	for _, res := range results {
 		if res.Compacted == "" {
 			continue
 		}
-		r.e.m.CompactedFiles.WithLabelValues(r.e.cfg.Name, lt.t.Name()).Add(float64(len(res.Group.Files)))
-		r.e.m.CompactedBytes.WithLabelValues(r.e.cfg.Name, lt.t.Name()).Add(float64(res.Group.Bytes))
+		r.m.CompactedFiles.WithLabelValues(r.cfg.Name, lt.t.Name()).Add(float64(len(res.Group.Files)))
+		r.m.CompactedBytes.WithLabelValues(r.cfg.Name, lt.t.Name()).Add(float64(res.Group.Bytes))
 		r.log.Info("iceberg files compacted", "table", lt.t.Name(), "partition", res.Group.Partition,
 			"files", len(res.Group.Files), "bytes", res.Group.Bytes, "into", path.Base(res.Compacted))
 	}

@@ -126,7 +126,7 @@ func (e *session) storeBatch(ctx context.Context, j *job) *result {
 		fault.Soon("during-upload", time.Millisecond)
 		// In the attempt, after the intent: an instance pinned after the
 		// check finds the intent, and waits for the attempt to end.
-		if err := e.checkPin(ctx, st, j.pin); err != nil {
+		if err := st.checkPin(ctx, j.pin); err != nil {
 			return err
 		}
 		return objstore.PutOnce(ctx, e.store, res.key, body, opts, objstore.WrittenBy(in.ID))

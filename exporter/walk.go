@@ -14,7 +14,7 @@ import (
 
 // walkResult is what a walk of a stream found about a ledger's holes.
 type walkResult struct {
-	stream   *streamState
+	stream   *streamWriter
 	scanned  []progress.Range // the hole ranges looked up
 	existing []uint64         // sorted: the sequences in them the stream still holds
 	firstSeq uint64           // the stream's first sequence
@@ -43,7 +43,7 @@ const (
 // longer holds any of costs one lookup, however long it is. It runs beside
 // the runner, which applies the result. cons is the consumer s pulls:
 // where it stands tells whether it still delivers the holes found.
-func (e *session) walk(ctx context.Context, s *streamState, cons jetstream.Consumer, holes []progress.Range) *walkResult {
+func (s *streamWriter) walk(ctx context.Context, cons jetstream.Consumer, holes []progress.Range) *walkResult {
 	res := &walkResult{stream: s}
 	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	pinned := s.cfg.Failover == config.FailoverPinned
@@ -66,13 +66,13 @@ func (e *session) walk(ctx context.Context, s *streamState, cons jetstream.Consu
 	if len(filters) == 0 || !s.filtered {
 		filters = []string{">"}
 	}
-	if s.filtered && len(holes) > walkReadRanges && e.js != nil {
+	if s.filtered && len(holes) > walkReadRanges && s.sn.js != nil {
 		// Many holes: those of a filtered consumer between the messages
 		// it reads, such as a partition's. Reading the matching
 		// sequences costs a message's headers each, where looking each
 		// hole up costs a request.
 		var err error
-		if holes, err = e.readHoles(ctx, s, holes, filters, res); err != nil {
+		if holes, err = s.readHoles(ctx, holes, filters, res); err != nil {
 			res.err = err
 			return res
 		}
@@ -82,7 +82,7 @@ func (e *session) walk(ctx context.Context, s *streamState, cons jetstream.Consu
 		at := max(h.First, res.firstSeq)
 		for at <= h.Last && calls < walkMaxCalls {
 			calls += len(filters)
-			q, err := jsclient.NextMessage(ctx, e.nc, e.cfg.NATS, s.cfg.Stream, at, filters)
+			q, err := jsclient.NextMessage(ctx, s.sn.nc, s.sn.cfg.NATS, s.cfg.Stream, at, filters)
 			if err != nil {
 				res.err = err
 				return res
@@ -122,7 +122,7 @@ const walkMaxRead = 200_000
 // res the holes it covered and the sequences in them. It returns the holes
 // past the last message it read, for lookups: a replica the consumer reads
 // from may lag the leader, so only what it delivered counts as read.
-func (e *session) readHoles(ctx context.Context, s *streamState, holes []progress.Range, filters []string, res *walkResult) ([]progress.Range, error) {
+func (s *streamWriter) readHoles(ctx context.Context, holes []progress.Range, filters []string, res *walkResult) ([]progress.Range, error) {
 	start := max(holes[0].First, res.firstSeq)
 	end := holes[len(holes)-1].Last
 	if start > end {
@@ -130,7 +130,7 @@ func (e *session) readHoles(ctx context.Context, s *streamState, holes []progres
 	}
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	seqs, past, err := jsclient.ReadSequences(rctx, e.js, s.cfg.Stream, filters, start, end, walkMaxRead, 0)
+	seqs, past, err := jsclient.ReadSequences(rctx, s.sn.js, s.cfg.Stream, filters, start, end, walkMaxRead, 0)
 	if err != nil {
 		return nil, err
 	}
