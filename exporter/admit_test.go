@@ -24,7 +24,7 @@ func (m *pinnedMsg) Headers() nats.Header { return nats.Header{jsclient.PinHeade
 func TestAStreamAdmitsWhatItHasNotWrittenAndParksDuringATakeover(t *testing.T) {
 	e := testExporter(t, &MemStore{})
 	newStream := func(pinned bool) *streamWriter {
-		s := &streamWriter{cfg: config.Stream{Stream: "S", Consumer: "c", AckWait: time.Minute}, m: e.streamMetrics("S")}
+		s := newStreamWriter(e, config.Stream{Stream: "S", Consumer: "c", AckWait: time.Minute})
 		if pinned {
 			s.cfg.Failover = config.FailoverPinned
 			s.fence.pin = "P0"
@@ -39,7 +39,7 @@ func TestAStreamAdmitsWhatItHasNotWrittenAndParksDuringATakeover(t *testing.T) {
 		} else {
 			msg.msg = &pinnedMsg{fakeMsg: &fakeMsg{seq: seq}, pin: pin}
 		}
-		return s.admit(msg, jsclient.AckInfo{StreamSeq: seq, Delivered: delivered, Pending: 1})
+		return s.classify(msg, jsclient.AckInfo{StreamSeq: seq, Delivered: delivered, Pending: 1})
 	}
 
 	s := newStream(false)

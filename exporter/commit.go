@@ -147,7 +147,8 @@ func (res *result) acked(log *slog.Logger, err error) {
 
 // finish accounts for a job that ended, one way or another, or, for a
 // notice of a stored batch whose acks wait (see runner.send), for the end
-// of its upload.
+// of its upload: the runner's memory, uploads and sink, then the writer's
+// record of the batch.
 func (r *runner) finish(res *result) error {
 	j := res.job
 	r.uploaded(j)
@@ -164,24 +165,45 @@ func (r *runner) finish(res *result) error {
 		return res.err
 	}
 	if j.marker != nil {
-		var term []uint64
-		for _, ref := range j.term {
-			term = append(term, ref.Seq())
-		}
-		s.book.MarkerDone(j.marker.Runs(), term, res.status.isStored())
-		if res.status.isStored() {
-			r.m.Lost.WithLabelValues(r.cfg.Name, s.cfg.Stream, string(j.marker.Reason)).Add(float64(j.marker.Count))
-		}
+		s.markerDone(j, res)
 		return nil
 	}
 	b := j.batch
 	defer j.set.Release(b)
 	for _, it := range b.Items {
-		s.book.Release(it.Seq)
 		r.mem.heldMem -= it.Handle.Mem()
 	}
-	if res.status.isStored() && j.set == r.set && res.intentKey != "" {
-		r.sink.stored(res.intentKey, res.key, b.First, b.Last, res.tail)
+	rejected := j.set == r.rej
+	if res.status.isStored() {
+		r.up.written += int64(b.Len())
+		if !rejected && res.intentKey != "" {
+			r.sink.stored(res.intentKey, res.key, b.First, b.Last, res.tail)
+		}
+	}
+	s.batchDone(j, res, rejected)
+	return nil
+}
+
+// markerDone records in the writer's book how a loss marker's job ended.
+func (s *streamWriter) markerDone(j *job, res *result) {
+	var term []uint64
+	for _, ref := range j.term {
+		term = append(term, ref.Seq())
+	}
+	s.book.MarkerDone(j.marker.Runs(), term, res.status.isStored())
+	if res.status.isStored() {
+		s.sn.m.Lost.WithLabelValues(s.sn.cfg.Name, s.cfg.Stream, string(j.marker.Reason)).Add(float64(j.marker.Count))
+	}
+}
+
+// batchDone records in the writer's book how a batch's job ended, counts
+// it, and says so: a batch given up because the store refused its key, or
+// after its intent was recorded, leaves its messages to come back.
+// rejected: the batch is of rejected messages.
+func (s *streamWriter) batchDone(j *job, res *result, rejected bool) {
+	b := j.batch
+	for _, it := range b.Items {
+		s.book.Release(it.Seq)
 	}
 	seqs := res.set
 	if !res.status.isStored() || len(seqs.Ranges()) == 0 {
@@ -193,8 +215,7 @@ func (r *runner) finish(res *result) error {
 		s.m.acked.Add(float64(b.Len()))
 	}
 	if res.status.isStored() {
-		r.up.written += int64(b.Len())
-		m, name, reason := r.m, r.cfg.Name, string(b.Reason)
+		m, name, reason := s.sn.m, s.sn.cfg.Name, string(b.Reason)
 		m.Objects.WithLabelValues(name, s.cfg.Stream, reason).Inc()
 		m.Bytes.WithLabelValues(name, s.cfg.Stream, reason).Add(float64(res.bytes))
 		m.UploadSeconds.WithLabelValues(name, s.cfg.Stream).Observe(res.duration.Seconds())
@@ -202,27 +223,26 @@ func (r *runner) finish(res *result) error {
 		if b.Newest.After(s.newest) {
 			s.newest = b.Newest
 		}
-	}
-	if j.set == r.rej && res.status.isStored() {
-		kind := b.Group[strings.IndexByte(b.Group, 0)+1:]
-		r.m.Rejected.WithLabelValues(r.cfg.Name, s.cfg.Stream, kind).Add(float64(b.Len()))
+		if rejected {
+			kind := b.Group[strings.IndexByte(b.Group, 0)+1:]
+			m.Rejected.WithLabelValues(name, s.cfg.Stream, kind).Add(float64(b.Len()))
+		}
 	}
 	switch {
 	case res.err == nil:
-		r.log.Info("object uploaded", "key", res.key, "messages", b.Len(), "bytes", res.bytes,
+		s.log.Info("object uploaded", "key", res.key, "messages", b.Len(), "bytes", res.bytes,
 			"reason", string(b.Reason), "upload_duration", res.duration.Round(time.Millisecond))
 	case res.status.isStored():
-		r.log.Warn("object stored but not acked; its messages are acked when they come back",
+		s.log.Warn("object stored but not acked; its messages are acked when they come back",
 			"key", res.key, "messages", b.Len(), "error", res.err)
-	case keyError(res.err) != nil && j.set == r.set:
+	case keyError(res.err) != nil && !rejected:
 		// Rejected keys are jetlake's own names, which a store takes.
 		s.keyRefused(b, keyError(res.err))
 	default:
-		r.log.Warn("batch not exported; its messages stay unacked and are redelivered",
+		s.log.Warn("batch not exported; its messages stay unacked and are redelivered",
 			"key", res.key, "messages", b.Len(), "error", res.err)
 		s.awaitUnsure(j, res)
 	}
-	return nil
 }
 
 // awaitUnsure handles a batch given up after its intent was recorded: an

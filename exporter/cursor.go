@@ -76,17 +76,25 @@ func (s *streamWriter) pulling() bool {
 func (r *runner) notePullTrouble(now time.Time) {
 	changed := false
 	for _, s := range r.streams {
-		why := s.cur.pullTrouble.Swap(nil)
-		c := &s.cur
-		if why != nil && c.stalled == "" && s.pulling() {
-			// Looked up after a moment: a pull problem often passes
-			// (a reconnect, a leader election).
-			c.stalled, c.checked, changed = *why, now, true
-		}
+		changed = s.notePullTrouble(now) || changed
 	}
 	if changed {
 		r.holdings()
 	}
+}
+
+// notePullTrouble takes the problem the writer's pulls reported, if any:
+// the stream is stalled from now. It reports whether it was stalled anew.
+func (s *streamWriter) notePullTrouble(now time.Time) bool {
+	why := s.cur.pullTrouble.Swap(nil)
+	c := &s.cur
+	if why == nil || c.stalled != "" || !s.pulling() {
+		return false
+	}
+	// Looked up after a moment: a pull problem often passes (a
+	// reconnect, a leader election).
+	c.stalled, c.checked = *why, now
+	return true
 }
 
 // consumerChore looks up, beside the loop, the consumer of stalled s every

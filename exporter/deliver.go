@@ -1,7 +1,6 @@
 package exporter
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -32,16 +31,17 @@ func (r *runner) add(ctx context.Context, d delivery) {
 	if !ok || !r.buffer(d, s, md) {
 		return
 	}
-	r.sealForAckPending(s)
+	if s.nearAckPending() {
+		r.sealStream(d.stream, buffer.ReasonPending)
+	}
 	// Memory: when open buffers hold most of the budget, seal the largest so
 	// its upload frees memory; otherwise uploads in flight free it.
 	r.relieve()
 	r.takeSealed()
 }
 
-// admit reads a delivery's JetStream metadata and asks its stream whether
-// its message is to be written; it acks again what is stored already, and
-// asks the server to confirm a pin the stream has not seen.
+// admit reads a delivery's JetStream metadata and asks its stream's writer
+// whether its message is to be written.
 func (r *runner) admit(ctx context.Context, d delivery) (*streamWriter, jsclient.AckInfo, bool) {
 	s := r.streams[d.stream]
 	msg := d.msg
@@ -52,14 +52,21 @@ func (r *runner) admit(ctx context.Context, d delivery) (*streamWriter, jsclient
 		r.log.Error("message without JetStream metadata", "stream", s.cfg.Stream, "subject", msg.Subject(), "reply", msg.Reply())
 		return s, md, false
 	}
-	a, pin := s.admit(d, md)
+	return s, md, s.admit(ctx, d, md)
+}
+
+// admit reports whether the message of a delivery with metadata md is to
+// be written: it acks again what is stored already, and asks the server to
+// confirm a pin the stream has not seen.
+func (s *streamWriter) admit(ctx context.Context, d delivery, md jsclient.AckInfo) bool {
+	a, pin := s.classify(d, md)
 	if pin != "" {
 		s.confirmPin(ctx, pin)
 	}
 	if a == admitAckAgain {
-		s.ackCommitted(md.StreamSeq, msg)
+		s.ackCommitted(md.StreamSeq, d.msg)
 	}
-	return s, md, a == admitWrite
+	return a == admitWrite
 }
 
 // admission is what a stream makes of a delivery.
@@ -67,17 +74,17 @@ type admission uint8
 
 const (
 	admitWrite    admission = iota // new: to be written
-	admitLeave                     // nothing to do now (see streamWriter.admit)
+	admitLeave                     // nothing to do now (see streamWriter.classify)
 	admitAckAgain                  // in a stored object or loss marker already: ack it, write nothing
 )
 
-// admit classifies a delivery with metadata md: a message is not written
+// classify classifies a delivery with metadata md: a message is not written
 // when it is left to the server, parked for a takeover, waiting for an
 // unresolved intent, held already, or stored already. A pinned consumer's
 // message that carries a pin the stream has not seen starts a takeover:
-// admit returns the pin for the server to confirm, and the stream's
+// classify returns the pin for the server to confirm, and the stream's
 // deliveries are parked until it answers.
-func (s *streamWriter) admit(d delivery, md jsclient.AckInfo) (a admission, confirm string) {
+func (s *streamWriter) classify(d delivery, md jsclient.AckInfo) (a admission, confirm string) {
 	seq := md.StreamSeq
 	s.cur.drained = md.Pending == 0
 	if s.cfg.Failover == config.FailoverPinned {
@@ -186,19 +193,24 @@ func (r *runner) buffer(d delivery, s *streamWriter, md jsclient.AckInfo) bool {
 	return true
 }
 
-// sealForAckPending seals the buffers of s, the stream of the message just
-// buffered (its group is in grpBuf), when its held messages near
-// MaxAckPending: the server then stops delivering, so buffers waiting for
-// more would wait forever. Sealing helps only when open buffers hold most
-// of them; otherwise the acks of the uploads in flight make room. Sealing
-// already at three quarters when nothing of the stream is being uploaded
-// lets the acks come before delivery stops.
-func (r *runner) sealForAckPending(s *streamWriter) {
+// nearAckPending reports whether the writer's held messages near
+// MaxAckPending, so that its buffers are to be sealed: the server then
+// stops delivering, and buffers waiting for more would wait forever.
+// Sealing helps only when open buffers hold most of them; otherwise the
+// acks of the uploads in flight make room. Sealing already at three
+// quarters when nothing of the stream is being uploaded lets the acks come
+// before delivery stops.
+func (s *streamWriter) nearAckPending() bool {
 	held, sealed := s.book.Counts()
-	if limit := s.cfg.MaxAckPending; held >= limit-limit/10 && held-sealed >= sealed || held >= limit/4*3 && sealed == 0 {
-		prefix := string(r.intake.grpBuf[:bytes.IndexByte(r.intake.grpBuf, 0)+1])
-		r.set.SealMost(buffer.ReasonPending, func(g string) bool { return strings.HasPrefix(g, prefix) })
-	}
+	limit := s.cfg.MaxAckPending
+	return held >= limit-limit/10 && held-sealed >= sealed || held >= limit/4*3 && sealed == 0
+}
+
+// sealStream seals most of the open data buffers of the stream of index
+// idx (its groups start with it; see buffer).
+func (r *runner) sealStream(idx int, why buffer.Reason) {
+	prefix := strconv.Itoa(idx) + "\x00"
+	r.set.SealMost(why, func(g string) bool { return strings.HasPrefix(g, prefix) })
 }
 
 // dispatchChunks hands the chunks the last append filled to the
@@ -292,12 +304,11 @@ func rejectDetail(reason error, payloads bool) string {
 
 // poison records a message that can be written in no form: a loss marker,
 // then the message is terminated so it never blocks the consumer.
-func (r *runner) poison(s *streamWriter, msg jetstream.Msg, why error) {
-	r.intake.rec = formats.Record{}
+// Consecutive poison messages share a marker: it waits until the next
+// message of the stream that does not continue it, or the next tick.
+func (s *streamWriter) poison(msg jetstream.Msg, why error) {
 	md, _ := msg.Metadata()
 	seq := md.Sequence.Stream
-	// Consecutive poison messages share a marker: it waits until the next
-	// message that does not continue it, or the next tick.
 	subject := s.subject(msg)
 	if j := s.poisoned; j != nil && j.marker.Subject == subject && j.marker.LastSeq+1 == seq {
 		j.marker.LastSeq = seq
@@ -305,7 +316,7 @@ func (r *runner) poison(s *streamWriter, msg jetstream.Msg, why error) {
 		j.term = append(j.term, jsclient.AckRef(msg.Reply()))
 		return
 	}
-	r.flushPoison()
+	s.flushPoison()
 	s.poisoned = &job{stream: s, term: []jsclient.AckRef{jsclient.AckRef(msg.Reply())}, marker: &lossmarker.Marker{
 		Stream: s.cfg.Stream, Consumer: s.cfg.Consumer, Subject: subject,
 		FirstSeq: seq, LastSeq: seq, Count: 1,
@@ -314,13 +325,26 @@ func (r *runner) poison(s *streamWriter, msg jetstream.Msg, why error) {
 	}}
 }
 
+// poison drops the record the runner holds of msg, and has the stream's
+// writer record msg as poison.
+func (r *runner) poison(s *streamWriter, msg jetstream.Msg, why error) {
+	r.intake.rec = formats.Record{}
+	s.poison(msg, why)
+}
+
+// flushPoison queues the writer's poison marker that waits for more
+// messages, if there is one.
+func (s *streamWriter) flushPoison() {
+	if s.poisoned != nil {
+		s.hub.enqueue(s.poisoned)
+		s.poisoned = nil
+	}
+}
+
 // flushPoison queues the poison markers waiting for more messages.
 func (r *runner) flushPoison() {
 	for _, s := range r.streams {
-		if s.poisoned != nil {
-			r.enqueue(s.poisoned)
-			s.poisoned = nil
-		}
+		s.flushPoison()
 	}
 }
 

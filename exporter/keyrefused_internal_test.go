@@ -39,7 +39,7 @@ func TestUploadGivesUpAtOnceOnAKeyTheStoreRefuses(t *testing.T) {
 			set.SealAll(buffer.ReasonCount)
 			b := set.TakeSealed()[0]
 			j := &job{batch: b, size: int64(b.Size()), enc: e.enc, format: "json_lines", set: set, progress: b.Opened,
-				stream: &streamWriter{cfg: config.Stream{Stream: "S", AckWait: time.Minute}}}
+				stream: newStreamWriter(e, config.Stream{Stream: "S", AckWait: time.Minute})}
 			j.confirmAt(b.Opened)
 			start := time.Now()
 			res := upload(context.Background(), e, j)

@@ -200,10 +200,7 @@ func (r *runner) sealHandovers() {
 		if r.set.SealWhere(buffer.ReasonHandover, match)+r.rej.SealWhere(buffer.ReasonHandover, match) > 0 {
 			r.takeSealed()
 		}
-		if s.poisoned != nil {
-			r.enqueue(s.poisoned)
-			s.poisoned = nil
-		}
+		s.flushPoison()
 	}
 }
 

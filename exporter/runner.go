@@ -112,8 +112,7 @@ func (r *runner) makeChores() {
 	c.idle = r.idleChore()
 	upkeep, cleanup := r.sink.chores(r)
 	for _, s := range r.streams {
-		s.chores = streamChores{resolve: s.resolveChore(), walk: s.walkChore(), save: s.saveChore(), consumer: s.consumerChore(),
-			release: s.releaseChore()}
+		s.chores = s.makeChores()
 	}
 	add := func(ch *chore) {
 		if ch != nil {

@@ -315,3 +315,9 @@ type streamChores struct {
 	resolve, walk, save, consumer *chore
 	release                       *chore // nil when the stream is not a partition
 }
+
+// makeChores makes the writer's chores.
+func (s *streamWriter) makeChores() streamChores {
+	return streamChores{resolve: s.resolveChore(), walk: s.walkChore(), save: s.saveChore(), consumer: s.consumerChore(),
+		release: s.releaseChore()}
+}

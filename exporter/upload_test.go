@@ -180,7 +180,7 @@ func sealedJob(t *testing.T, e *session, n int, opened time.Time, ackWait time.D
 	set.SealAll(buffer.ReasonCount)
 	b := set.TakeSealed()[0]
 	j := &job{batch: b, size: int64(b.Size()), enc: e.enc, format: "json_lines", set: set, progress: b.Opened,
-		stream: &streamWriter{cfg: config.Stream{Stream: "S", AckWait: ackWait}}}
+		stream: newStreamWriter(e, config.Stream{Stream: "S", AckWait: ackWait})}
 	j.confirmAt(b.Opened)
 	return j, msgs
 }
