@@ -183,7 +183,7 @@ func TestGatheredBatchFreesItsKeyAtOnce(t *testing.T) {
 	if !notice.notice || notice.job != j {
 		t.Fatalf("want a notice of the job, got %+v", notice)
 	}
-	if err := r.finish(notice); err != nil {
+	if err := r.finish(context.Background(), notice); err != nil {
 		t.Fatal(err)
 	}
 	if r.nextJob() != 0 {

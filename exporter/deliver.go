@@ -193,6 +193,35 @@ func (r *runner) buffer(d delivery, s *streamWriter, md jsclient.AckInfo) bool {
 	return true
 }
 
+// relieve keeps memory within the budget: when open buffers hold most of it,
+// it seals the largest so its upload frees memory; otherwise the uploads in
+// flight free it, and pulling waits. It seals already at three quarters of
+// the budget when nothing is being uploaded, so that the upload runs while
+// pulling goes on instead of stopping it.
+func (r *runner) relieve() {
+	open := r.openMem()
+	total := open + r.up.inflightBytes + r.mem.heldMem
+	if total > r.mem.peak {
+		r.mem.peak = total
+		r.mem.mPeak.Set(float64(total))
+	}
+	if total >= r.mem.budget && open >= r.up.inflightBytes || total >= r.mem.budget/4*3 && r.up.inflight == 0 {
+		// The largest batches, until a 32nd of the budget is freed: one
+		// pass over the open batches, where sealing them one at a time
+		// would cost a pass per message with many small batches. Rejected
+		// messages first when they hold more: a flood of them must not
+		// seal the data's buffers early, an object of a few messages
+		// each.
+		first, then := r.set, r.rej
+		if r.rej.Mem() > r.set.Mem() {
+			first, then = r.rej, r.set
+		}
+		if first.SealLargestUntil(buffer.ReasonMemory, r.mem.budget/32) == 0 {
+			then.SealLargestUntil(buffer.ReasonMemory, r.mem.budget/32)
+		}
+	}
+}
+
 // nearAckPending reports whether the writer's held messages near
 // MaxAckPending, so that its buffers are to be sealed: the server then
 // stops delivering, and buffers waiting for more would wait forever.

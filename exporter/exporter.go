@@ -5,7 +5,7 @@
 // One goroutine, the one running Run, owns every buffer and counter of a
 // connector. Pullers hand it messages over a channel; uploaders take sealed
 // batches from it and hand back results. The commit path of a batch is
-// sealed → uploaded → acked → confirmed; see upload.go.
+// sealed → uploaded → acked → confirmed; see commit.go.
 package exporter
 
 import (

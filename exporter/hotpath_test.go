@@ -35,7 +35,7 @@ func hotRunner(tb testing.TB) (*runner, *streamWriter) {
 // drain completes the queued jobs as if they were uploaded and acked.
 func drain(r *runner) {
 	for _, j := range r.up.queue {
-		r.finish(&result{job: j, status: jobStored})
+		r.finish(context.Background(), &result{job: j, status: jobStored})
 	}
 	r.up.queue = r.up.queue[:0]
 }

@@ -49,8 +49,8 @@ func TestBatchesOfOneBufferAreUploadedInOrder(t *testing.T) {
 	if got := first(); got != 0 {
 		t.Fatalf("batch %d next while a's first batch uploads", got)
 	}
-	r.finish(&result{job: j3, status: jobStored})
-	r.finish(&result{job: j1, status: jobStored})
+	r.finish(context.Background(), &result{job: j3, status: jobStored})
+	r.finish(context.Background(), &result{job: j1, status: jobStored})
 	if got := first(); got != 2 {
 		t.Fatalf("after a's first batch: batch %d next, want 2", got)
 	}
@@ -66,7 +66,7 @@ func TestBatchesOfOneBufferAreUploadedInOrder(t *testing.T) {
 func TestAMessageOfAConfirmedBatchThatComesBackIsAckedNotWrittenAgain(t *testing.T) {
 	r, _ := hotRunner(t)
 	j, msgs, seqs := uploadingBatch(t, r)
-	r.finish(&result{job: j, status: jobConfirmed, intentKey: "i", seqs: seqs})
+	r.finish(context.Background(), &result{job: j, status: jobConfirmed, intentKey: "i", seqs: seqs})
 
 	back := &fakeMsg{seq: 2, data: msgs[1].data, reply: "$JS.ACK.S.c.2.2.9.1764399600123456789.0"}
 	r.add(context.Background(), delivery{msg: back})
@@ -91,7 +91,7 @@ func TestAMessageOfABatchGivenUpWaitsForTheStore(t *testing.T) {
 	r, _ := hotRunner(t)
 	j, msgs, seqs := uploadingBatch(t, r)
 	const key = "p/s.a/00000000000000000001-00000000000000000003.jsonl"
-	r.finish(&result{job: j, key: key, err: ErrAbandoned, intentKey: "i", seqs: seqs})
+	r.finish(context.Background(), &result{job: j, key: key, err: ErrAbandoned, intentKey: "i", seqs: seqs})
 
 	back := &fakeMsg{seq: 2, data: msgs[1].data, reply: "$JS.ACK.S.c.2.2.9.1764399600123456789.0"}
 	r.add(context.Background(), delivery{msg: back})

@@ -19,7 +19,7 @@ import (
 	"github.com/jetlake/jetlake/internal/statekey"
 )
 
-// A partitioned [[streams]] entry (partitions = P) is P streamStates, one per
+// A partitioned [[streams]] entry (partitions = P) is P stream writers, one per
 // partition, each with its own pinned consumer (<consumer>-<k>) whose
 // filter selects the partition's token. Instances share the partitions
 // through leases in the state bucket; see leaser.go. An instance pulls a
@@ -54,7 +54,7 @@ type partition struct {
 }
 
 // setUpPartitions makes sure the stream of a partitioned entry carries the
-// partition transform, and returns its partitions' streamStates, set up as
+// partition transform, and returns its partitions' writers, set up as
 // pinned consumers that pull nothing until their lease is held.
 func (e *session) setUpPartitions(run, attempt context.Context, sc config.Stream) (*partGroup, error) {
 	ctx := attempt

@@ -155,7 +155,7 @@ func TestLargeUploadsAreBoundedAndSmallOnesGoAhead(t *testing.T) {
 	if got := take(); got != nil {
 		t.Fatal("a second large upload is offered while upload_concurrency are in flight")
 	}
-	if err := r.finish(&result{job: large1, err: errors.New("failed")}); err != nil {
+	if err := r.finish(context.Background(), &result{job: large1, err: errors.New("failed")}); err != nil {
 		t.Fatal(err)
 	}
 	if got := take(); got != large2 {

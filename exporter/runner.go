@@ -339,7 +339,7 @@ func (r *runner) uploadRest(ctx context.Context, deadline <-chan time.Time) (don
 		case now := <-tick.C:
 			r.keepQueuedInProgress(now)
 		case res := <-r.wires.results:
-			if err := r.finish(res); err != nil {
+			if err := r.finish(ctx, res); err != nil {
 				return true, err
 			}
 		case <-deadline:
@@ -388,7 +388,7 @@ func (r *runner) loop(ctx context.Context) error {
 		case jobs <- next:
 			r.dispatched(idx)
 		case res := <-r.wires.results:
-			if err := r.finish(res); err != nil {
+			if err := r.finish(ctx, res); err != nil {
 				return err
 			}
 		case apply := <-r.wires.back:
@@ -471,35 +471,6 @@ func (r *runner) fail(err error) {
 
 // openMem is the memory held by open buffers.
 func (r *runner) openMem() int64 { return r.set.Mem() + r.rej.Mem() }
-
-// relieve keeps memory within the budget: when open buffers hold most of it,
-// it seals the largest so its upload frees memory; otherwise the uploads in
-// flight free it, and pulling waits. It seals already at three quarters of
-// the budget when nothing is being uploaded, so that the upload runs while
-// pulling goes on instead of stopping it.
-func (r *runner) relieve() {
-	open := r.openMem()
-	total := open + r.up.inflightBytes + r.mem.heldMem
-	if total > r.mem.peak {
-		r.mem.peak = total
-		r.mem.mPeak.Set(float64(total))
-	}
-	if total >= r.mem.budget && open >= r.up.inflightBytes || total >= r.mem.budget/4*3 && r.up.inflight == 0 {
-		// The largest batches, until a 32nd of the budget is freed: one
-		// pass over the open batches, where sealing them one at a time
-		// would cost a pass per message with many small batches. Rejected
-		// messages first when they hold more: a flood of them must not
-		// seal the data's buffers early, an object of a few messages
-		// each.
-		first, then := r.set, r.rej
-		if r.rej.Mem() > r.set.Mem() {
-			first, then = r.rej, r.set
-		}
-		if first.SealLargestUntil(buffer.ReasonMemory, r.mem.budget/32) == 0 {
-			then.SealLargestUntil(buffer.ReasonMemory, r.mem.budget/32)
-		}
-	}
-}
 
 // gauges sets the gauges that describe the runner's state.
 func (r *runner) gauges(now time.Time) {
