@@ -245,6 +245,9 @@ func printRestore(w io.Writer, r *restore.Report, dry bool) {
 		return
 	case r.Publishing == restore.PublishChained:
 		fmt.Fprintf(w, "  %d messages published in fast batches, each right after the one before (exactly once)\n", r.Published)
+		if r.BatchesWithIDs > 0 {
+			fmt.Fprintf(w, "  %d batches with message ids, after another publisher came first again and again\n", r.BatchesWithIDs)
+		}
 		if r.PublishedAlone > 0 {
 			fmt.Fprintf(w, "  %d of them alone, with a message id, after another publisher came between the chain's messages again and again\n", r.PublishedAlone)
 		}

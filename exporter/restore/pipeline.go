@@ -35,6 +35,9 @@ type pendingBatch struct {
 	before uint64            // the target's last sequence the batch was sent to follow
 	answer chan commitAnswer // the answer to its commit, once sent
 	staged bool              // sent but for its commit
+	// ids: its messages carry message ids in place of the first one's
+	// expected last sequence (withIDsAfter).
+	ids bool
 }
 
 // commitAnswer is the server's answer to a batch's commit.
@@ -125,6 +128,12 @@ func (r *restorer) publishBatch(ctx context.Context, b *pendingBatch, last uint6
 		if b.keep && r.t.last != before {
 			return fmt.Errorf("target stream %s: someone else published to it (its last sequence moved from %d to %d) while it was restored under the original sequences", r.t.name, before, r.t.last)
 		}
+		if errors.Is(err, errMoved) && attempt >= withIDsAfter && !b.keep && !b.ids {
+			r.log.Info("another publisher keeps coming first; the batch goes with message ids in place of an expected last sequence",
+				"target", r.t.name, "first_seq", b.first, "last_seq", b.lastSeq, "attempt", attempt)
+			b.ids = true
+			r.rep.BatchesWithIDs++
+		}
 		if attempt == batchAttempts {
 			return fmt.Errorf("target stream %s: a batch of %d messages from source sequence %d failed %d times: %w", r.t.name, len(b.msgs), b.first, attempt, err)
 		}
@@ -137,15 +146,26 @@ func (r *restorer) publishBatch(ctx context.Context, b *pendingBatch, last uint6
 			}
 		}
 		before = r.t.last
-		last, err = r.t.publishAtomic(ctx, b.msgs)
+		last, err = r.t.publishAtomic(ctx, b.msgs, b.ids)
 	}
 }
 
+// withIDsAfter is how many races in a row another publisher may win
+// against a batch before the batch goes with message ids: its first
+// message expects the stream's last sequence as this restore read it, and
+// a publisher that publishes more often than a batch takes from that read
+// to its commit would win every race. A batch with message ids lands whole
+// and once all the same: after a failure the restore looks for the newest
+// restored message before it publishes again, the stream's duplicate
+// window refuses a second copy still in flight, and the batch after it is
+// committed only once it landed.
+const withIDsAfter = 2
+
 // publishAtomic publishes msgs as one atomic batch expected right after
-// the stream's last sequence as this restore knows it, and returns the
-// sequence of its last message.
-func (t *target) publishAtomic(ctx context.Context, msgs []*nats.Msg) (uint64, error) {
-	b := &pendingBatch{msgs: msgs}
+// the stream's last sequence as this restore knows it, or, with ids, with
+// message ids, and returns the sequence of its last message.
+func (t *target) publishAtomic(ctx context.Context, msgs []*nats.Msg, ids bool) (uint64, error) {
+	b := &pendingBatch{msgs: msgs, ids: ids}
 	t.stage(b, t.last)
 	t.commit(ctx, b)
 	return t.await(ctx, b)
@@ -166,7 +186,10 @@ func (t *target) stage(b *pendingBatch, after uint64) {
 		h[jetstreamext.BatchSeqHeader] = batchSeq(i + 1)
 		delete(h, jetstreamext.BatchCommitHeader)
 		delete(h, jetstream.ExpectedLastSeqHeader)
-		if i == 0 {
+		switch {
+		case b.ids:
+			h.Set(jetstream.MsgIDHeader, t.msgID(m))
+		case i == 0:
 			h[jetstream.ExpectedLastSeqHeader] = []string{strconv.FormatUint(after, 10)}
 		}
 		if i == len(b.msgs)-1 {
@@ -257,7 +280,7 @@ func (t *target) await(ctx context.Context, b *pendingBatch) (uint64, error) {
 	if ack.Stream == "" || ack.BatchID != b.id || ack.Count != len(b.msgs) {
 		return 0, fmt.Errorf("target stream %s: the answer to the commit of batch %s of %d messages: %w", t.name, b.id, len(b.msgs), jetstreamext.ErrInvalidBatchAck)
 	}
-	if ack.Sequence != b.before+uint64(len(b.msgs)) {
+	if !b.ids && ack.Sequence != b.before+uint64(len(b.msgs)) {
 		return 0, fmt.Errorf("target stream %s: a batch of %d after sequence %d ended at %d", t.name, len(b.msgs), b.before, ack.Sequence)
 	}
 	t.last = ack.Sequence

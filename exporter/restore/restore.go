@@ -113,6 +113,7 @@ type Report struct {
 	Selected          uint64         // messages selected
 	Published         uint64         // messages published by this run
 	PublishedAlone    uint64         // of them, in a chain, published alone with a message id when another publisher kept coming between
+	BatchesWithIDs    uint64         // atomic batches published with message ids when another publisher kept coming first
 	Already           uint64         // selected messages a restore published before (resumed after them)
 	ResumedAfter      uint64         // the last source sequence found restored, 0 for none
 	Duplicates        int            // records of a sequence read twice (two objects hold it)

@@ -235,12 +235,18 @@ func (t *target) keepSequences(ctx context.Context, first uint64) error {
 // landed after all.
 var errMoved = errors.New("the target stream's last sequence moved")
 
+// msgID is the message id of restored message m: its source and the
+// sequence it had there.
+func (t *target) msgID(m *nats.Msg) string {
+	return t.source + ":" + t.stamp + ":" + m.Header.Get(HeaderSourceSequence)
+}
+
 // publishIDs publishes msgs one by one, each with a message id the
 // stream's duplicate window takes a second copy of for a duplicate.
 func (t *target) publishIDs(ctx context.Context, msgs []*nats.Msg) error {
 	futures := make([]jetstream.PubAckFuture, 0, len(msgs))
 	for _, m := range msgs {
-		m.Header.Set(jetstream.MsgIDHeader, t.source+":"+t.stamp+":"+m.Header.Get(HeaderSourceSequence))
+		m.Header.Set(jetstream.MsgIDHeader, t.msgID(m))
 		f, err := t.js.PublishMsgAsync(m)
 		if err != nil {
 			return fmt.Errorf("target stream %s: publish: %w", t.name, err)
