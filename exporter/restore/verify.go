@@ -57,7 +57,9 @@ func (t *target) readRestored(ctx context.Context) (map[uint64]*restoredMsg, err
 	if info.State.Msgs == 0 {
 		return out, nil
 	}
-	cons, err := t.js.OrderedConsumer(ctx, t.name, jetstream.OrderedConsumerConfig{})
+	// The consumer is created afresh at every fetch: bounded tries, where
+	// the default tries for ever, outside ctx.
+	cons, err := t.js.OrderedConsumer(ctx, t.name, jetstream.OrderedConsumerConfig{MaxResetAttempts: 5})
 	if err != nil {
 		return nil, fmt.Errorf("target stream %s: read: %w", t.name, err)
 	}

@@ -92,6 +92,10 @@ func ReadSequences(ctx context.Context, js jetstream.JetStream, stream string, f
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:    from,
 		HeadersOnly:    true,
+		// The ordered consumer creates its consumer afresh at every
+		// fetch, and by default tries for ever, outside ctx: a cluster
+		// electing leaders again and again held a read for minutes.
+		MaxResetAttempts: readResetAttempts,
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("stream %s: read from %d: %w", stream, from, err)
@@ -136,6 +140,12 @@ func ReadSequences(ctx context.Context, js jetstream.JetStream, stream string, f
 	}
 	return seqs, false, nil
 }
+
+// readResetAttempts bounds the tries at creating the consumer a fetch of
+// ReadSequences reads through (a second apart, then two, then four): a
+// read that fails is tried again by its caller, a walk at its next round
+// and a set-up with its backoff.
+const readResetAttempts = 3
 
 // NextMessage returns the sequence of the first message at or after seq
 // whose subject matches one of filters, or 0 when the stream holds none. It
