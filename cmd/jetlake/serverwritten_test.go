@@ -75,11 +75,13 @@ func TestServerWrittenMessagesAreExportedAsStored(t *testing.T) {
 		}
 		return ack.Sequence
 	}
-	// Read before it expires: 5 s leave a loaded machine time to start
-	// jetlake (with 1 s, the first run started after it was gone, and
-	// a connector that starts after a message is gone does not count it).
-	publish("swm.ttl", `{"gone":"soon"}`, "Nats-TTL", "5s")
-	publish("swm.sched", `{"hello":1}`, "Nats-Schedule", "@at "+time.Now().Add(3*time.Second).UTC().Format(time.RFC3339),
+	// Read before it expires, and the schedule before it fires: 10 s
+	// leave a loaded machine time to start jetlake (with 1 s for the TTL
+	// and 3 s for the schedule, the first run started after they were
+	// gone, and a connector that starts after a message is gone does not
+	// count it).
+	publish("swm.ttl", `{"gone":"soon"}`, "Nats-TTL", "10s")
+	publish("swm.sched", `{"hello":1}`, "Nats-Schedule", "@at "+time.Now().Add(10*time.Second).UTC().Format(time.RFC3339),
 		"Nats-Schedule-Target", "swm.fired", "X-Mine", "kept")
 	publish("swc.c", "", "Nats-Incr", "5")
 	publish("swc.c", "", "Nats-Incr", "3")
