@@ -153,10 +153,20 @@ func (r *runner) idle(ctx context.Context, infos []*jetstream.ConsumerInfo) bool
 			acked = false
 		}
 	}
-	for _, s := range r.streams {
-		if l := s.book.Ledger(); l != nil && l.Unsettled() {
+	for i, s := range r.streams {
+		l := s.book.Ledger()
+		switch {
+		case l == nil:
+		case l.Unsettled():
 			// Sequences not known to be exported: a walk tells whether
 			// they come back or get a loss marker.
+			return false
+		case len(s.unsure) > 0:
+			// Messages waiting for an unresolved intent.
+			return false
+		case s.mode.AckLess && infos[i].Delivered.Stream > l.Frontier():
+			// Delivered, and not in the loop yet: an ack-less consumer
+			// has nothing unacked to say so.
 			return false
 		}
 	}
