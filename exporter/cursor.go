@@ -336,14 +336,14 @@ func (s *streamWriter) moveBack(ctx context.Context, q uint64, why, reason strin
 		return
 	}
 	c.checking = true
-	cons, pin := s.cur.cons, s.fence.pin
+	cons, pin, proven := s.cur.cons, s.fence.pin, s.book.Ledger().Floor()+1
 	s.hub.beside(func() func() {
 		mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		if held, err := s.mayMove(mctx, pin, q); err != nil || held != "" {
 			return func() { s.cursorKept(q, held, err) }
 		}
-		moved, err := jsclient.Move(mctx, s.sn.js, s.stream, s.sn.cfg.Name, s.cfg, cons, q)
+		moved, err := jsclient.Move(mctx, s.sn.js, s.stream, s.sn.cfg.Name, s.cfg, cons, q, proven)
 		return func() { s.cursorMoved(moved, q, why, reason, err) }
 	})
 }
@@ -357,7 +357,7 @@ func (s *streamWriter) rewindAtStart(ctx context.Context, info *jetstream.Consum
 	if q == 0 || q > info.Delivered.Stream {
 		return nil
 	}
-	moved, err := jsclient.Move(ctx, s.sn.js, s.stream, s.sn.cfg.Name, s.cfg, s.cur.cons, q)
+	moved, err := jsclient.Move(ctx, s.sn.js, s.stream, s.sn.cfg.Name, s.cfg, s.cur.cons, q, s.book.Ledger().Floor()+1)
 	if err != nil {
 		return fmt.Errorf("stream %s, consumer %s: move back to sequence %d: %w", s.cfg.Stream, s.cfg.Consumer, q, err)
 	}

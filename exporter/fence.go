@@ -266,7 +266,7 @@ func (s *streamWriter) unpinnedChore() *chore {
 			if err != nil || from == 0 {
 				return nil, err
 			}
-			moved, err := jsclient.Move(cctx, s.sn.js, s.stream, s.sn.cfg.Name, s.cfg, cons, from)
+			moved, err := jsclient.Move(cctx, s.sn.js, s.stream, s.sn.cfg.Name, s.cfg, cons, from, from)
 			return func() {
 				if err != nil {
 					s.log.Warn("nobody is pinned to the consumer, which delivered past the export record, and it could not be moved back; trying again", s.logAttrs("error", err)...)

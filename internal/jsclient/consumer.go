@@ -470,8 +470,11 @@ func UnpartitionedRefusal(c *config.Connector, s config.Stream, have jetstream.S
 // with a reset on servers that have it (2.14+); by deleting and creating
 // it again on older ones, or when its deliver policy does not allow the
 // reset (deliver new, or a start sequence above from). It returns the new
-// consumer when it made one.
-func Move(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, connector string, s config.Stream, cons jetstream.Consumer, from uint64) (jetstream.Consumer, error) {
+// consumer when it made one. An ack-less consumer made again keeps in its
+// metadata (MetaDeliverFrom) no more than proven: the sequence below which
+// the caller knows every one exported, which from, a sequence the caller
+// lacks, need not be.
+func Move(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, connector string, s config.Stream, cons jetstream.Consumer, from, proven uint64) (jetstream.Consumer, error) {
 	_, err := js.ResetConsumerToSequence(ctx, s.Stream, s.Consumer, from)
 	switch {
 	case err == nil:
@@ -485,6 +488,17 @@ func Move(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, 
 		if info := cons.CachedInfo(); info != nil {
 			cfg = info.Config
 		}
+	}
+	if cfg.AckPolicy == jetstream.AckNonePolicy {
+		cfg.Metadata = maps.Clone(cfg.Metadata)
+		if cfg.Metadata == nil {
+			cfg.Metadata = map[string]string{}
+		}
+		was, err := strconv.ParseUint(cfg.Metadata[MetaDeliverFrom], 10, 64)
+		if err != nil || was > proven {
+			was = proven
+		}
+		cfg.Metadata[MetaDeliverFrom] = strconv.FormatUint(was, 10)
 	}
 	if err := stream.DeleteConsumer(ctx, s.Consumer); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return nil, fmt.Errorf("delete to create again from sequence %d: %w", from, err)
