@@ -144,6 +144,13 @@ func (s *streamWriter) walked(ctx context.Context, res *walkResult) {
 	if res.firstSeq > 0 {
 		l.Reach(res.firstSeq-1, true)
 	}
+	if s.mode.AckLess && s.pulling() {
+		// Delivered and never received (lost on the way, as in a
+		// consumer leader change): a consumer that takes no acks never
+		// sends it again. The next walks tell whether the stream holds
+		// it, and checkCursor moves the consumer back to it.
+		l.Reach(res.delivered, false)
+	}
 	for _, m := range lossmarker.Gaps(s.cfg.Stream, s.cfg.Consumer, lost, "the stream removed these sequences before they were exported (limits, a purge or a delete)") {
 		s.hub.enqueue(&job{stream: s, marker: m})
 	}
