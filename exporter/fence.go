@@ -232,30 +232,30 @@ func (e *session) forgetFenced(ctx context.Context, res *result, id string) {
 	res.intentKey = ""
 }
 
-// unpinnedEvery is how often a standby of a pinned consumer read ack-less
-// looks for one nobody is pinned to that delivered what the export record
-// lacks.
+// unpinnedEvery is how often an instance of a pinned consumer read
+// ack-less looks for one nobody is pinned to that delivered what the
+// export record lacks.
 const unpinnedEvery = 5 * time.Second
 
-// unpinnedChore looks, beside the loop, at the pinned consumer of s while
-// this instance is a standby (it has not taken the consumer over), when s
+// unpinnedChore looks, beside the loop, at the pinned consumer of s when s
 // is read ack-less. The server tells a client it is pinned only on a
-// message it delivers: an instance pinned before this one that took every
-// message and died with them unexported leaves a consumer with nothing
-// pending and nobody pinned, which would stay so. When the consumer is so
-// and it delivered past the export record's floor, it is moved back to the
-// first sequence after it: the instance pinned next takes the consumer
-// over on those messages, and its ledger skips what is exported. A move
-// never writes anything, so another instance pinned meanwhile loses
-// nothing by it.
+// message it delivers, and pins nobody while nothing is pending: an
+// instance pinned before this one that took every message and died with
+// them unexported, or a consumer leader change (which unpins) that lost
+// deliveries on the way, leaves a consumer with nothing pending and nobody
+// pinned, which would stay so. When the consumer is so and it delivered
+// past the export record's floor, it is moved back to the first sequence
+// after it: the instance pinned next takes the consumer over on those
+// messages, and its ledger skips what is exported. A move never writes
+// anything, so another instance pinned meanwhile loses nothing by it.
 func (s *streamWriter) unpinnedChore() *chore {
 	if s.cfg.Failover != config.FailoverPinned {
 		return nil
 	}
 	c := &chore{name: "unpinned"}
 	c.due = func(now time.Time, final bool) bool {
-		return !final && s.mode.AckLess && s.pulling() && s.book.Ledger() == nil && !s.fence.takingOver &&
-			!s.cur.checking && now.Sub(c.done) >= unpinnedEvery
+		return !final && s.mode.AckLess && s.pulling() && !s.fence.takingOver && !s.cur.checking &&
+			now.Sub(c.done) >= unpinnedEvery
 	}
 	c.start = func(time.Time) choreWork {
 		cons := s.cur.cons
@@ -310,6 +310,16 @@ func (s *streamWriter) unpinnedBehind(ctx context.Context, cons jetstream.Consum
 	floor = max(floor, jsclient.Proven(ci))
 	if ci.Delivered.Stream <= floor {
 		return 0, nil
+	}
+	// A filtered consumer's delivered sequence passes other subjects'
+	// messages: only one of its own in between is behind.
+	filters := s.cfg.Subjects
+	if len(filters) == 0 || !s.filtered {
+		filters = []string{">"}
+	}
+	q, err := jsclient.NextMessage(ctx, s.sn.nc, s.sn.cfg.NATS, s.cfg.Stream, floor+1, filters)
+	if err != nil || q == 0 || q > ci.Delivered.Stream {
+		return 0, err
 	}
 	return floor + 1, nil
 }

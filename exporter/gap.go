@@ -124,10 +124,13 @@ func (s *streamWriter) walked(ctx context.Context, res *walkResult) {
 	if l == nil {
 		return
 	}
-	if res.pinRead && (s.fence.pin == "" || res.pinned != s.fence.pin) {
+	if res.pinRead && (s.fence.pin == "" || res.pinned != s.fence.pin) && !(s.part != nil && res.pinned == "") {
 		// Pinned to another instance now, which exports what this one's
 		// ledger lacks: neither a marker nor a move of the consumer may
-		// follow from a ledger that stopped when the pin moved.
+		// follow from a ledger that stopped when the pin moved. A
+		// partition pinned to nobody (a leader change unpins, and nothing
+		// pending pins anyone) is its lease holder's, the only instance
+		// that pulls it.
 		s.log.Debug("a walk found this instance not pinned; its findings are left to the instance pinned now", s.logAttrs()...)
 		return
 	}
