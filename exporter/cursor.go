@@ -49,6 +49,12 @@ type cursor struct {
 	// not come back within twice AckWait is one it will never deliver.
 	stuck      uint64
 	stuckSince time.Time
+
+	// On a pinned consumer read ack-less: whether the unpinned chore has
+	// looked yet, and found it pinned to nobody with messages behind (see
+	// unpinnedChore). An instance not active is idle only once it looked
+	// and found none.
+	lookedUnpinned, behind bool
 }
 
 // consumerCheckEvery is how often the consumer of a stream that can not

@@ -264,10 +264,11 @@ func (s *streamWriter) unpinnedChore() *chore {
 			defer cancel()
 			from, err := s.unpinnedBehind(cctx, cons)
 			if err != nil || from == 0 {
-				return nil, err
+				return func() { s.cur.lookedUnpinned, s.cur.behind = err == nil, err != nil }, err
 			}
 			moved, err := jsclient.Move(cctx, s.sn.js, s.stream, s.sn.cfg.Name, s.cfg, cons, from, from)
 			return func() {
+				s.cur.lookedUnpinned, s.cur.behind = true, true
 				if err != nil {
 					s.log.Warn("nobody is pinned to the consumer, which delivered past the export record, and it could not be moved back; trying again", s.logAttrs("error", err)...)
 					return
