@@ -66,7 +66,7 @@ func (s *streamWriter) checkRecordOnce(ctx context.Context) error {
 	found := err == nil
 	switch {
 	case found:
-		ackFloor = jsclient.Proven(cons.CachedInfo())
+		ackFloor = cons.CachedInfo().AckFloor.Stream
 	case !errors.Is(err, jetstream.ErrConsumerNotFound):
 		return fmt.Errorf("consumer info: %w", err)
 	}
