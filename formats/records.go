@@ -470,100 +470,23 @@ func readParquetRecords(key string, r io.ReaderAt, size int64, fn func(*Record) 
 	if err != nil {
 		return fmt.Errorf("%s: %w", key, err)
 	}
-	schema := f.Schema()
-	cols := []*pqColumn{
-		{name: "stream"}, {name: "subject"}, {name: "sequence"}, {name: "timestamp"},
-		{name: "headers"}, {name: "payload"}, {name: "payload_base64"},
+	l, err := layoutOf(f.Schema())
+	if err != nil {
+		return fmt.Errorf("%s: %w", key, err)
 	}
-	sequence, timestamp, headers, payload, payload64 := cols[2], cols[3], cols[4], cols[5], cols[6]
-	var unit time.Duration // of the timestamps
-	for i, c := range cols {
-		c.index = -1
-		leaf, ok := schema.Lookup(c.name)
-		if !ok {
-			if i < 4 {
-				return fmt.Errorf("%s: no %s column", key, c.name)
-			}
-			continue
-		}
-		want := parquet.ByteArray
-		if c == sequence || c == timestamp {
-			want = parquet.Int64
-		}
-		typ := leaf.Node.Type()
-		if typ.Kind() != want || leaf.MaxRepetitionLevel != 0 || len(leaf.Path) != 1 {
-			return fmt.Errorf("%s: column %s is not a %s", key, c.name, want)
-		}
-		if c == timestamp {
-			if unit = timestampUnit(typ); unit == 0 {
-				return fmt.Errorf("%s: column timestamp is not a TIMESTAMP", key)
-			}
-		}
-		c.index = leaf.ColumnIndex
-	}
-	if payload.index < 0 && payload64.index < 0 {
-		return fmt.Errorf("%s: %w", key, ErrNoPayload)
-	}
-	var used []*pqColumn
-	for _, c := range cols {
-		if c.index >= 0 {
-			c.buf = make([]parquet.Value, parquetBatchRows)
-			used = append(used, c)
-		}
-	}
-
 	var rec Record
 	var data []byte
 	row := 0
 	for _, rg := range f.RowGroups() {
 		err := func() error {
-			defer closeColumns(used)
-			if err := openColumns(rg, used); err != nil {
+			defer closeColumns(l.used)
+			if err := openColumns(rg, l.used); err != nil {
 				return fmt.Errorf("%s: row %d: %w", key, row+1, err)
 			}
 			for range rg.NumRows() {
 				row++
-				var vals [7]parquet.Value
-				for i, c := range cols {
-					if c.index < 0 {
-						continue
-					}
-					v, err := c.read()
-					if err != nil {
-						return fmt.Errorf("%s: row %d: %w", key, row, err)
-					}
-					if v.IsNull() && i < 4 {
-						return fmt.Errorf("%s: row %d: %s is null", key, row, c.name)
-					}
-					vals[i] = v
-				}
-				rec.Stream = reuseString(rec.Stream, vals[0].ByteArray())
-				rec.Subject = reuseString(rec.Subject, vals[1].ByteArray())
-				seq := vals[2].Int64()
-				if seq < 0 {
-					return fmt.Errorf("%s: row %d: sequence %d is negative", key, row, seq)
-				}
-				rec.Sequence = uint64(seq)
-				rec.Time = timeIn(vals[3].Int64(), unit)
-				rec.Headers = nil
-				if headers.index >= 0 && !vals[4].IsNull() {
-					if err := json.Unmarshal(vals[4].ByteArray(), &rec.Headers); err != nil {
-						return fmt.Errorf("%s: row %d: headers: %w", key, row, err)
-					}
-				}
-				rec.Data = nil
-				switch {
-				case payload.index >= 0 && !vals[5].IsNull():
-					data = append(data[:0], vals[5].ByteArray()...)
-					rec.Data = data
-				case payload64.index >= 0 && !vals[6].IsNull():
-					if data, err = base64.StdEncoding.AppendDecode(data[:0], vals[6].ByteArray()); err != nil {
-						return fmt.Errorf("%s: row %d: payload_base64: %w", key, row, err)
-					}
-					rec.Data = data
-				}
-				if len(rec.Data) == 0 {
-					rec.Data = nil
+				if data, err = l.readRow(&rec, data); err != nil {
+					return fmt.Errorf("%s: row %d: %w", key, row, err)
 				}
 				if err := fn(&rec); err != nil {
 					return errFnStop{err}
@@ -579,6 +502,121 @@ func readParquetRecords(key string, r io.ReaderAt, size int64, fn func(*Record) 
 		}
 	}
 	return nil
+}
+
+// pqLayout is where a parquet file jetlake wrote keeps a record's fields:
+// its columns in the order of Record's (stream, subject, sequence,
+// timestamp, headers, payload, payload_base64), the first four required,
+// and the unit of its timestamps.
+type pqLayout struct {
+	cols []*pqColumn
+	used []*pqColumn // those the file has
+	unit time.Duration
+}
+
+// Indexes into pqLayout.cols.
+const (
+	pqStream = iota
+	pqSubject
+	pqSequence
+	pqTimestamp
+	pqHeaders
+	pqPayload
+	pqPayload64
+	pqColumns
+)
+
+// layoutOf finds a record's columns in schema, and checks their types: a
+// missing required column, a column of another type, a nested or repeated
+// one, or a file with neither payload column is refused.
+func layoutOf(schema *parquet.Schema) (*pqLayout, error) {
+	l := &pqLayout{cols: []*pqColumn{
+		{name: "stream"}, {name: "subject"}, {name: "sequence"}, {name: "timestamp"},
+		{name: "headers"}, {name: "payload"}, {name: "payload_base64"},
+	}}
+	for i, c := range l.cols {
+		c.index = -1
+		leaf, ok := schema.Lookup(c.name)
+		if !ok {
+			if i <= pqTimestamp {
+				return nil, fmt.Errorf("no %s column", c.name)
+			}
+			continue
+		}
+		want := parquet.ByteArray
+		if i == pqSequence || i == pqTimestamp {
+			want = parquet.Int64
+		}
+		typ := leaf.Node.Type()
+		if typ.Kind() != want || leaf.MaxRepetitionLevel != 0 || len(leaf.Path) != 1 {
+			return nil, fmt.Errorf("column %s is not a %s", c.name, want)
+		}
+		if i == pqTimestamp {
+			if l.unit = timestampUnit(typ); l.unit == 0 {
+				return nil, errors.New("column timestamp is not a TIMESTAMP")
+			}
+		}
+		c.index = leaf.ColumnIndex
+	}
+	if l.cols[pqPayload].index < 0 && l.cols[pqPayload64].index < 0 {
+		return nil, ErrNoPayload
+	}
+	for _, c := range l.cols {
+		if c.index >= 0 {
+			c.buf = make([]parquet.Value, parquetBatchRows)
+			l.used = append(l.used, c)
+		}
+	}
+	return l, nil
+}
+
+// readRow reads the next row of the open columns into rec, its payload into
+// data (returned, to be reused).
+func (l *pqLayout) readRow(rec *Record, data []byte) ([]byte, error) {
+	var vals [pqColumns]parquet.Value
+	for i, c := range l.cols {
+		if c.index < 0 {
+			continue
+		}
+		v, err := c.read()
+		if err != nil {
+			return data, err
+		}
+		if v.IsNull() && i <= pqTimestamp {
+			return data, fmt.Errorf("%s is null", c.name)
+		}
+		vals[i] = v
+	}
+	rec.Stream = reuseString(rec.Stream, vals[pqStream].ByteArray())
+	rec.Subject = reuseString(rec.Subject, vals[pqSubject].ByteArray())
+	seq := vals[pqSequence].Int64()
+	if seq < 0 {
+		return data, fmt.Errorf("sequence %d is negative", seq)
+	}
+	rec.Sequence = uint64(seq)
+	rec.Time = timeIn(vals[pqTimestamp].Int64(), l.unit)
+	rec.Headers = nil
+	if l.cols[pqHeaders].index >= 0 && !vals[pqHeaders].IsNull() {
+		if err := json.Unmarshal(vals[pqHeaders].ByteArray(), &rec.Headers); err != nil {
+			return data, fmt.Errorf("headers: %w", err)
+		}
+	}
+	rec.Data = nil
+	switch {
+	case l.cols[pqPayload].index >= 0 && !vals[pqPayload].IsNull():
+		data = append(data[:0], vals[pqPayload].ByteArray()...)
+		rec.Data = data
+	case l.cols[pqPayload64].index >= 0 && !vals[pqPayload64].IsNull():
+		var err error
+		if data, err = base64.StdEncoding.AppendDecode(data[:0], vals[pqPayload64].ByteArray()); err != nil {
+			return data, fmt.Errorf("payload_base64: %w", err)
+		}
+		rec.Data = data
+	}
+	if len(rec.Data) == 0 {
+		rec.Data = nil
+	}
+	return data, nil
 }
 
 // openParquet opens the parquet file of r. It checks the footer's length
