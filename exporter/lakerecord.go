@@ -66,7 +66,7 @@ func (s *streamWriter) checkRecordOnce(ctx context.Context) error {
 	found := err == nil
 	switch {
 	case found:
-		ackFloor = cons.CachedInfo().AckFloor.Stream
+		ackFloor = jsclient.Proven(cons.CachedInfo())
 	case !errors.Is(err, jetstream.ErrConsumerNotFound):
 		return fmt.Errorf("consumer info: %w", err)
 	}
