@@ -265,6 +265,14 @@ func (lt *lakeTable) committed(plan *iceberg.Plan, files []iceberg.File, took ti
 		err = &failure.Permanent{Code: "IcebergPlan", Err: err}
 	}
 	m, name, table := lt.m, lt.connector, lt.t.Name()
+	if errors.Is(err, iceberg.ErrAbandoned) {
+		// Another instance's recovery released the plan's claims before
+		// it was recorded: nothing of it is in the table, and its files
+		// go into the next plan.
+		lt.files.Return(files)
+		lt.log.Info("iceberg commit plan abandoned by another instance's recovery; its files are planned again", "table", table, "files", len(files))
+		return nil, nil
+	}
 	if err != nil {
 		// Tried again after commit_interval, backlog or not.
 		lt.backlog = false

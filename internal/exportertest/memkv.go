@@ -10,8 +10,8 @@ import (
 	"github.com/jetlake/jetlake/internal/state"
 )
 
-// MemKV is an in-memory state bucket, for tests: the Create, Delete, List,
-// Get and Update of a state.Store, with its errors. Safe for concurrent
+// MemKV is an in-memory state bucket, for tests: the Create, Delete,
+// DeleteRev, List, Get and Update of a state.Store, with its errors. Safe for concurrent
 // use.
 type MemKV struct {
 	mu   sync.Mutex
@@ -63,6 +63,19 @@ func (s *MemKV) Create(_ context.Context, key string, value []byte) error {
 func (s *MemKV) Delete(_ context.Context, key string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	delete(s.m, key)
+	delete(s.revs, key)
+	return nil
+}
+
+// DeleteRev removes key if its revision is rev, or returns
+// state.ErrRecordChanged.
+func (s *MemKV) DeleteRev(_ context.Context, key string, rev uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.revs[key] != rev {
+		return state.ErrRecordChanged
+	}
 	delete(s.m, key)
 	delete(s.revs, key)
 	return nil

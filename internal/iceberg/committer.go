@@ -31,6 +31,9 @@ type PlanStore interface {
 	Delete(ctx context.Context, key string) error
 	// List returns every key under prefix with its value.
 	List(ctx context.Context, prefix string) (map[string][]byte, error)
+	// Release deletes key if it holds value, in one conditional step; a
+	// key that is missing or holds another value is left as it is.
+	Release(ctx context.Context, key string, value []byte) error
 }
 
 // Errors a PlanStore reports.
@@ -42,6 +45,11 @@ var (
 // ErrRefused is wrapped by what Committer.CheckFile reports of a file it
 // refuses.
 var ErrRefused = errors.New("not a file jetlake stored")
+
+// ErrAbandoned is wrapped by what Commit or Recommit report of a plan that
+// a Recover abandoned before it was recorded: its claims are released,
+// nothing of it is committed, and its files are to be planned anew.
+var ErrAbandoned = errors.New("commit plan abandoned before it was recorded: its files are planned anew")
 
 // PlanError reports a commit plan of the PlanStore that Recover refuses to
 // commit: a file it names is not under the table's data folder, or
@@ -87,7 +95,15 @@ type Plan struct {
 	Table   string    `json:"table"`
 	Files   []File    `json:"files"`
 	Created time.Time `json:"created"`
+	// Abandoned is set on the plan key a Recover took for claims whose
+	// plan was not recorded: the plan's own record can no longer be
+	// created, so its owner, were it only slow, commits nothing of it.
+	Abandoned time.Time `json:"abandoned,omitzero"`
 }
+
+// abandonedFor is how long the key of an abandoned plan is kept: long past
+// the time its owner, were it alive, gives a commit (2 minutes).
+const abandonedFor = 24 * time.Hour
 
 // Committer commits stored data files to a table exactly once, however a
 // process dies: every commit is planned in the PlanStore first, under an id
@@ -180,33 +196,63 @@ func (c *Committer) Commit(ctx context.Context, files []File) (*Plan, error) {
 			plan.Files = append(plan.Files, f)
 		}
 	}
-	// Claims of a plan that is not recorded are released, so that the
-	// next plan can take their files.
-	release := func() {
-		parallel(context.WithoutCancel(ctx), len(plan.Files), func(ctx context.Context, i int) error {
-			return c.plans.Delete(ctx, statekey.Claim(c.prefix, plan.Files[i].Intent))
-		})
-	}
 	if err != nil {
-		release()
+		c.release(ctx, plan)
 		return nil, err
 	}
 	if len(plan.Files) == 0 {
 		return plan, nil
 	}
-	value, err := json.Marshal(plan)
-	if err != nil {
-		release()
+	if err := c.record(ctx, plan); errors.Is(err, ErrAbandoned) {
 		return nil, err
-	}
-	if err := c.plans.Create(ctx, statekey.Plan(c.prefix, plan.ID), value); err != nil {
-		release()
-		return nil, fmt.Errorf("record commit plan: %w", err)
+	} else if err != nil {
+		// It may have landed: the plan is returned, and Recommit finds
+		// out.
+		return plan, err
 	}
 	if c.AfterPlan != nil {
 		c.AfterPlan()
 	}
 	return plan, c.commit(ctx, plan)
+}
+
+// record records plan, whose files are claimed for it. When its key is
+// taken, by an earlier attempt of this record or by a Recover that
+// abandoned the plan, the key tells which: abandoned, the claims are
+// released and the error wraps ErrAbandoned.
+func (c *Committer) record(ctx context.Context, plan *Plan) error {
+	value, err := json.Marshal(plan)
+	if err != nil {
+		return err
+	}
+	key := statekey.Plan(c.prefix, plan.ID)
+	err = c.plans.Create(ctx, key, value)
+	if !errors.Is(err, ErrExists) {
+		if err != nil {
+			return fmt.Errorf("record commit plan: %w", err)
+		}
+		return nil
+	}
+	held, err := c.plans.Get(ctx, key)
+	if err != nil && !errors.Is(err, ErrMissing) {
+		return fmt.Errorf("record commit plan: %w", err)
+	}
+	var p Plan
+	if err == nil && json.Unmarshal(held, &p) == nil && p.ID == plan.ID && p.Abandoned.IsZero() {
+		return nil // an earlier attempt landed
+	}
+	// Abandoned: the key holds the mark, or held it and its age let it
+	// go. Either way the plan's claims may be another plan's by now.
+	c.release(ctx, plan)
+	return fmt.Errorf("commit plan %s: %w", plan.ID, ErrAbandoned)
+}
+
+// release releases the claims plan holds still, so that the next plan can
+// take their files: a claim that is another plan's by now is left alone.
+func (c *Committer) release(ctx context.Context, plan *Plan) {
+	parallel(context.WithoutCancel(ctx), len(plan.Files), func(ctx context.Context, i int) error {
+		return c.plans.Release(ctx, statekey.Claim(c.prefix, plan.Files[i].Intent), []byte(plan.ID))
+	})
 }
 
 // DefaultMaxPlanBytes is the default of Committer.MaxPlanBytes.
@@ -253,9 +299,15 @@ func parallel(ctx context.Context, n int, fn func(ctx context.Context, i int) er
 	return g.Wait()
 }
 
-// Recommit commits a recorded plan whose commit failed, under its own id:
-// its files are claimed for it, so no other plan can take them.
+// Recommit commits a plan Commit returned with an error, under its own id:
+// its files are claimed for it, so no other plan can take them. A plan
+// whose record is not known to have landed is recorded first; one a
+// Recover abandoned meanwhile makes Recommit return an error wrapping
+// ErrAbandoned, and commits nothing.
 func (c *Committer) Recommit(ctx context.Context, plan *Plan) error {
+	if err := c.record(ctx, plan); err != nil {
+		return err
+	}
 	return c.commit(ctx, plan)
 }
 
@@ -304,10 +356,14 @@ func (c *Committer) commitFiles(ctx context.Context, plan *Plan) error {
 
 // Recover commits every plan of the store that the table does not hold
 // yet, under its own id, and returns every plan found: their files are in
-// the table once Recover returns without error. Claims left by a plan that
-// was never recorded (the process died between the two) are released, so
-// their files are planned anew. It runs when this instance becomes the one
-// that commits (at start, or when it is pinned), before it plans anything.
+// the table once Recover returns without error. Claims whose plan is not
+// recorded are released, so their files are planned anew: the process
+// that claimed them died before it recorded the plan, or it is alive and
+// slow, another instance of a table several commit to. Their plan is
+// abandoned first (its key taken, see Plan.Abandoned), so that its owner
+// can not record it after the release: it would commit files another plan
+// took. It runs when this instance becomes the one that commits (at
+// start, or when it is pinned), before it plans anything.
 //
 // A plan to commit is checked first, every file of it, and nothing is
 // committed unless all of them pass: a file outside the table's data
@@ -323,6 +379,7 @@ func (c *Committer) Recover(ctx context.Context) ([]*Plan, error) {
 	}
 	var plans, pending []*Plan
 	planned := map[string]bool{}
+	now := time.Now()
 	for _, key := range slices.Sorted(maps.Keys(entries)) {
 		if !strings.HasPrefix(key, statekey.Plans(c.prefix)) {
 			continue
@@ -330,6 +387,14 @@ func (c *Committer) Recover(ctx context.Context) ([]*Plan, error) {
 		p := &Plan{}
 		if err := json.Unmarshal(entries[key], p); err != nil {
 			return nil, fmt.Errorf("commit plan %s: %w", key, err)
+		}
+		if !p.Abandoned.IsZero() && key == statekey.Plan(c.prefix, p.ID) {
+			if now.Sub(p.Abandoned) > abandonedFor {
+				if err := c.plans.Delete(ctx, key); err != nil {
+					return nil, err
+				}
+			}
+			continue
 		}
 		planned[p.ID] = true
 		plans = append(plans, p)
@@ -358,14 +423,92 @@ func (c *Committer) Recover(ctx context.Context) ([]*Plan, error) {
 			return nil, fmt.Errorf("mark commit %s done: %w", p.ID, err)
 		}
 	}
+	if err := c.releaseUnplanned(ctx, entries, planned, now); err != nil {
+		return nil, err
+	}
+	return plans, nil
+}
+
+// releaseUnplanned deletes the done marks of plans that are gone, and
+// abandons the plans that hold claims but were not recorded when entries
+// were listed, releasing their claims.
+func (c *Committer) releaseUnplanned(ctx context.Context, entries map[string][]byte, planned map[string]bool, now time.Time) error {
+	claims := map[string][]string{} // claim keys by the plan id they hold
 	for key, value := range entries {
-		if statekey.IsClaimOrDone(c.prefix, key) && !planned[string(value)] {
+		id := string(value)
+		switch {
+		case planned[id] || !statekey.IsClaimOrDone(c.prefix, key):
+		case strings.HasPrefix(key, statekey.Claim(c.prefix, "")):
+			claims[id] = append(claims[id], key)
+		default:
 			if err := c.plans.Delete(ctx, key); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	return plans, nil
+	for id, keys := range claims {
+		// A value no plan id can be is released as it is: no plan key
+		// can hold it.
+		if validPlanID(id) {
+			recorded, err := c.abandon(ctx, id, now)
+			if err != nil {
+				return err
+			}
+			if recorded {
+				continue // since the listing: its owner commits it
+			}
+		}
+		for _, key := range keys {
+			if err := c.plans.Release(ctx, key, []byte(id)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// validPlanID reports whether id can be a plan's id, which Commit draws
+// from nuid: up to 64 letters and digits.
+func validPlanID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, r := range id {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// abandon takes the key of plan id, not recorded when Recover listed the
+// store, so that the plan can no longer be recorded. It reports whether
+// the plan was recorded meanwhile instead.
+func (c *Committer) abandon(ctx context.Context, id string, now time.Time) (recorded bool, err error) {
+	mark, err := json.Marshal(&Plan{ID: id, Table: c.table.Name(), Abandoned: now.UTC()})
+	if err != nil {
+		return false, err
+	}
+	key := statekey.Plan(c.prefix, id)
+	err = c.plans.Create(ctx, key, mark)
+	if !errors.Is(err, ErrExists) {
+		if err != nil {
+			return false, fmt.Errorf("abandon commit plan %s: %w", id, err)
+		}
+		return false, nil
+	}
+	held, err := c.plans.Get(ctx, key)
+	if errors.Is(err, ErrMissing) {
+		return true, nil // gone again: the next Recover looks
+	}
+	if err != nil {
+		return false, fmt.Errorf("abandon commit plan %s: %w", id, err)
+	}
+	var p Plan
+	if json.Unmarshal(held, &p) == nil && !p.Abandoned.IsZero() {
+		return false, nil // abandoned by another Recover
+	}
+	return true, nil
 }
 
 // check returns a *PlanError when a file of plan p, recorded under key,

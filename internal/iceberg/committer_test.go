@@ -52,6 +52,15 @@ func (s *memPlans) Delete(_ context.Context, key string) error {
 	return nil
 }
 
+func (s *memPlans) Release(_ context.Context, key string, value []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v, ok := s.m[key]; ok && bytes.Equal(v, value) {
+		delete(s.m, key)
+	}
+	return nil
+}
+
 func (s *memPlans) List(_ context.Context, prefix string) (map[string][]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -418,4 +427,102 @@ func TestAFileCommittedAndForgottenMeanwhileIsLeftOut(t *testing.T) {
 		t.Fatalf("committed %d files, want the 2 whose intents are left", len(got.Files))
 	}
 	e.read(40, 2)
+}
+
+// racingPlans runs before, once, when the first plan is about to be
+// recorded: between the claims of a plan and its record.
+type racingPlans struct {
+	*memPlans
+	before func()
+	once   sync.Once
+	// lost, when set, makes the first record land and report an error,
+	// as a request whose reply never came.
+	lost bool
+}
+
+func (s *racingPlans) Create(ctx context.Context, key string, value []byte) error {
+	if !strings.HasPrefix(key, "t.plan.") {
+		return s.memPlans.Create(ctx, key, value)
+	}
+	first := false
+	s.once.Do(func() {
+		first = true
+		if s.before != nil {
+			s.before()
+		}
+	})
+	err := s.memPlans.Create(ctx, key, value)
+	if first && s.lost && err == nil {
+		return errors.New("nats: timeout")
+	}
+	return err
+}
+
+// Another instance recovers (it starts, or it is pinned, while this one
+// is only slow) between this instance's claims and its plan's record: it
+// releases the claims of the plan it can not find, and plans the files
+// itself. This instance's plan is then abandoned, not recorded: each file
+// is in the table once.
+func TestARecoveryBetweenClaimsAndRecordNeverDoublesAFile(t *testing.T) {
+	e := newTableEnv(t, "sqlite")
+	ctx := context.Background()
+	plans := newMemPlans()
+	tbl := e.open()
+	files := e.files(tbl, 4)
+	plans.intents(files)
+	racing := &racingPlans{memPlans: plans}
+	racing.before = func() {
+		other := iceberg.NewCommitter(e.open(), plans, "t.")
+		if _, err := other.Recover(ctx); err != nil {
+			t.Error(err)
+		}
+		if p, err := other.Commit(ctx, files); err != nil || len(p.Files) != 4 {
+			t.Errorf("the other instance committed %v: %v", p, err)
+		}
+	}
+	c := iceberg.NewCommitter(tbl, racing, "t.")
+	p, err := c.Commit(ctx, files)
+	if !errors.Is(err, iceberg.ErrAbandoned) || p != nil {
+		t.Fatalf("Commit = %v, %v; want no plan and ErrAbandoned", p, err)
+	}
+	e.read(40, 1)
+	// Offered again, the files are another plan's: none is taken.
+	again, err := c.Commit(ctx, files)
+	if err != nil || len(again.Files) != 0 {
+		t.Fatalf("a plan after the abandon took %v: %v", again, err)
+	}
+	// The abandoned plan's key stays, marked, and recovery passes it by.
+	if _, err := iceberg.NewCommitter(e.open(), plans, "t.").Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.read(40, 1)
+}
+
+// A plan's record that lands but whose reply is lost: the plan comes back
+// with the error, and Recommit finds it recorded and commits it, once. A
+// recovery meanwhile finds it recorded and leaves its claims alone.
+func TestAPlanWhoseRecordReplyIsLostIsCommittedOnce(t *testing.T) {
+	e := newTableEnv(t, "sqlite")
+	ctx := context.Background()
+	plans := newMemPlans()
+	tbl := e.open()
+	files := e.files(tbl, 4)
+	plans.intents(files)
+	c := iceberg.NewCommitter(tbl, &racingPlans{memPlans: plans, lost: true}, "t.")
+	p, err := c.Commit(ctx, files)
+	if err == nil || p == nil || len(p.Files) != 4 {
+		t.Fatalf("Commit = %v, %v; want the plan and an error", p, err)
+	}
+	other := iceberg.NewCommitter(e.open(), plans, "t.")
+	recovered, err := other.Recover(ctx)
+	if err != nil || len(recovered) != 1 {
+		t.Fatalf("recovery found %d plans: %v", len(recovered), err)
+	}
+	if q, err := other.Commit(ctx, files); err != nil || len(q.Files) != 0 {
+		t.Fatalf("the other instance took %v: %v", q, err)
+	}
+	if err := c.Recommit(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	e.read(40, 1)
 }

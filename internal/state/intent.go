@@ -39,6 +39,9 @@ type Store interface {
 	Create(ctx context.Context, key string, value []byte) error
 	// Delete removes key; a missing key is not an error.
 	Delete(ctx context.Context, key string) error
+	// DeleteRev removes key if its revision is rev, or returns
+	// errRecordChanged.
+	DeleteRev(ctx context.Context, key string, rev uint64) error
 	// List returns every key under prefix (a dotted key prefix ending in
 	// ".") with its value.
 	List(ctx context.Context, prefix string) (map[string][]byte, error)
@@ -105,6 +108,14 @@ func (k *KV) Delete(ctx context.Context, key string) error {
 	err := k.kv.Purge(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil
+	}
+	return err
+}
+
+func (k *KV) DeleteRev(ctx context.Context, key string, rev uint64) error {
+	err := k.kv.Purge(ctx, key, jetstream.LastRevision(rev))
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return fmt.Errorf("%w: %w", ErrRecordChanged, err)
 	}
 	return err
 }

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -34,6 +35,20 @@ func (p planStore) Get(ctx context.Context, key string) ([]byte, error) {
 }
 
 func (p planStore) Delete(ctx context.Context, key string) error { return p.st.Delete(ctx, key) }
+
+func (p planStore) Release(ctx context.Context, key string, value []byte) error {
+	held, rev, err := p.st.Get(ctx, key)
+	if errors.Is(err, ErrNoRecord) || err == nil && !bytes.Equal(held, value) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := p.st.DeleteRev(ctx, key, rev); err != nil && !errors.Is(err, ErrRecordChanged) {
+		return err
+	}
+	return nil
+}
 
 func (p planStore) List(ctx context.Context, prefix string) (map[string][]byte, error) {
 	return p.st.List(ctx, prefix)
