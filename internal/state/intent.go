@@ -40,19 +40,19 @@ type Store interface {
 	// Delete removes key; a missing key is not an error.
 	Delete(ctx context.Context, key string) error
 	// DeleteRev removes key if its revision is rev, or returns
-	// errRecordChanged.
+	// ErrRecordChanged.
 	DeleteRev(ctx context.Context, key string, rev uint64) error
 	// List returns every key under prefix (a dotted key prefix ending in
 	// ".") with its value.
 	List(ctx context.Context, prefix string) (map[string][]byte, error)
-	// Get returns key's value and revision, or errNoRecord.
+	// Get returns key's value and revision, or ErrNoRecord.
 	Get(ctx context.Context, key string) ([]byte, uint64, error)
 	// Update stores value under key if key's revision is rev (0: key must
-	// not exist), or returns errRecordChanged.
+	// not exist), or returns ErrRecordChanged.
 	Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error)
 }
 
-// KV is an intentStore on a JetStream key-value bucket.
+// KV is the Store on a JetStream key-value bucket.
 type KV struct {
 	kv       jetstream.KeyValue
 	replicas int
