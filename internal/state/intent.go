@@ -56,7 +56,17 @@ type Store interface {
 type KV struct {
 	kv       jetstream.KeyValue
 	replicas int
+	// purge holds the options of a delete: PurgeTTL(markerTTL) when the
+	// bucket allows per-message TTLs.
+	purge []jetstream.KVDeleteOpt
 }
+
+// markerTTL is how long a bucket that allows per-message TTLs (the one
+// jetlake creates does) keeps the marker of a key jetlake deleted: long
+// enough for a watcher to see the delete. Without it every intent, claim
+// and plan ever deleted would leave a marker for good, one subject more
+// for the server to hold per object stored.
+var markerTTL = time.Minute
 
 // MaxValue bounds a value of the state bucket it creates.
 const MaxValue = 1 << 20
@@ -66,7 +76,7 @@ const MaxValue = 1 << 20
 func Open(ctx context.Context, js jetstream.JetStream, bucket string, replicas int) (*KV, error) {
 	kv, err := js.KeyValue(ctx, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+		cfg := jetstream.KeyValueConfig{
 			Bucket:      bucket,
 			Description: "jetlake: intents of uploads in flight",
 			History:     1,
@@ -76,7 +86,15 @@ func Open(ctx context.Context, js jetstream.JetStream, bucket string, replicas i
 			// at 256 KiB, commit plans too, and an intent takes a few
 			// bytes a sequence.
 			MaxValueSize: MaxValue,
-		})
+			// Per-message TTLs, for the markers of deleted keys only.
+			LimitMarkerTTL: markerTTL,
+		}
+		kv, err = js.CreateKeyValue(ctx, cfg)
+		if errors.Is(err, jetstream.ErrLimitMarkerTTLNotSupported) {
+			// A server before 2.11: markers stay.
+			cfg.LimitMarkerTTL = 0
+			kv, err = js.CreateKeyValue(ctx, cfg)
+		}
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			kv, err = js.KeyValue(ctx, bucket)
 		}
@@ -95,6 +113,9 @@ func Open(ctx context.Context, js jetstream.JetStream, bucket string, replicas i
 			return nil, &UnsafeBucketError{Bucket: bucket, Why: why}
 		}
 		out.replicas = max(cfg.Replicas, 1)
+		if cfg.AllowMsgTTL {
+			out.purge = []jetstream.KVDeleteOpt{jetstream.PurgeTTL(markerTTL)}
+		}
 	}
 	return out, nil
 }
@@ -105,7 +126,7 @@ func (k *KV) Create(ctx context.Context, key string, value []byte) error {
 }
 
 func (k *KV) Delete(ctx context.Context, key string) error {
-	err := k.kv.Purge(ctx, key)
+	err := k.kv.Purge(ctx, key, k.purge...)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil
 	}
@@ -113,7 +134,7 @@ func (k *KV) Delete(ctx context.Context, key string) error {
 }
 
 func (k *KV) DeleteRev(ctx context.Context, key string, rev uint64) error {
-	err := k.kv.Purge(ctx, key, jetstream.LastRevision(rev))
+	err := k.kv.Purge(ctx, key, append([]jetstream.KVDeleteOpt{jetstream.LastRevision(rev)}, k.purge...)...)
 	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 		return fmt.Errorf("%w: %w", ErrRecordChanged, err)
 	}

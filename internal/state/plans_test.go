@@ -66,3 +66,54 @@ func TestReleaseDeletesAClaimOnlyWhileItHoldsTheValue(t *testing.T) {
 		t.Fatalf("deleted claim: %v", err)
 	}
 }
+
+// The bucket jetlake creates keeps the marker of a deleted key for a
+// while, not for good: every marker carries a TTL, and the server forgets
+// the key after it. A bucket created before, without per-message TTLs,
+// still has its keys deleted.
+func TestTheMarkerOfADeletedKeyHasATTL(t *testing.T) {
+	ns := exportertest.NATS(t, exportertest.NATSOptions{})
+	nc, err := ns.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "older", History: 1, Storage: jetstream.FileStorage}); err != nil {
+		t.Fatal(err)
+	}
+	for _, bucket := range []string{"fresh", "older"} {
+		kv, err := state.Open(ctx, js, bucket, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := kv.Create(ctx, "intent.c.s.a", []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+		if err := kv.Delete(ctx, "intent.c.s.a"); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := kv.Get(ctx, "intent.c.s.a"); !errors.Is(err, state.ErrNoRecord) {
+			t.Fatalf("%s: a deleted key reads %v", bucket, err)
+		}
+		stream, err := js.Stream(ctx, "KV_"+bucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		marker, err := stream.GetLastMsgForSubject(ctx, "$KV."+bucket+".intent.c.s.a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ttl := marker.Header.Get("Nats-TTL")
+		switch {
+		case bucket == "fresh" && ttl != "1m0s":
+			t.Errorf("the marker of a deleted key has TTL %q, want 1m0s", ttl)
+		case bucket == "older" && ttl != "":
+			t.Errorf("a bucket without per-message TTLs got a marker with TTL %q", ttl)
+		}
+	}
+}
