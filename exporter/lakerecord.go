@@ -76,6 +76,7 @@ func (s *streamWriter) checkRecordOnce(ctx context.Context) error {
 	}
 	belief := state.Judge(rec, s.created, si.State.LastSeq)
 	if belief == state.Believed && found && rec.Claims() <= ackFloor {
+		s.record.rebuilt = rec
 		return nil // the consumer shows as much
 	}
 	rd, ok := s.sn.store.(objstore.ObjectReader)
@@ -99,6 +100,7 @@ func (s *streamWriter) checkRecordOnce(ctx context.Context) error {
 	case state.Believed:
 		un := state.Unconfirmed(rec, base, lk)
 		if len(un) == 0 {
+			s.record.rebuilt = rec
 			return nil // the lake shows it
 		}
 		if filtered {
@@ -108,6 +110,7 @@ func (s *streamWriter) checkRecordOnce(ctx context.Context) error {
 			// subjects the stream still holds, is in doubt.
 			cut = max(base, x.Last())
 			if rec.Claims() <= cut {
+				s.record.rebuilt = rec
 				return nil
 			}
 			seqs, _, err := jsclient.ReadSequences(ctx, s.sn.js, s.cfg.Stream, s.cfg.Subjects, cut+1, rec.Claims(), 1, 0)
@@ -115,6 +118,7 @@ func (s *streamWriter) checkRecordOnce(ctx context.Context) error {
 				return fmt.Errorf("stream %s: %w", s.cfg.Stream, err)
 			}
 			if len(seqs) == 0 || seqs[0] > rec.Claims() {
+				s.record.rebuilt = rec
 				return nil
 			}
 			keep = rec
@@ -180,10 +184,12 @@ func (s *streamWriter) markerConsumers() []string {
 	return []string{s.cfg.Consumer}
 }
 
-// withRebuilt adds to start what the record rebuilt from the lake at
-// set-up says: the bucket keeps only its floor when its done ranges are
-// too many, and another writer may have replaced it since. What the lake
-// held then is exported still.
+// withRebuilt adds to start what the record checked at set-up says,
+// rebuilt from the lake or confirmed by the consumer or the lake: the
+// bucket keeps only its floor when its done ranges are too many, and
+// another writer may have replaced it since, with a record that is not
+// believed. What was exported then is exported still; an ack-less
+// consumer shows no more than where it was created.
 func (s *streamWriter) withRebuilt(start *ledgerStart) {
 	r := s.record.rebuilt
 	if r == nil || !r.StreamCreated.Equal(s.created) {

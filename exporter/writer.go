@@ -79,8 +79,9 @@ type exportRecord struct {
 	key       string        // in the state bucket
 	savedRev  uint64        // the ledger revision last written
 	walkEvery time.Duration // how soon holes are walked again
-	// The export record rebuilt from the lake at set-up (see
-	// checkRecord), or nil: true whatever the bucket says since.
+	// The export record rebuilt from the lake at set-up, or the one
+	// the consumer or the lake confirmed there (see checkRecord), or
+	// nil: true whatever the bucket says since.
 	rebuilt *state.Record
 }
 
@@ -274,13 +275,13 @@ func (s *streamWriter) loadLedgerStart(ctx context.Context) (*ledgerStart, error
 	case errors.As(err, &bad):
 		// Starting from the ack floor loses no export and duplicates
 		// nothing; the next write replaces the value.
-		s.log.Warn("the export record can not be read; starting from what the consumer shows exported (its ack floor, or where jetlake created an ack-less one)", "stream", s.cfg.Stream, "error", err)
+		s.log.Warn("the export record can not be read; starting from what the consumer (its ack floor, or where jetlake created an ack-less one) and the record checked at start show exported", "stream", s.cfg.Stream, "error", err)
 	case err != nil:
 		return nil, err
 	default:
 		switch state.Judge(rec, s.created, si.State.LastSeq) {
 		case state.Forged:
-			s.log.Error("the export record claims sequences the stream never had: it is not trusted; starting from what the consumer shows exported, and the next write replaces it",
+			s.log.Error("the export record claims sequences the stream never had: it is not trusted; starting from what the consumer and the record checked at start show exported, and the next write replaces it",
 				"stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "record", s.record.key,
 				"record_floor", rec.Floor, "record_claims_up_to", rec.Claims(), "stream_last_seq", si.State.LastSeq, "ack_floor", start.floor)
 			s.sn.m.Untrusted.WithLabelValues(s.sn.cfg.Name, "export_record").Inc()
@@ -292,6 +293,7 @@ func (s *streamWriter) loadLedgerStart(ctx context.Context) (*ledgerStart, error
 				"record_stream_created", rec.StreamCreated, "stream_created", s.created)
 		}
 	}
+	s.withRebuilt(start)
 	return start, nil
 }
 
