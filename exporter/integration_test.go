@@ -28,8 +28,6 @@ import (
 	"github.com/jetlake/jetlake/internal/exportertest"
 	"github.com/jetlake/jetlake/internal/metrics"
 	"github.com/jetlake/jetlake/internal/objstore"
-	"github.com/jetlake/jetlake/internal/state"
-	"github.com/jetlake/jetlake/internal/statekey"
 )
 
 // One nats-server and one MinIO serve every test of the package; tests are
@@ -81,7 +79,6 @@ type env struct {
 	stream string
 	bucket string
 	file   string // connector file
-	state  string // the connector's state bucket, when not the default
 
 	metrics *metrics.Metrics // for the exporters run; nil: unexported ones
 }
@@ -409,10 +406,6 @@ func (e *env) wantExactlyOnce(got exported, last uint64) {
 
 // consumerInfo returns the connector's consumer state; before the exporter
 // created the consumer, it returns an empty state with everything pending.
-// The ack floor of a consumer that takes no acks (a limits stream's) moves
-// at delivery: its AckFloor is then the export record's floor, what such a
-// consumer's ack floor stands for, and NumAckPending counts the sequences
-// delivered above it.
 func (e *env) consumerInfo() *jetstream.ConsumerInfo {
 	e.t.Helper()
 	cons, err := e.js.Consumer(context.Background(), e.stream, "c"+e.stream)
@@ -426,51 +419,7 @@ func (e *env) consumerInfo() *jetstream.ConsumerInfo {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	e.ackView(info, "c"+e.stream)
 	return info
-}
-
-// ackView makes info, of a consumer of connector that takes no acks, show
-// what its ack floor and unacked count stand for: the export record's
-// floor, and the sequences delivered above it.
-func (e *env) ackView(info *jetstream.ConsumerInfo, connector string) {
-	e.t.Helper()
-	if info.Config.AckPolicy != jetstream.AckNonePolicy {
-		return
-	}
-	floor := e.recordFloor(connector, info.Name)
-	info.AckFloor.Stream = floor
-	info.NumAckPending = int(info.Delivered.Stream - min(floor, info.Delivered.Stream))
-}
-
-// recordFloor returns the floor of the export record of connector's
-// consumer of the test's stream, 0 when there is none yet.
-func (e *env) recordFloor(connector, consumer string) uint64 {
-	e.t.Helper()
-	ctx := context.Background()
-	bucket := e.state
-	if bucket == "" {
-		bucket = config.DefaultStateBucket
-	}
-	kv, err := e.js.KeyValue(ctx, bucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return 0
-	}
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	entry, err := kv.Get(ctx, statekey.Record(connector, e.stream, consumer))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return 0
-	}
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var rec state.Record
-	if err := json.Unmarshal(entry.Value(), &rec); err != nil {
-		e.t.Fatal(err)
-	}
-	return rec.Floor
 }
 
 func (e *env) wantAllAcked() {
