@@ -187,8 +187,8 @@ func (s *streamWriter) markerConsumers() []string {
 // withChecked adds to start what the record checked at set-up says,
 // rebuilt from the lake or confirmed by the consumer or the lake, when the
 // bucket's record is not believed now: another writer replaced it since.
-// What was exported then is exported still; an ack-less consumer shows no
-// more than where it was created.
+// What was exported then is exported still, whatever the consumer's ack
+// floor shows.
 func (s *streamWriter) withChecked(start *ledgerStart) {
 	r := s.record.checked
 	if r == nil || !r.StreamCreated.Equal(s.created) {
