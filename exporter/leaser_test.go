@@ -82,15 +82,7 @@ type leaseEnv struct {
 func newLeaseEnv(t *testing.T, ns *exportertest.NATSServer, name string) *leaseEnv {
 	t.Helper()
 	ctx := context.Background()
-	nc, err := ns.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := ns.JetStream(t)
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{name + ".>"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func TestNATSServerServesJetStreamAcrossRestartAndKill(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	js := natsJetStream(t, s)
+	js := s.JetStream(t)
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{
 		Name:     "ORDERS",
 		Subjects: []string{"orders.>"},
@@ -70,7 +70,7 @@ func TestNATSServerServesJetStreamAcrossRestartAndKill(t *testing.T) {
 	if err := s.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	js = natsJetStream(t, s)
+	js = s.JetStream(t)
 	wantMessage(ctx, t, js, 1, "first")
 	publish(ctx, t, js, "orders.new", "second")
 	wantMessage(ctx, t, js, 2, "second")
@@ -89,7 +89,7 @@ func TestNATSServerServesJetStreamAcrossRestartAndKill(t *testing.T) {
 	if got := s.PID(); got == 0 || got == pid {
 		t.Errorf("PID after Restart = %d, want a new process's (before: %d)", got, pid)
 	}
-	js = natsJetStream(t, s)
+	js = s.JetStream(t)
 	wantMessage(ctx, t, js, 2, "second")
 
 	wantStopLeavesNothing(t, s.Stop, s.proc, s.Port, s.Dir)
@@ -180,20 +180,6 @@ func TestMinIOServerStoresObjectsAcrossRestartAndKill(t *testing.T) {
 	if got := s.PID(); got != 0 {
 		t.Errorf("PID after Stop = %d, want 0", got)
 	}
-}
-
-func natsJetStream(t *testing.T, s *NATSServer) jetstream.JetStream {
-	t.Helper()
-	nc, err := s.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
 }
 
 func publish(ctx context.Context, t *testing.T, js jetstream.JetStream, subject, data string) {

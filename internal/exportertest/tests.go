@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // TB is the part of testing.TB the helpers of this file use. The package
@@ -57,6 +59,22 @@ func NATS(t TB, opts NATSOptions) *NATSServer {
 	s, err := StartNATS(opts)
 	started(t, err, s.Stop)
 	return s
+}
+
+// JetStream connects to s for t, closed when t ends, and returns a
+// JetStream client on the connection.
+func (s *NATSServer) JetStream(t TB) jetstream.JetStream {
+	t.Helper()
+	nc, err := s.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
 }
 
 // NATSCluster starts a JetStream cluster of n servers for t alone, as

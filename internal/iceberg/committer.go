@@ -225,26 +225,53 @@ func (c *Committer) record(ctx context.Context, plan *Plan) error {
 	if err != nil {
 		return err
 	}
-	key := statekey.Plan(c.prefix, plan.ID)
-	err = c.plans.Create(ctx, key, value)
-	if !errors.Is(err, ErrExists) {
-		if err != nil {
-			return fmt.Errorf("record commit plan: %w", err)
-		}
-		return nil
-	}
-	held, err := c.plans.Get(ctx, key)
-	if err != nil && !errors.Is(err, ErrMissing) {
+	held, err := c.takePlanKey(ctx, plan.ID, value)
+	if err != nil {
 		return fmt.Errorf("record commit plan: %w", err)
 	}
-	var p Plan
-	if err == nil && json.Unmarshal(held, &p) == nil && p.ID == plan.ID && p.Abandoned.IsZero() {
-		return nil // an earlier attempt landed
+	if held == keyTaken || held == keyRecorded {
+		return nil // recorded now, or by an earlier attempt
 	}
 	// Abandoned: the key holds the mark, or held it and its age let it
 	// go. Either way the plan's claims may be another plan's by now.
 	c.release(ctx, plan)
 	return fmt.Errorf("commit plan %s: %w", plan.ID, ErrAbandoned)
+}
+
+// planKey is what a plan's key held when takePlanKey tried to create it.
+type planKey int
+
+const (
+	keyTaken     planKey = iota // nothing: the value is there now
+	keyRecorded                 // the plan itself
+	keyAbandoned                // the mark of a Recover that abandoned the plan
+	keyGone                     // something, deleted before it could be read
+	keyOther                    // a value that is neither
+)
+
+// takePlanKey creates the key of plan id with value, and says what the key
+// held when it existed already.
+func (c *Committer) takePlanKey(ctx context.Context, id string, value []byte) (planKey, error) {
+	key := statekey.Plan(c.prefix, id)
+	err := c.plans.Create(ctx, key, value)
+	if !errors.Is(err, ErrExists) {
+		return keyTaken, err
+	}
+	held, err := c.plans.Get(ctx, key)
+	switch {
+	case errors.Is(err, ErrMissing):
+		return keyGone, nil
+	case err != nil:
+		return keyOther, err
+	}
+	var p Plan
+	switch {
+	case json.Unmarshal(held, &p) != nil || p.ID != id:
+		return keyOther, nil
+	case !p.Abandoned.IsZero():
+		return keyAbandoned, nil
+	}
+	return keyRecorded, nil
 }
 
 // release releases the claims plan holds still, so that the next plan can
@@ -483,32 +510,18 @@ func validPlanID(id string) bool {
 
 // abandon takes the key of plan id, not recorded when Recover listed the
 // store, so that the plan can no longer be recorded. It reports whether
-// the plan was recorded meanwhile instead.
+// the plan was recorded meanwhile instead (or the key holds what the
+// plans' check refuses, or went again: the next Recover looks).
 func (c *Committer) abandon(ctx context.Context, id string, now time.Time) (recorded bool, err error) {
 	mark, err := json.Marshal(&Plan{ID: id, Table: c.table.Name(), Abandoned: now.UTC()})
 	if err != nil {
 		return false, err
 	}
-	key := statekey.Plan(c.prefix, id)
-	err = c.plans.Create(ctx, key, mark)
-	if !errors.Is(err, ErrExists) {
-		if err != nil {
-			return false, fmt.Errorf("abandon commit plan %s: %w", id, err)
-		}
-		return false, nil
-	}
-	held, err := c.plans.Get(ctx, key)
-	if errors.Is(err, ErrMissing) {
-		return true, nil // gone again: the next Recover looks
-	}
+	held, err := c.takePlanKey(ctx, id, mark)
 	if err != nil {
 		return false, fmt.Errorf("abandon commit plan %s: %w", id, err)
 	}
-	var p Plan
-	if json.Unmarshal(held, &p) == nil && !p.Abandoned.IsZero() {
-		return false, nil // abandoned by another Recover
-	}
-	return true, nil
+	return held != keyTaken && held != keyAbandoned, nil
 }
 
 // check returns a *PlanError when a file of plan p, recorded under key,

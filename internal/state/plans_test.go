@@ -11,26 +11,10 @@ import (
 	"github.com/jetlake/jetlake/internal/state"
 )
 
-// jetStream starts a nats-server for t and returns a JetStream client of
-// it.
-func jetStream(t *testing.T) jetstream.JetStream {
-	t.Helper()
-	nc, err := exportertest.NATS(t, exportertest.NATSOptions{}).Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
-}
-
 // A claim is released only while it holds the plan's id: one another plan
 // took since is left alone, on the state bucket itself.
 func TestReleaseDeletesAClaimOnlyWhileItHoldsTheValue(t *testing.T) {
-	js, ctx := jetStream(t), t.Context()
+	js, ctx := exportertest.NATS(t, exportertest.NATSOptions{}).JetStream(t), t.Context()
 	kv, err := state.Open(ctx, js, "plans", 1)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +62,7 @@ func TestReleaseDeletesAClaimOnlyWhileItHoldsTheValue(t *testing.T) {
 // the key after it. A bucket created before, without per-message TTLs,
 // still has its keys deleted.
 func TestTheMarkerOfADeletedKeyHasATTL(t *testing.T) {
-	js, ctx := jetStream(t), t.Context()
+	js, ctx := exportertest.NATS(t, exportertest.NATSOptions{}).JetStream(t), t.Context()
 	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "older", History: 1, Storage: jetstream.FileStorage}); err != nil {
 		t.Fatal(err)
 	}
