@@ -38,7 +38,7 @@ import (
 // show exported. The intents in the bucket stay as they are: recovery
 // applies them after.
 func (s *streamWriter) checkRecord(ctx context.Context) error {
-	s.record.rebuilt, s.record.checked = nil, nil
+	s.record.rebuilt = nil
 	if s.sn.intents == nil {
 		return nil
 	}
@@ -66,7 +66,7 @@ func (s *streamWriter) checkRecordOnce(ctx context.Context) error {
 	found := err == nil
 	switch {
 	case found:
-		ackFloor = cons.CachedInfo().AckFloor.Stream
+		ackFloor = jsclient.Proven(cons.CachedInfo())
 	case !errors.Is(err, jetstream.ErrConsumerNotFound):
 		return fmt.Errorf("consumer info: %w", err)
 	}
@@ -76,7 +76,7 @@ func (s *streamWriter) checkRecordOnce(ctx context.Context) error {
 	}
 	belief := state.Judge(rec, s.created, si.State.LastSeq)
 	if belief == state.Believed && found && rec.Claims() <= ackFloor {
-		s.record.checked = rec
+		s.record.rebuilt = rec
 		return nil // the consumer shows as much
 	}
 	rd, ok := s.sn.store.(objstore.ObjectReader)
@@ -100,7 +100,7 @@ func (s *streamWriter) checkRecordOnce(ctx context.Context) error {
 	case state.Believed:
 		un := state.Unconfirmed(rec, base, lk)
 		if len(un) == 0 {
-			s.record.checked = rec
+			s.record.rebuilt = rec
 			return nil // the lake shows it
 		}
 		if filtered {
@@ -110,7 +110,7 @@ func (s *streamWriter) checkRecordOnce(ctx context.Context) error {
 			// subjects the stream still holds, is in doubt.
 			cut = max(base, x.Last())
 			if rec.Claims() <= cut {
-				s.record.checked = rec
+				s.record.rebuilt = rec
 				return nil
 			}
 			seqs, _, err := jsclient.ReadSequences(ctx, s.sn.js, s.cfg.Stream, s.cfg.Subjects, cut+1, rec.Claims(), 1, 0)
@@ -118,7 +118,7 @@ func (s *streamWriter) checkRecordOnce(ctx context.Context) error {
 				return fmt.Errorf("stream %s: %w", s.cfg.Stream, err)
 			}
 			if len(seqs) == 0 || seqs[0] > rec.Claims() {
-				s.record.checked = rec
+				s.record.rebuilt = rec
 				return nil
 			}
 			keep = rec
@@ -145,7 +145,7 @@ func (s *streamWriter) checkRecordOnce(ctx context.Context) error {
 	if _, err := s.sn.intents.Update(ctx, s.record.key, value, rev); err != nil {
 		return fmt.Errorf("export record %s: %w", s.record.key, err)
 	}
-	s.record.rebuilt, s.record.checked = &out, &out
+	s.record.rebuilt = &out
 	attrs := s.logAttrs("record", s.record.key, "floor", out.Floor, "done_ranges", len(out.Done.Ranges()),
 		"lake_objects", x.Objects, "lake_markers", x.Markers, "lake_rejected", x.Rejected, "lake_up_to", x.Last(),
 		"consumer_found", found, "ack_floor", ackFloor)
@@ -184,13 +184,14 @@ func (s *streamWriter) markerConsumers() []string {
 	return []string{s.cfg.Consumer}
 }
 
-// withChecked adds to start what the record checked at set-up says,
-// rebuilt from the lake or confirmed by the consumer or the lake, when the
-// bucket's record is not believed now: another writer replaced it since.
-// What was exported then is exported still, whatever the consumer's ack
-// floor shows.
-func (s *streamWriter) withChecked(start *ledgerStart) {
-	r := s.record.checked
+// withRebuilt adds to start what the record checked at set-up says,
+// rebuilt from the lake or confirmed by the consumer or the lake: the
+// bucket keeps only its floor when its done ranges are too many, and
+// another writer may have replaced it since, with a record that is not
+// believed. What was exported then is exported still; an ack-less
+// consumer shows no more than where it was created.
+func (s *streamWriter) withRebuilt(start *ledgerStart) {
+	r := s.record.rebuilt
 	if r == nil || !r.StreamCreated.Equal(s.created) {
 		return
 	}
