@@ -254,7 +254,7 @@ func (s *streamWriter) findConsumer(ctx context.Context, from uint64) (jetstream
 }
 
 // recordStart returns the first sequence s's export record (with what the
-// record rebuilt from the lake at set-up says) does not hold: every
+// record checked at set-up says) does not hold: every
 // sequence below it is exported. 0 when there is no record of this stream,
 // or when the record claims sequences the stream never had and is not
 // believed.
@@ -281,7 +281,7 @@ func (s *streamWriter) recordStart(ctx context.Context) (uint64, error) {
 			floor, have = rec.Floor, true
 		}
 	}
-	if r := s.record.rebuilt; r != nil && r.StreamCreated.Equal(s.created) && r.Claims() > 0 {
+	if r := s.checkedRecord(); r != nil && r.Claims() > 0 {
 		floor, _ = state.Merged(floor, nil, r)
 		have = true
 	}

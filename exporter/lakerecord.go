@@ -38,7 +38,7 @@ import (
 // show exported. The intents in the bucket stay as they are: recovery
 // applies them after.
 func (s *streamWriter) checkRecord(ctx context.Context) error {
-	s.record.rebuilt = nil
+	s.record.checked = nil
 	if s.sn.intents == nil {
 		return nil
 	}
@@ -76,7 +76,7 @@ func (s *streamWriter) checkRecordOnce(ctx context.Context) error {
 	}
 	belief := state.Judge(rec, s.created, si.State.LastSeq)
 	if belief == state.Believed && found && rec.Claims() <= ackFloor {
-		s.record.rebuilt = rec
+		s.record.checked = rec
 		return nil // the consumer shows as much
 	}
 	rd, ok := s.sn.store.(objstore.ObjectReader)
@@ -100,7 +100,7 @@ func (s *streamWriter) checkRecordOnce(ctx context.Context) error {
 	case state.Believed:
 		un := state.Unconfirmed(rec, base, lk)
 		if len(un) == 0 {
-			s.record.rebuilt = rec
+			s.record.checked = rec
 			return nil // the lake shows it
 		}
 		if filtered {
@@ -110,7 +110,7 @@ func (s *streamWriter) checkRecordOnce(ctx context.Context) error {
 			// subjects the stream still holds, is in doubt.
 			cut = max(base, x.Last())
 			if rec.Claims() <= cut {
-				s.record.rebuilt = rec
+				s.record.checked = rec
 				return nil
 			}
 			seqs, _, err := jsclient.ReadSequences(ctx, s.sn.js, s.cfg.Stream, s.cfg.Subjects, cut+1, rec.Claims(), 1, 0)
@@ -118,7 +118,7 @@ func (s *streamWriter) checkRecordOnce(ctx context.Context) error {
 				return fmt.Errorf("stream %s: %w", s.cfg.Stream, err)
 			}
 			if len(seqs) == 0 || seqs[0] > rec.Claims() {
-				s.record.rebuilt = rec
+				s.record.checked = rec
 				return nil
 			}
 			keep = rec
@@ -145,7 +145,7 @@ func (s *streamWriter) checkRecordOnce(ctx context.Context) error {
 	if _, err := s.sn.intents.Update(ctx, s.record.key, value, rev); err != nil {
 		return fmt.Errorf("export record %s: %w", s.record.key, err)
 	}
-	s.record.rebuilt = &out
+	s.record.checked = &out
 	attrs := s.logAttrs("record", s.record.key, "floor", out.Floor, "done_ranges", len(out.Done.Ranges()),
 		"lake_objects", x.Objects, "lake_markers", x.Markers, "lake_rejected", x.Rejected, "lake_up_to", x.Last(),
 		"consumer_found", found, "ack_floor", ackFloor)
@@ -184,16 +184,24 @@ func (s *streamWriter) markerConsumers() []string {
 	return []string{s.cfg.Consumer}
 }
 
-// withRebuilt adds to start what the record checked at set-up says,
+// checkedRecord returns the export record checked at set-up when it is
+// of the stream s reads now, or nil.
+func (s *streamWriter) checkedRecord() *state.Record {
+	r := s.record.checked
+	if r == nil || !r.StreamCreated.Equal(s.created) {
+		return nil
+	}
+	return r
+}
+
+// withChecked adds to start what the record checked at set-up says,
 // rebuilt from the lake or confirmed by the consumer or the lake: the
 // bucket keeps only its floor when its done ranges are too many, and
 // another writer may have replaced it since, with a record that is not
 // believed. What was exported then is exported still; an ack-less
 // consumer shows no more than where it was created.
-func (s *streamWriter) withRebuilt(start *ledgerStart) {
-	r := s.record.rebuilt
-	if r == nil || !r.StreamCreated.Equal(s.created) {
-		return
+func (s *streamWriter) withChecked(start *ledgerStart) {
+	if r := s.checkedRecord(); r != nil {
+		start.floor, start.done = state.Merged(start.floor, start.done, r)
 	}
-	start.floor, start.done = state.Merged(start.floor, start.done, r)
 }

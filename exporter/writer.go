@@ -79,10 +79,10 @@ type exportRecord struct {
 	key       string        // in the state bucket
 	savedRev  uint64        // the ledger revision last written
 	walkEvery time.Duration // how soon holes are walked again
-	// The export record rebuilt from the lake at set-up, or the one
-	// the consumer or the lake confirmed there (see checkRecord), or
-	// nil: true whatever the bucket says since.
-	rebuilt *state.Record
+	// The export record checked at set-up: rebuilt from the lake, or
+	// confirmed there by the consumer or the lake (see checkRecord); nil
+	// when there was none. True whatever the bucket says since.
+	checked *state.Record
 }
 
 // hub is what a stream writer asks of the runner, which every writer of
@@ -293,7 +293,7 @@ func (s *streamWriter) loadLedgerStart(ctx context.Context) (*ledgerStart, error
 				"record_stream_created", rec.StreamCreated, "stream_created", s.created)
 		}
 	}
-	s.withRebuilt(start)
+	s.withChecked(start)
 	return start, nil
 }
 

@@ -66,7 +66,7 @@ type KV struct {
 // enough for a watcher to see the delete. Without it every intent, claim
 // and plan ever deleted would leave a marker for good, one subject more
 // for the server to hold per object stored.
-var markerTTL = time.Minute
+const markerTTL = time.Minute
 
 // MaxValue bounds a value of the state bucket it creates.
 const MaxValue = 1 << 20
