@@ -54,13 +54,11 @@ max_file_age = "2s"`)
 	}
 }
 
-// MaxAckPending holds back deliveries of a stream read with explicit acks
-// (here a work-queue stream's; a limits stream is read without acks).
 func TestMaxAckPendingBelowOneRotationStillProgresses(t *testing.T) {
 	t.Parallel()
-	e := newEnvRetention(t, shared.NATS(t), shared.MinIO(t), `
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 10000
-max_file_age = "25s"`, "1m", jetstream.WorkQueuePolicy)
+max_file_age = "25s"`)
 	c := e.connector()
 	c.Streams[0].MaxAckPending = 50
 	reg := prometheus.NewRegistry()
