@@ -182,10 +182,10 @@ func (c *Committer) Commit(ctx context.Context, files []File) (*Plan, error) {
 		// while this one was cut off. A plan is forgotten only once its
 		// intents are gone, so the intent tells.
 		if _, err := c.plans.Get(ctx, f.Intent); errors.Is(err, ErrMissing) {
-			c.unclaim(ctx, f, plan.ID)
+			c.plans.Delete(ctx, statekey.Claim(c.prefix, f.Intent))
 			return nil
 		} else if err != nil {
-			c.unclaim(ctx, f, plan.ID)
+			c.plans.Delete(ctx, statekey.Claim(c.prefix, f.Intent))
 			return fmt.Errorf("claim %s: %w", f.Location, err)
 		}
 		mine[i] = true
@@ -272,16 +272,6 @@ func (c *Committer) takePlanKey(ctx context.Context, id string, value []byte) (p
 		return keyAbandoned, nil
 	}
 	return keyRecorded, nil
-}
-
-// unclaim releases the claim of f that Commit just took for plan id and
-// will not use, even when ctx ended meanwhile: a claim left holding a plan
-// nobody records keeps its file from every other plan until a Recover
-// releases it.
-func (c *Committer) unclaim(ctx context.Context, f File, id string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	c.plans.Release(ctx, statekey.Claim(c.prefix, f.Intent), []byte(id))
 }
 
 // release releases the claims plan holds still, so that the next plan can

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -527,56 +525,4 @@ func TestAPlanWhoseRecordReplyIsLostIsCommittedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.read(40, 1)
-}
-
-// cancelingPlans ends the context of Commit when it looks for a file's
-// intent, as a shutdown does, and refuses every request made with an
-// ended context, as the state bucket's client does.
-type cancelingPlans struct {
-	*memPlans
-	cancel func()
-}
-
-func (s *cancelingPlans) Get(ctx context.Context, key string) ([]byte, error) {
-	if !strings.HasPrefix(key, "t.") {
-		s.cancel()
-	}
-	return s.memPlans.Get(ctx, key)
-}
-
-func (s *cancelingPlans) Delete(ctx context.Context, key string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return s.memPlans.Delete(ctx, key)
-}
-
-func (s *cancelingPlans) Release(ctx context.Context, key string, value []byte) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return s.memPlans.Release(ctx, key, value)
-}
-
-// A claim Commit takes and does not use (the file's intent is gone: it
-// is committed already) is released even when Commit's context ends
-// meanwhile: left, it would keep the file's claim for a plan nobody
-// records until the next recovery.
-func TestAnUnusedClaimIsReleasedWhenTheCommitIsCanceled(t *testing.T) {
-	e := newTableEnv(t, "sqlite")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	plans := &cancelingPlans{memPlans: newMemPlans(), cancel: cancel}
-	tbl := e.open()
-	files := e.files(tbl, 3) // their intents are not in the store
-	if _, err := iceberg.NewCommitter(tbl, plans, "t.").Commit(ctx, files); err != nil && !errors.Is(err, context.Canceled) {
-		t.Fatal(err)
-	}
-	left, err := plans.List(context.Background(), "t.")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(left) != 0 {
-		t.Fatalf("%d keys left after a canceled commit of files already committed: %v", len(left), slices.Sorted(maps.Keys(left)))
-	}
 }
