@@ -233,10 +233,10 @@ var (
 					checked(oneOf("is not a consumer storage; allowed: memory (the server keeps the consumer's state in memory; jetlake rebuilds it from its export record after a server restart), file (on disk)", StorageMemory, StorageFile)).
 					showing(func(s *Stream, _ *Connector) string { return cmp.Or(s.ConsumerStorage, DefaultConsumerStorage) }).noted(storageNote)},
 			{Name: "ack_wait",
-				Allowed: "At least `10s`, and at least twice `rotation.max_file_age` (see below).",
+				Allowed: "At least `10s`, and at least twice `rotation.max_file_age` (see below). The server's AckWait of a stream read with explicit acks (work-queue and interest retention); for every stream, an upload attempt lasts at most a third of it (at least 5 s, at most 5 min).",
 				bind:    duration(func(s *Stream) *time.Duration { return &s.AckWait }).byDefault(defaultAckWait).checked(atLeast(minAckWait))},
 			{Name: "max_ack_pending", Default: "`0` (derived)",
-				Allowed: "`0` derives it from the rotation limits (see below); otherwise at least 1. A value below `rotation.max_messages_per_file` is allowed: files are then cut when the held messages near the limit (rotation reason `pending`). Negative is an error.",
+				Allowed: "`0` derives it from the rotation limits (see below); otherwise at least 1. A value below `rotation.max_messages_per_file` is allowed: files are then cut when the held messages near the limit (rotation reason `pending`). Negative is an error. A stream with limits retention is read without acks, and its consumer has no MaxAckPending: the memory budget alone bounds what jetlake holds.",
 				bind:    integer(func(s *Stream) *int { return &s.MaxAckPending }).byDefault(0).checked(notNegative)},
 			{Name: "failover",
 				Allowed: "`pinned`: active/standby instances on this consumer through a priority group with the `pinned_client` policy; see [Running more than one](operations.md#running-more-than-one).",

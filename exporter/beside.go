@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlake/jetlake/buffer"
+	"github.com/jetlake/jetlake/config"
 )
 
 // beside runs work in a goroutine beside the loop, so that no network call
@@ -153,10 +154,27 @@ func (r *runner) idle(ctx context.Context, infos []*jetstream.ConsumerInfo) bool
 			acked = false
 		}
 	}
-	for _, s := range r.streams {
-		if l := s.book.Ledger(); l != nil && l.Unsettled() {
+	for i, s := range r.streams {
+		l := s.book.Ledger()
+		switch {
+		case l == nil && s.mode.AckLess && s.cfg.Failover == config.FailoverPinned &&
+			(s.fence.takingOver || len(s.fence.parked) > 0 || !s.cur.lookedUnpinned || s.cur.behind):
+			// Not active (yet): a takeover is under way, or the consumer
+			// may hold what nobody exported, which only moving it back
+			// brings to the instance pinned next; it has no unacked
+			// messages to say so.
+			return false
+		case l == nil:
+		case l.Unsettled():
 			// Sequences not known to be exported: a walk tells whether
 			// they come back or get a loss marker.
+			return false
+		case len(s.unsure) > 0:
+			// Messages waiting for an unresolved intent.
+			return false
+		case s.mode.AckLess && infos[i].Delivered.Stream > l.Frontier():
+			// Delivered, and not in the loop yet: an ack-less consumer
+			// has nothing unacked to say so.
 			return false
 		}
 	}

@@ -238,7 +238,7 @@ func (e *session) writeMarker(ctx context.Context, j *job) *result {
 	}
 	e.log.Warn("messages lost", "stream", m.Stream, "consumer", m.Consumer, "subject", m.Subject,
 		"first_seq", m.FirstSeq, "last_seq", m.LastSeq, "count", m.Count, "reason", string(m.Reason), "error", m.Error, "marker", res.key)
-	c := &batchSteps{e: e, stream: j.stream.cfg.Stream, key: res.key, ackWait: j.stream.cfg.AckWait, progress: time.Now()}
+	c := &batchSteps{e: e, stream: j.stream.cfg.Stream, key: res.key, ackWait: j.stream.cfg.AckWait, progress: time.Now(), ackLess: j.stream.mode.AckLess}
 	c.msgs = j.term
 	// Written like data: conditionally, and what is found at the key is
 	// checked, so that a marker of another connector sharing the prefix is
@@ -254,6 +254,9 @@ func (e *session) writeMarker(ctx context.Context, j *job) *result {
 		return res
 	}
 	res.status = jobStored
+	if c.ackLess {
+		return res // nothing to terminate: the record holds the marker's sequences
+	}
 	nc := e.acks
 	for _, ref := range j.term {
 		if err := ref.Term(nc, "jetlake: "+m.Error); err != nil {
@@ -309,7 +312,8 @@ func (e *session) storeBatch(ctx context.Context, j *job) *result {
 		res.seqs = enc
 		objstore.SetSeqs(opts.Metadata, enc)
 	}
-	c := &batchSteps{e: e, stream: st.cfg.Stream, b: b, ackWait: st.cfg.AckWait, progress: time.Unix(0, j.confirmed.Load()), key: res.key}
+	c := &batchSteps{e: e, stream: st.cfg.Stream, b: b, ackWait: st.cfg.AckWait, progress: time.Unix(0, j.confirmed.Load()), key: res.key,
+		ackLess: st.mode.AckLess}
 	start := time.Now()
 
 	if e.intents != nil {
@@ -339,6 +343,13 @@ func (e *session) storeBatch(ctx context.Context, j *job) *result {
 	res.status = jobStored
 	fault.Point("after-upload")
 	res.duration = time.Since(start)
+	if c.ackLess {
+		// No acks: the batch is committed once stored, and the export
+		// record says so from its next write on.
+		fault.Point("after-acks")
+		res.acked(e.log, nil)
+		return res
+	}
 	// Acking after AckWait would ack copies that may already be on their
 	// way to another exporter.
 	if res.ackBy = c.ownedUntil(); !time.Now().Before(res.ackBy) {
@@ -423,6 +434,12 @@ type batchSteps struct {
 	// answered. Until progress + AckWait the server redelivers none of
 	// them to anyone else.
 	progress time.Time
+	// ackLess: the messages are of a consumer that takes no acks, which
+	// never redelivers them: nothing to keep in progress, and no AckWait
+	// after which the batch must be given up. An attempt still lasts at
+	// most attemptTimeout(ackWait), which a takeover waits out (see
+	// resolveAfter).
+	ackLess bool
 }
 
 // ownedUntil is how long the batch's messages are surely not redelivered
@@ -439,7 +456,10 @@ func (c *batchSteps) ownedUntil() time.Time { return ownedUntil(c.progress, c.ac
 // refuses is refused again) at once, and ctx's error when ctx ends.
 func (c *batchSteps) do(ctx context.Context, what string, step func(context.Context) error) error {
 	for attempt := 0; ; attempt++ {
-		if !time.Now().Before(uploadRenewAt(c.progress, c.ackWait)) {
+		if c.ackLess {
+			// Owned as long as the fence says so: renewed at every attempt.
+			c.progress = time.Now()
+		} else if !time.Now().Before(uploadRenewAt(c.progress, c.ackWait)) {
 			// An answer counts only for InProgress sent while the messages
 			// were surely held: after that they may be redelivered already.
 			if sent, ok := c.inProgress(ctx); ok && sent.Before(c.ownedUntil()) {
@@ -613,6 +633,9 @@ func (r *runner) finish(ctx context.Context, res *result) error {
 	}
 	if j.marker != nil {
 		s.markerDone(j, res)
+		if !res.status.isStored() && len(j.term) > 0 {
+			s.rewindAfter(ctx, "the loss marker of poison messages was not stored", 0)
+		}
 		return nil
 	}
 	b := j.batch
@@ -628,6 +651,9 @@ func (r *runner) finish(ctx context.Context, res *result) error {
 		}
 	}
 	s.batchDone(j, res, rejected)
+	if !res.status.isStored() {
+		s.rewindAfter(ctx, "a batch was not stored", 0)
+	}
 	r.tryChore(ctx, s.chores.save, time.Now())
 	return nil
 }

@@ -49,6 +49,12 @@ type cursor struct {
 	// not come back within twice AckWait is one it will never deliver.
 	stuck      uint64
 	stuckSince time.Time
+
+	// On a pinned consumer read ack-less: whether the unpinned chore has
+	// looked yet, and found it pinned to nobody with messages behind (see
+	// unpinnedChore). An instance not active is idle only once it looked
+	// and found none.
+	lookedUnpinned, behind bool
 }
 
 // consumerCheckEvery is how often the consumer of a stream that can not
@@ -58,10 +64,18 @@ const consumerCheckEvery = 2 * time.Second
 // Reasons a consumer was rebuilt, as jetlake_consumer_rebuilds_total counts
 // them.
 const (
-	rebuildMissing = "missing" // the consumer was not there: created from the record
-	rebuildSkips   = "skips"   // it would not deliver sequences the record lacks: moved back
-	rebuildStorage = "storage" // consumer_storage asks for the other storage
+	rebuildMissing = "missing"    // the consumer was not there: created from the record
+	rebuildSkips   = "skips"      // it would not deliver sequences the record lacks: moved back
+	rebuildStorage = "storage"    // consumer_storage asks for the other storage
+	rebuildAcks    = "ack_policy" // the stream's read mode asks for another ack policy
+	rebuildBehind  = "behind"     // read ack-less, it had delivered sequences the record lacks: moved back
 )
+
+// ackLessSettle is how long a sequence an ack-less consumer delivered and
+// the ledger lacks stays so, across walks, before the consumer is moved
+// back to it: a delivery can still be on its way to the loop when a walk
+// reads where the consumer is.
+const ackLessSettle = 2 * time.Second
 
 // pulling reports whether the runner pulls s now: a partition only while
 // its lease is held and it is not being handed over.
@@ -240,7 +254,7 @@ func (s *streamWriter) findConsumer(ctx context.Context, from uint64) (jetstream
 }
 
 // recordStart returns the first sequence s's export record (with what the
-// record rebuilt from the lake at set-up says) does not hold: every
+// record checked at set-up says) does not hold: every
 // sequence below it is exported. 0 when there is no record of this stream,
 // or when the record claims sequences the stream never had and is not
 // believed.
@@ -267,7 +281,7 @@ func (s *streamWriter) recordStart(ctx context.Context) (uint64, error) {
 			floor, have = rec.Floor, true
 		}
 	}
-	if r := s.record.rebuilt; r != nil && r.StreamCreated.Equal(s.created) && r.Claims() > 0 {
+	if r := s.checkedRecord(); r != nil && r.Claims() > 0 {
 		floor, _ = state.Merged(floor, nil, r)
 		have = true
 	}
@@ -281,8 +295,9 @@ func (s *streamWriter) recordStart(ctx context.Context) (uint64, error) {
 // lowest sequence the stream holds and the ledger lacks must be one the
 // consumer still delivers. One at or below its ack floor never comes
 // back; nor does one it delivered that has not come back within twice
-// AckWait (acked by another client). The consumer is then moved back to
-// it.
+// AckWait (acked by another client); nor, read ack-less, one it delivered
+// at all, once it stayed so past ackLessSettle (a batch not stored, a
+// delivery this instance left). The consumer is then moved back to it.
 func (s *streamWriter) checkCursor(ctx context.Context, res *walkResult, now time.Time) {
 	c := &s.cur
 	var q uint64
@@ -297,6 +312,13 @@ func (s *streamWriter) checkCursor(ctx context.Context, res *walkResult, now tim
 	case q == 0 || res.ackFloor == 0 && res.delivered == 0:
 		c.stuck = 0
 		return
+	case s.mode.AckLess && q <= res.delivered && q == c.stuck && now.Sub(c.stuckSince) >= ackLessSettle:
+		why = fmt.Sprintf("sequence %d, which the stream holds and the export record does not, was delivered to a consumer that takes no acks and never delivers it again", q)
+	case s.mode.AckLess:
+		if q != c.stuck || q > res.delivered {
+			c.stuck, c.stuckSince = q, now
+		}
+		return
 	case q <= res.ackFloor:
 		why = fmt.Sprintf("the consumer's ack floor %d is past sequence %d, which the stream holds and the export record does not", res.ackFloor, q)
 	case q <= res.delivered && q == c.stuck && now.Sub(c.stuckSince) > 2*s.cfg.AckWait:
@@ -307,20 +329,87 @@ func (s *streamWriter) checkCursor(ctx context.Context, res *walkResult, now tim
 		}
 		return
 	}
+	s.moveBack(ctx, q, why, rebuildSkips)
+}
+
+// moveBack moves s's consumer back to sequence q, which the ledger lacks,
+// beside the loop: once mayMove allows it, and one move at a time (a
+// request while one is under way is left to the next walk). reason is the
+// rebuild it counts as.
+func (s *streamWriter) moveBack(ctx context.Context, q uint64, why, reason string) {
+	c := &s.cur
 	if c.checking {
 		return
 	}
 	c.checking = true
-	cons, pin := s.cur.cons, s.fence.pin
+	cons, pin, proven := s.cur.cons, s.fence.pin, s.book.Ledger().Floor()+1
 	s.hub.beside(func() func() {
 		mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		if held, err := s.mayMove(mctx, pin, q); err != nil || held != "" {
 			return func() { s.cursorKept(q, held, err) }
 		}
-		moved, err := jsclient.Move(mctx, s.sn.js, s.stream, s.sn.cfg.Name, s.cfg, cons, q)
-		return func() { s.cursorMoved(moved, q, why, err) }
+		moved, err := jsclient.Move(mctx, s.sn.js, s.stream, s.sn.cfg.Name, s.cfg, cons, q, proven)
+		return func() { s.cursorMoved(moved, q, why, reason, err) }
 	})
+}
+
+// rewindAtStart moves s's ack-less consumer, at set-up and before it is
+// pulled, back to the first sequence the ledger lacks, when it delivered
+// it already (info says how far it did): after a crash, what it delivered
+// to the process before and that was not exported comes again.
+func (s *streamWriter) rewindAtStart(ctx context.Context, info *jetstream.ConsumerInfo) error {
+	q := s.firstHole()
+	if q == 0 || q > info.Delivered.Stream {
+		return nil
+	}
+	moved, err := jsclient.Move(ctx, s.sn.js, s.stream, s.sn.cfg.Name, s.cfg, s.cur.cons, q, s.book.Ledger().Floor()+1)
+	if err != nil {
+		return fmt.Errorf("stream %s, consumer %s: move back to sequence %d: %w", s.cfg.Stream, s.cfg.Consumer, q, err)
+	}
+	if moved != nil {
+		s.cur.cons = moved
+	}
+	s.rebuilt(rebuildBehind)
+	s.log.Info("the consumer takes no acks: it delivers again from the first sequence the export record lacks", s.logAttrs(
+		"deliver_from", q, "delivered", info.Delivered.Stream)...)
+	return nil
+}
+
+// firstHole is where s's ack-less consumer goes back to: the first
+// sequence the ledger lacks, or the first of an unresolved intent if
+// lower (its messages come again, and wait for the intent); 0 when there
+// is neither.
+func (s *streamWriter) firstHole() uint64 {
+	l := s.book.Ledger()
+	if l == nil {
+		return 0
+	}
+	var q uint64
+	if l.HasHoles() {
+		q = l.Holes()[0].First
+	}
+	for _, u := range s.unsure {
+		if f := u.in.Seqs.First(); f != 0 && (q == 0 || f < q) {
+			q = f
+		}
+	}
+	return q
+}
+
+// rewindAfter moves s's ack-less consumer back, from the loop, when
+// sequences it delivered return to the ledger without being stored (a
+// batch not stored, a takeover that started a new ledger): the server
+// never delivers them again by itself. Only to a sequence below below
+// (0: any): the consumer delivers the ones from below on to this instance
+// still. A consumer that takes acks redelivers them.
+func (s *streamWriter) rewindAfter(ctx context.Context, why string, below uint64) {
+	if !s.mode.AckLess || !s.pulling() {
+		return
+	}
+	if q := s.firstHole(); q != 0 && (below == 0 || q < below) {
+		s.moveBack(ctx, q, why, rebuildBehind)
+	}
 }
 
 // mayMove asks, beside the loop, whether s's consumer may be moved back to
@@ -370,8 +459,8 @@ func (s *streamWriter) cursorKept(q uint64, why string, err error) {
 
 // cursorMoved applies a move of s's consumer back to sequence from: a
 // consumer that was deleted and created again (moved not nil) is pulled
-// afresh.
-func (s *streamWriter) cursorMoved(moved jetstream.Consumer, from uint64, why string, err error) {
+// afresh. reason is the rebuild it counts as.
+func (s *streamWriter) cursorMoved(moved jetstream.Consumer, from uint64, why, reason string, err error) {
 	c := &s.cur
 	c.checking, c.stuck = false, 0
 	if err != nil {
@@ -381,7 +470,7 @@ func (s *streamWriter) cursorMoved(moved jetstream.Consumer, from uint64, why st
 	}
 	s.log.Warn("the consumer would not deliver sequences the export record lacks: it delivers from the first of them now", s.logAttrs(
 		"found", why, "deliver_from", from)...)
-	s.rebuilt(rebuildSkips)
+	s.rebuilt(reason)
 	// The messages from `from` on come again as first deliveries, those
 	// of batches stored here among them.
 	s.book.Rewound()

@@ -98,6 +98,7 @@ func (s *streamWriter) classify(d delivery, md jsclient.AckInfo) (a admission, c
 			// instance recovers what the previous active one left and
 			// exports anything; the stream's deliveries wait meanwhile.
 			s.fence.takingOver, confirm = true, pin
+			s.fence.pinnedFrom = seq
 		}
 	}
 	if s.fence.takingOver {
@@ -230,6 +231,9 @@ func (r *runner) relieve() {
 // quarters when nothing of the stream is being uploaded lets the acks come
 // before delivery stops.
 func (s *streamWriter) nearAckPending() bool {
+	if s.mode.AckLess {
+		return false // the server does not count what it delivered
+	}
 	held, sealed := s.book.Counts()
 	limit := s.cfg.MaxAckPending
 	return held >= limit-limit/10 && held-sealed >= sealed || held >= limit/4*3 && sealed == 0
@@ -377,9 +381,14 @@ func (r *runner) flushPoison() {
 	}
 }
 
-// ackCommitted acks a redelivered message that is already stored. Its
-// intent is forgotten once the ack floor passes it.
+// ackCommitted acks a redelivered message that is already stored (read
+// ack-less, it only notes it). Its intent is forgotten once the recorded
+// floor passes it.
 func (s *streamWriter) ackCommitted(seq uint64, msg jetstream.Msg) {
+	if s.mode.AckLess {
+		s.book.Acked(seq)
+		return
+	}
 	if err := msg.Ack(); err != nil {
 		s.log.Warn("ack of a stored message failed; it will come back", "stream", s.cfg.Stream, "sequence", seq, "error", err)
 		return

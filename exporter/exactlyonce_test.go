@@ -54,11 +54,13 @@ max_file_age = "2s"`)
 	}
 }
 
+// MaxAckPending holds back deliveries of a stream read with explicit acks
+// (here a work-queue stream's; a limits stream is read without acks).
 func TestMaxAckPendingBelowOneRotationStillProgresses(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, shared.NATS(t), shared.MinIO(t), `
+	e := newEnvRetention(t, shared.NATS(t), shared.MinIO(t), `
 max_messages_per_file = 10000
-max_file_age = "25s"`)
+max_file_age = "25s"`, "1m", jetstream.WorkQueuePolicy)
 	c := e.connector()
 	c.Streams[0].MaxAckPending = 50
 	reg := prometheus.NewRegistry()

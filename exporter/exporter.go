@@ -370,8 +370,11 @@ func (e *session) setUpStreams(ctx context.Context) ([]*streamWriter, error) {
 			return nil, err
 		}
 		streams = append(streams, s)
-		e.log.Info("consumer ready", "stream", sc.Stream, "consumer", sc.Consumer,
-			"ack_wait", sc.AckWait, "max_ack_pending", sc.MaxAckPending, "recovered_batches", s.recovered)
+		attrs := []any{"stream", sc.Stream, "consumer", sc.Consumer, "read", s.mode.String(), "why", s.mode.Why}
+		if !s.mode.AckLess {
+			attrs = append(attrs, "ack_wait", sc.AckWait, "max_ack_pending", sc.MaxAckPending)
+		}
+		e.log.Info("consumer ready", append(attrs, "recovered_batches", s.recovered)...)
 	}
 	parts := 0
 	for _, g := range e.groups {

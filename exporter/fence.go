@@ -8,9 +8,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/internal/jsclient"
 	"github.com/jetlake/jetlake/internal/objstore"
+	"github.com/jetlake/jetlake/internal/state"
 )
 
 // errFenced ends the store of a batch of a pinned consumer (failover =
@@ -75,6 +78,11 @@ type pinState struct {
 	// A takeover: recovery runs beside the loop, and the stream's
 	// deliveries wait meanwhile.
 	takingOver bool
+	// The sequence of the first message delivered with the pin being
+	// confirmed: the consumer delivers from it on in order to this
+	// instance, and what it delivered before went to the instance pinned
+	// before.
+	pinnedFrom uint64
 	parked     []delivery
 }
 
@@ -222,4 +230,100 @@ func (e *session) forgetFenced(ctx context.Context, res *result, id string) {
 		return
 	}
 	res.intentKey = ""
+}
+
+// unpinnedEvery is how often an instance of a pinned consumer read
+// ack-less looks for one nobody is pinned to that delivered what the
+// export record lacks.
+const unpinnedEvery = 5 * time.Second
+
+// unpinnedChore looks, beside the loop, at the pinned consumer of s when s
+// is read ack-less. The server tells a client it is pinned only on a
+// message it delivers, and pins nobody while nothing is pending: an
+// instance pinned before this one that took every message and died with
+// them unexported, or a consumer leader change (which unpins) that lost
+// deliveries on the way, leaves a consumer with nothing pending and nobody
+// pinned, which would stay so. When the consumer is so and it delivered
+// past the export record's floor, it is moved back to the first sequence
+// after it: the instance pinned next takes the consumer over on those
+// messages, and its ledger skips what is exported. A move never writes
+// anything, so another instance pinned meanwhile loses nothing by it.
+func (s *streamWriter) unpinnedChore() *chore {
+	if s.cfg.Failover != config.FailoverPinned {
+		return nil
+	}
+	c := &chore{name: "unpinned"}
+	c.due = func(now time.Time, final bool) bool {
+		return !final && s.mode.AckLess && s.pulling() && !s.fence.takingOver && !s.cur.checking &&
+			now.Sub(c.done) >= unpinnedEvery
+	}
+	c.start = func(time.Time) choreWork {
+		cons := s.cur.cons
+		return func(ctx context.Context) (func(), error) {
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			from, behind, err := s.unpinnedBehind(cctx, cons)
+			if err != nil || from == 0 {
+				return func() { s.cur.lookedUnpinned, s.cur.behind = err == nil, err != nil || behind }, err
+			}
+			moved, err := jsclient.Move(cctx, s.sn.js, s.stream, s.sn.cfg.Name, s.cfg, cons, from, from)
+			return func() {
+				s.cur.lookedUnpinned, s.cur.behind = true, true
+				if err != nil {
+					s.log.Warn("nobody is pinned to the consumer, which delivered past the export record, and it could not be moved back; trying again", s.logAttrs("error", err)...)
+					return
+				}
+				s.log.Warn("nobody is pinned to the consumer, which delivered past the export record: moved back, for the instance pinned next", s.logAttrs("deliver_from", from)...)
+				s.rebuilt(rebuildBehind)
+				if moved != nil && s.pulling() {
+					s.repull(moved)
+				}
+			}, nil
+		}
+	}
+	return c
+}
+
+// unpinnedBehind looks, beside the loop, at cons, the consumer s pulls.
+// It reports behind when the consumer delivered messages of s's subjects
+// past the export record's floor: some instance holds them, or nobody
+// does. It returns the sequence to move the consumer back to, the first
+// after the floor, only when nobody is pinned to it, it has nothing
+// pending and a client waits on it; 0 otherwise: an instance pinned, or
+// one pinned next, takes them over.
+func (s *streamWriter) unpinnedBehind(ctx context.Context, cons jetstream.Consumer) (from uint64, behind bool, err error) {
+	ci, err := cons.Info(ctx)
+	if err != nil {
+		return 0, false, fmt.Errorf("consumer info: %w", err)
+	}
+	var floor uint64
+	if s.sn.intents != nil {
+		rec, _, err := state.LoadRecord(ctx, s.sn.intents, s.record.key)
+		var bad *state.UnreadableRecordError
+		switch {
+		case errors.As(err, &bad):
+		case err != nil:
+			return 0, false, err
+		case rec != nil && rec.StreamCreated.Equal(s.created):
+			floor = rec.Floor
+		}
+	}
+	floor = max(floor, jsclient.Proven(ci))
+	if ci.Delivered.Stream <= floor {
+		return 0, false, nil
+	}
+	// A filtered consumer's delivered sequence passes other subjects'
+	// messages: only one of its own in between is behind.
+	filters := s.cfg.Subjects
+	if len(filters) == 0 || !s.filtered {
+		filters = []string{">"}
+	}
+	q, err := jsclient.NextMessage(ctx, s.sn.nc, s.sn.cfg.NATS, s.cfg.Stream, floor+1, filters)
+	if err != nil || q == 0 || q > ci.Delivered.Stream {
+		return 0, false, err
+	}
+	if jsclient.PinnedIn(ci) != "" || ci.NumPending > 0 || ci.NumWaiting == 0 {
+		return 0, true, nil
+	}
+	return floor + 1, true, nil
 }

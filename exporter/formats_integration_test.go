@@ -257,7 +257,12 @@ max_file_age = "2s"`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info, _ := cons.Info(ctx); info.NumAckPending != 0 || info.AckFloor.Stream != 100 {
+	info, err := cons.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.ackView(info, c.Name)
+	if info.NumAckPending != 0 || info.AckFloor.Stream != 100 {
 		t.Fatalf("consumer: %d unacked, ack floor %d; want everything acked", info.NumAckPending, info.AckFloor.Stream)
 	}
 	store, _ := objstore.NewS3Store(c.S3)

@@ -124,10 +124,13 @@ func (s *streamWriter) walked(ctx context.Context, res *walkResult) {
 	if l == nil {
 		return
 	}
-	if res.pinRead && (s.fence.pin == "" || res.pinned != s.fence.pin) {
+	if res.pinRead && (s.fence.pin == "" || res.pinned != s.fence.pin) && !(s.part != nil && res.pinned == "") {
 		// Pinned to another instance now, which exports what this one's
 		// ledger lacks: neither a marker nor a move of the consumer may
-		// follow from a ledger that stopped when the pin moved.
+		// follow from a ledger that stopped when the pin moved. A
+		// partition pinned to nobody (a leader change unpins, and nothing
+		// pending pins anyone) is its lease holder's, the only instance
+		// that pulls it.
 		s.log.Debug("a walk found this instance not pinned; its findings are left to the instance pinned now", s.logAttrs()...)
 		return
 	}
@@ -143,6 +146,13 @@ func (s *streamWriter) walked(ctx context.Context, res *walkResult) {
 	}
 	if res.firstSeq > 0 {
 		l.Reach(res.firstSeq-1, true)
+	}
+	if s.mode.AckLess && s.pulling() {
+		// Delivered and never received (lost on the way, as in a
+		// consumer leader change): a consumer that takes no acks never
+		// sends it again. The next walks tell whether the stream holds
+		// it, and checkCursor moves the consumer back to it.
+		l.Reach(res.delivered, false)
 	}
 	for _, m := range lossmarker.Gaps(s.cfg.Stream, s.cfg.Consumer, lost, "the stream removed these sequences before they were exported (limits, a purge or a delete)") {
 		s.hub.enqueue(&job{stream: s, marker: m})

@@ -26,8 +26,11 @@ import (
 	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/exporter/lake"
 	"github.com/jetlake/jetlake/internal/exportertest"
+	"github.com/jetlake/jetlake/internal/jsclient"
 	"github.com/jetlake/jetlake/internal/metrics"
 	"github.com/jetlake/jetlake/internal/objstore"
+	"github.com/jetlake/jetlake/internal/state"
+	"github.com/jetlake/jetlake/internal/statekey"
 )
 
 // One nats-server and one MinIO serve every test of the package; tests are
@@ -79,6 +82,7 @@ type env struct {
 	stream string
 	bucket string
 	file   string // connector file
+	state  string // the connector's state bucket, when not the default
 
 	metrics *metrics.Metrics // for the exporters run; nil: unexported ones
 }
@@ -406,6 +410,10 @@ func (e *env) wantExactlyOnce(got exported, last uint64) {
 
 // consumerInfo returns the connector's consumer state; before the exporter
 // created the consumer, it returns an empty state with everything pending.
+// The ack floor of a consumer that takes no acks (a limits stream's) moves
+// at delivery: its AckFloor is then the export record's floor, what such a
+// consumer's ack floor stands for, and NumAckPending counts the sequences
+// delivered above it.
 func (e *env) consumerInfo() *jetstream.ConsumerInfo {
 	e.t.Helper()
 	cons, err := e.js.Consumer(context.Background(), e.stream, "c"+e.stream)
@@ -419,7 +427,83 @@ func (e *env) consumerInfo() *jetstream.ConsumerInfo {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.ackView(info, "c"+e.stream)
 	return info
+}
+
+// ackView makes info, of a consumer of connector that takes no acks, show
+// what its ack floor and unacked count stand for: the export record's
+// floor, and the sequences delivered above it that the record lacks. A
+// filtered consumer's delivered sequence passes other subjects' messages,
+// which its record's floor passes only once a walk told so: only its own
+// subjects' messages count.
+func (e *env) ackView(info *jetstream.ConsumerInfo, connector string) {
+	e.t.Helper()
+	if info.Config.AckPolicy != jetstream.AckNonePolicy {
+		return
+	}
+	rec := e.record(connector, info.Name)
+	info.AckFloor.Stream = rec.Floor
+	delivered := info.Delivered.Stream
+	info.NumAckPending = int(delivered - min(rec.Floor, delivered))
+	filters := info.Config.FilterSubjects
+	if info.Config.FilterSubject != "" {
+		filters = []string{info.Config.FilterSubject}
+	}
+	if len(filters) == 0 || info.NumAckPending == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n := 0
+	for q := rec.Floor + 1; q <= delivered; q++ {
+		next, err := jsclient.NextMessage(ctx, e.nc, config.NATS{}, e.stream, q, filters)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if next == 0 || next > delivered {
+			break
+		}
+		if n == 100 {
+			n += int(delivered - next + 1) // the rest, counted as the unfiltered view does
+			break
+		}
+		if !rec.Done.Has(next) {
+			n++
+		}
+		q = next
+	}
+	info.NumAckPending = n
+}
+
+// record returns the export record of connector's consumer of the test's
+// stream, empty when there is none yet.
+func (e *env) record(connector, consumer string) *state.Record {
+	e.t.Helper()
+	ctx := context.Background()
+	bucket := e.state
+	if bucket == "" {
+		bucket = config.DefaultStateBucket
+	}
+	var rec state.Record
+	kv, err := e.js.KeyValue(ctx, bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return &rec
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	entry, err := kv.Get(ctx, statekey.Record(connector, e.stream, consumer))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return &rec
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := json.Unmarshal(entry.Value(), &rec); err != nil {
+		e.t.Fatal(err)
+	}
+	return &rec
 }
 
 func (e *env) wantAllAcked() {

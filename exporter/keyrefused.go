@@ -32,6 +32,9 @@ func (s *streamWriter) keyRefused(b *msgBatch, ke *objstore.KeyError) {
 	}
 	s.log.Warn("the store refuses the key of a batch; its messages are rejected when they come back",
 		"stream", s.cfg.Stream, "key", ke.Key, "messages", b.Len(), "first_seq", b.First, "last_seq", b.Last, "error", ke.Err)
+	if s.mode.AckLess {
+		return // the consumer is moved back to them (runner.finish)
+	}
 	for _, it := range b.Items {
 		// Without the NAK they come back after AckWait.
 		_ = s.sn.acks.Publish(string(it.Handle), nakBody)

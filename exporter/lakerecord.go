@@ -38,7 +38,7 @@ import (
 // show exported. The intents in the bucket stay as they are: recovery
 // applies them after.
 func (s *streamWriter) checkRecord(ctx context.Context) error {
-	s.record.rebuilt, s.record.checked = nil, nil
+	s.record.checked = nil
 	if s.sn.intents == nil {
 		return nil
 	}
@@ -66,7 +66,7 @@ func (s *streamWriter) checkRecordOnce(ctx context.Context) error {
 	found := err == nil
 	switch {
 	case found:
-		ackFloor = cons.CachedInfo().AckFloor.Stream
+		ackFloor = jsclient.Proven(cons.CachedInfo())
 	case !errors.Is(err, jetstream.ErrConsumerNotFound):
 		return fmt.Errorf("consumer info: %w", err)
 	}
@@ -145,7 +145,7 @@ func (s *streamWriter) checkRecordOnce(ctx context.Context) error {
 	if _, err := s.sn.intents.Update(ctx, s.record.key, value, rev); err != nil {
 		return fmt.Errorf("export record %s: %w", s.record.key, err)
 	}
-	s.record.rebuilt, s.record.checked = &out, &out
+	s.record.checked = &out
 	attrs := s.logAttrs("record", s.record.key, "floor", out.Floor, "done_ranges", len(out.Done.Ranges()),
 		"lake_objects", x.Objects, "lake_markers", x.Markers, "lake_rejected", x.Rejected, "lake_up_to", x.Last(),
 		"consumer_found", found, "ack_floor", ackFloor)
@@ -184,15 +184,24 @@ func (s *streamWriter) markerConsumers() []string {
 	return []string{s.cfg.Consumer}
 }
 
-// withChecked adds to start what the record checked at set-up says,
-// rebuilt from the lake or confirmed by the consumer or the lake, when the
-// bucket's record is not believed now: another writer replaced it since.
-// What was exported then is exported still, whatever the consumer's ack
-// floor shows.
-func (s *streamWriter) withChecked(start *ledgerStart) {
+// checkedRecord returns the export record checked at set-up when it is
+// of the stream s reads now, or nil.
+func (s *streamWriter) checkedRecord() *state.Record {
 	r := s.record.checked
 	if r == nil || !r.StreamCreated.Equal(s.created) {
-		return
+		return nil
 	}
-	start.floor, start.done = state.Merged(start.floor, start.done, r)
+	return r
+}
+
+// withChecked adds to start what the record checked at set-up says,
+// rebuilt from the lake or confirmed by the consumer or the lake: the
+// bucket keeps only its floor when its done ranges are too many, and
+// another writer may have replaced it since, with a record that is not
+// believed. What was exported then is exported still; an ack-less
+// consumer shows no more than where it was created.
+func (s *streamWriter) withChecked(start *ledgerStart) {
+	if r := s.checkedRecord(); r != nil {
+		start.floor, start.done = state.Merged(start.floor, start.done, r)
+	}
 }

@@ -80,6 +80,7 @@ func (e *env) runLogged(c *config.Connector, timeout time.Duration) *logBuffer {
 // test may delete.
 func (e *env) ownStateBucket(c *config.Connector) {
 	c.State.Bucket = "state-" + e.stream
+	e.state = c.State.Bucket
 }
 
 // A state bucket that keeps its entries in memory, or expires them, loses

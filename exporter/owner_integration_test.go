@@ -54,7 +54,7 @@ func TestAConsumerOfAnotherConnectorIsRefused(t *testing.T) {
 				sc.Consumer = name
 				sc.Subjects = config.PartitionFilters(1, c.Streams[0].Subjects, st.CachedInfo().Config.Subjects)
 			}
-			cfg := jsclient.Settings("billing", sc)
+			cfg := jsclient.Settings("billing", sc, jsclient.ModeFor(st.CachedInfo().Config.Retention))
 			if _, err := st.CreateConsumer(ctx, cfg); err != nil {
 				t.Fatal(err)
 			}

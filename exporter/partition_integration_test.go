@@ -78,6 +78,9 @@ func (e *env) partitionsState(c *config.Connector) string {
 			continue
 		}
 		info, err := cons.Info(context.Background())
+		if err == nil {
+			e.ackView(info, c.Name)
+		}
 		switch {
 		case err != nil:
 			out = append(out, fmt.Sprintf("%s: %v", name, err))

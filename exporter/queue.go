@@ -65,7 +65,7 @@ func (r *runner) keepQueuedInProgress(now time.Time) {
 	}
 	var due []*job
 	for _, j := range r.up.queue {
-		if j.batch == nil || !queuedRenewDue(j.progress, now, j.stream.cfg.AckWait) {
+		if j.batch == nil || j.stream.mode.AckLess || !queuedRenewDue(j.progress, now, j.stream.cfg.AckWait) {
 			continue
 		}
 		if !now.Before(j.ownedUntil()) {

@@ -119,7 +119,10 @@ func TestAnUploadStopsWhenInProgressGoesUnanswered(t *testing.T) {
 	if !errors.Is(res.err, ErrAbandoned) || res.status.isStored() {
 		t.Fatalf("upload: %v, stored %v; want abandoned", res.err, res.status.isStored())
 	}
-	if took := time.Since(start); took > ackWait-ackWait/10+100*time.Millisecond {
+	// The slack is the last attempt's return under make test's load with
+	// the race detector (2.91 s seen against 2.8 s); it stays below
+	// AckWait.
+	if took := time.Since(start); took > ackWait-ackWait/10+250*time.Millisecond {
 		t.Fatalf("gave up after %s, past the time the messages were surely held (%s)", took, ackWait-ackWait/10)
 	}
 }

@@ -208,6 +208,9 @@ func (s *streamWriter) takeOver(ctx context.Context) {
 			s.book.Stop()
 			s.applyRecovery(rec, time.Now(), s.sn.sink)
 			s.startLedger(start, s.log)
+			// What the consumer delivered to the instance pinned before,
+			// and that was not exported, comes again.
+			s.rewindAfter(ctx, "taken over: the instance pinned before was delivered sequences the export record lacks", s.fence.pinnedFrom)
 			parked := s.fence.parked
 			s.fence.parked = nil
 			for _, d := range parked {

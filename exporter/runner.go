@@ -123,6 +123,7 @@ func (r *runner) makeChores() {
 	for _, s := range r.streams {
 		sc := s.chores
 		add(sc.consumer)
+		add(sc.unpinned)
 		add(sc.resolve)
 		add(sc.walk)
 	}

@@ -112,7 +112,10 @@ func TestAStalledStateBucketStopsNeitherDeliveriesNorAcks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"S.>"}})
+	// Work-queue retention: read with explicit acks, whose floor shows
+	// the stores go on while the bucket stalls (a limits stream's export
+	// record is written to the stalling bucket itself).
+	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"S.>"}, Retention: jetstream.WorkQueuePolicy})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func (s *streamWriter) walk(ctx context.Context, cons jetstream.Consumer, holes 
 	res := &walkResult{stream: s}
 	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	pinned := s.cfg.Failover == config.FailoverPinned
-	if (len(holes) > 0 || pinned) && cons != nil {
+	if (len(holes) > 0 || pinned || s.mode.AckLess) && cons != nil {
 		// Read first: what it acked before is no hole by the time the
 		// result is applied.
 		if ci, err := cons.Info(ictx); err == nil {

@@ -65,6 +65,10 @@ type streamWriter struct {
 	filtered bool             // the consumer sees only some of the stream's subjects
 	retained bool             // work-queue or interest retention: see progress.Ledger.Retain
 	stream   jetstream.Stream // for walks
+	// How the stream is read: without acks (limits retention), the
+	// consumer a position the runner moves back from its ledger, or with
+	// an ack for every message.
+	mode jsclient.ReadMode
 }
 
 // exportRecord is a stream's export record as the runner keeps it: where
@@ -75,12 +79,9 @@ type exportRecord struct {
 	key       string        // in the state bucket
 	savedRev  uint64        // the ledger revision last written
 	walkEvery time.Duration // how soon holes are walked again
-	// The export record rebuilt from the lake at set-up (see
-	// checkRecord), or nil: true whatever the bucket says since.
-	rebuilt *state.Record
-	// checked is the record rebuilt at set-up, or the one the consumer
-	// or the lake confirmed there, or nil: what a ledger start falls
-	// back on when the bucket's record is not believed.
+	// The export record checked at set-up: rebuilt from the lake, or
+	// confirmed there by the consumer or the lake (see checkRecord); nil
+	// when there was none. True whatever the bucket says since.
 	checked *state.Record
 }
 
@@ -140,9 +141,11 @@ type delivery struct {
 
 // setupStream makes sure the consumer exists (created from the export
 // record when it is missing), records the stream's identity, recovers the
-// intents left by an earlier process, and resets the consumer to its ack
-// floor so unacked messages come back at once. An export record that is
-// missing or in doubt is rebuilt from the lake first (see checkRecord).
+// intents left by an earlier process, and moves the consumer back so that
+// what was delivered and not exported comes back at once: to its ack
+// floor, or, read ack-less, to the first sequence the ledger lacks. An
+// export record that is missing or in doubt is rebuilt from the lake
+// first (see checkRecord).
 //
 // Each step runs within attempt, one try of the set-up; the record's
 // check within run: a large lake takes longer to list than an attempt may
@@ -160,6 +163,7 @@ func (s *streamWriter) setupStream(run, attempt context.Context) error {
 	s.stream = stream
 	s.created = si.Created.UTC()
 	s.intentPrefix = statekey.StreamIntents(s.sn.cfg.Name, s.cfg.Stream, s.cfg.Consumer)
+	s.mode = jsclient.ModeFor(si.Config.Retention)
 	s.record.key = statekey.Record(s.sn.cfg.Name, s.cfg.Stream, s.cfg.Consumer)
 	if s.sn.stateReplicas > 0 && s.sn.stateReplicas < si.Config.Replicas {
 		s.log.Warn("the state bucket has fewer replicas than the stream: an outage the stream survives can lose the export records and intents",
@@ -185,6 +189,10 @@ func (s *streamWriter) setupStream(run, attempt context.Context) error {
 		s.log.Info("the consumer is rebuilt from the export record where consumer_storage says", s.logAttrs(
 			"consumer_storage", s.cfg.ConsumerStorage, "deliver_from", cons.CachedInfo().Config.OptStartSeq)...)
 		s.sn.m.ConsumerRebuilds.WithLabelValues(s.sn.cfg.Name, s.cfg.Stream, rebuildStorage).Inc()
+	case did == jsclient.RebuiltAcks:
+		s.log.Info("the consumer had another ack policy than the stream is read with: rebuilt from the export record", s.logAttrs(
+			"read", s.mode.String(), "ack_policy", cons.CachedInfo().Config.AckPolicy.String(), "deliver_from", cons.CachedInfo().Config.OptStartSeq)...)
+		s.sn.m.ConsumerRebuilds.WithLabelValues(s.sn.cfg.Name, s.cfg.Stream, rebuildAcks).Inc()
 	}
 	s.cur.cons = cons
 	s.resetBook()
@@ -210,10 +218,17 @@ func (s *streamWriter) setupStream(run, attempt context.Context) error {
 		}
 		s.startLedger(start, s.log)
 	}
-	if info.NumAckPending > 0 && s.cfg.Failover != config.FailoverPinned {
+	if s.cfg.Failover == config.FailoverPinned {
+		// Never on a pinned consumer: another instance may be pinned and
+		// working. The instance pinned moves it when it takes over.
+		return nil
+	}
+	if s.mode.AckLess {
+		return s.rewindAtStart(ctx, info)
+	}
+	if info.NumAckPending > 0 {
 		// Pending messages would come back only after AckWait, interleaved
-		// with new ones; a reset replays them now and in order. Never on a
-		// pinned consumer: another instance may be pinned and working.
+		// with new ones; a reset replays them now and in order.
 		if _, err := s.sn.js.ResetConsumer(ctx, s.cfg.Stream, s.cfg.Consumer); err != nil {
 			s.log.Info("consumer reset not available; unacked messages return after AckWait",
 				"stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "error", err)
@@ -251,7 +266,7 @@ func (s *streamWriter) loadLedgerStart(ctx context.Context) (*ledgerStart, error
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", s.cfg.Stream, err)
 	}
-	start := &ledgerStart{floor: ci.AckFloor.Stream, firstSeq: si.State.FirstSeq, delivered: ci.Delivered.Stream}
+	start := &ledgerStart{floor: jsclient.Proven(ci), firstSeq: si.State.FirstSeq, delivered: ci.Delivered.Stream}
 	if s.sn.intents == nil {
 		return start, nil
 	}
@@ -260,18 +275,16 @@ func (s *streamWriter) loadLedgerStart(ctx context.Context) (*ledgerStart, error
 	case errors.As(err, &bad):
 		// Starting from the ack floor loses no export and duplicates
 		// nothing; the next write replaces the value.
-		s.log.Warn("the export record can not be read; starting from the consumer's ack floor and the record checked at start", "stream", s.cfg.Stream, "error", err)
-		s.withChecked(start)
+		s.log.Warn("the export record can not be read; starting from what the consumer (its ack floor, or where jetlake created an ack-less one) and the record checked at start show exported", "stream", s.cfg.Stream, "error", err)
 	case err != nil:
 		return nil, err
 	default:
 		switch state.Judge(rec, s.created, si.State.LastSeq) {
 		case state.Forged:
-			s.log.Error("the export record claims sequences the stream never had: it is not trusted; starting from the consumer's ack floor and the record checked at start, and the next write replaces it",
+			s.log.Error("the export record claims sequences the stream never had: it is not trusted; starting from what the consumer and the record checked at start show exported, and the next write replaces it",
 				"stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "record", s.record.key,
 				"record_floor", rec.Floor, "record_claims_up_to", rec.Claims(), "stream_last_seq", si.State.LastSeq, "ack_floor", start.floor)
 			s.sn.m.Untrusted.WithLabelValues(s.sn.cfg.Name, "export_record").Inc()
-			s.withChecked(start)
 		case state.Believed:
 			start.floor = rec.Floor
 			start.done = append(start.done, rec.Done.Ranges()...)
@@ -280,6 +293,7 @@ func (s *streamWriter) loadLedgerStart(ctx context.Context) (*ledgerStart, error
 				"record_stream_created", rec.StreamCreated, "stream_created", s.created)
 		}
 	}
+	s.withChecked(start)
 	return start, nil
 }
 
@@ -319,11 +333,12 @@ func (e *Exporter) streamMetrics(stream string) streamMetrics {
 // streamChores are the chores of one stream.
 type streamChores struct {
 	resolve, walk, save, consumer *chore
+	unpinned                      *chore // nil unless the stream is pinned and read ack-less
 	release                       *chore // nil when the stream is not a partition
 }
 
 // makeChores makes the writer's chores.
 func (s *streamWriter) makeChores() streamChores {
 	return streamChores{resolve: s.resolveChore(), walk: s.walkChore(), save: s.saveChore(), consumer: s.consumerChore(),
-		release: s.releaseChore()}
+		unpinned: s.unpinnedChore(), release: s.releaseChore()}
 }

@@ -157,6 +157,7 @@ func TestMarkdownHasOneRunTable(t *testing.T) {
 	rep.Settings.UploadConcurrency = 4
 	w2 := rep.Workloads[1]
 	w2.ConsumeLimit = &Limit{Seconds: 0.13, MessagesPerSecond: 76_487, NATSCPUSeconds: 0.5}
+	w2.AckNoneRead = &Limit{Seconds: 0.1, MessagesPerSecond: 100_000, NATSCPUSeconds: 0.25}
 	w2.UploadLimit = &Limit{Seconds: 0.04, Objects: 1, ObjectBytes: 3_789_000, Bytes: 3_789_000, MBPerSecond: 92.6}
 	w2.LimitSeconds = 0.17
 	w2.SameObjectsLimit = &Limit{Seconds: 1.55, Objects: 1000, ObjectBytes: 3789, ObjectsPerSecond: 645, MBPerSecond: 2.4,
@@ -186,19 +187,19 @@ func TestMarkdownHasOneRunTable(t *testing.T) {
 		}
 	}
 	want := []string{
-		"| w1 | json_lines | 2.50 | 143,070 | 2.6 | 6.5 MB | 10 | 240 MiB | 3.69 | 3.7 | – |  | – | 0.88 |  |  |  |  |",
-		"| w1 | parquet | 2.50 | 111,101 | 2.6 | 6.5 MB | 10 | 444 MiB | 5.00 | 5.0 | – |  | – | 0.70 |  |  |  |  |",
-		"| w1 | iceberg | 2.50 | 104,000 | 2.6 | 6.5 MB | 10 | 450 MiB | 5.20 | 5.2 | – |  | – | 0.66 |  |  | 0.94 | table: 10 data files, 0 metadata objects, 0 commits |",
-		"| w2 | json_lines | 2.50 | 7,000 | 2.6 | 6.5 MB | 10 | 150 MiB | 1.20 | 120.0 | 0.85 | 1.70× | 2.60 | 0.06 | – | 0.81 |  |  |",
-		"| w2 | parquet | 2.50 | 6,000 | 2.6 | 6.5 MB | 10 | 160 MiB | 1.50 | 150.0 | – |  | – | 0.05 | 0.67 | 0.70 |  |  |",
-		"| w2 | parquet_typed | 126.13 | – | – | – | – | 122 MiB | 66.49 | – | 20.50 | – | 1.25 | – | – | – | – | **failed: stopped after 2m6s** |",
-		"| w2 | iceberg | – | – | – | – | – | – | – | – | – | – | – | – | – | – | – | **failed: no Iceberg commit: 0 logged, 0 metadata objects** |",
+		"| w1 | json_lines | 2.50 | 143,070 | 2.6 | 6.5 MB | 10 | 240 MiB | 3.69 | 3.7 | – |  |  | – | 0.88 |  |  |  |  |",
+		"| w1 | parquet | 2.50 | 111,101 | 2.6 | 6.5 MB | 10 | 444 MiB | 5.00 | 5.0 | – |  |  | – | 0.70 |  |  |  |  |",
+		"| w1 | iceberg | 2.50 | 104,000 | 2.6 | 6.5 MB | 10 | 450 MiB | 5.20 | 5.2 | – |  |  | – | 0.66 |  |  | 0.94 | table: 10 data files, 0 metadata objects, 0 commits |",
+		"| w2 | json_lines | 2.50 | 7,000 | 2.6 | 6.5 MB | 10 | 150 MiB | 1.20 | 120.0 | 0.85 | 1.70× | 3.40× | 2.60 | 0.06 | – | 0.81 |  |  |",
+		"| w2 | parquet | 2.50 | 6,000 | 2.6 | 6.5 MB | 10 | 160 MiB | 1.50 | 150.0 | – |  |  | – | 0.05 | 0.67 | 0.70 |  |  |",
+		"| w2 | parquet_typed | 126.13 | – | – | – | – | 122 MiB | 66.49 | – | 20.50 | – | – | 1.25 | – | – | – | – | **failed: stopped after 2m6s** |",
+		"| w2 | iceberg | – | – | – | – | – | – | – | – | – | – | – | – | – | – | – | – | **failed: no Iceberg commit: 0 logged, 0 metadata objects** |",
 	}
 	if got := strings.Join(rows, "\n"); got != strings.Join(want, "\n") {
 		t.Errorf("rows:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
 	}
 	for _, want := range []string{
-		"| workload | run | wall s | msg/s | MB/s written | written | objects | peak RSS | CPU s | CPU s / 1M msg | nats-server CPU s | nats-server CPU / consume limit's | MinIO CPU s | limit / jetlake | same-objects limit / jetlake | PUT-rate ratio | iceberg / parquet | notes |",
+		"| workload | run | wall s | msg/s | MB/s written | written | objects | peak RSS | CPU s | CPU s / 1M msg | nats-server CPU s | nats-server CPU / consume limit's | nats-server CPU / ack-none read's | MinIO CPU s | limit / jetlake | same-objects limit / jetlake | PUT-rate ratio | iceberg / parquet | notes |",
 		"- **limit time** = consume + upload: **0.17 s**, 58,823 msg/s\n" +
 			"- small-PUT rate, upload limit with jetlake's objects: PutObject ×4, 1,000 objects of 3.7 KiB (json_lines' objects): 1.55 s, **645 objects/s**, 2.4 MB/s; nats-server CPU 0.02 s, MinIO CPU 2.71 s\n" +
 			"- same-objects limit time = consume + that upload: 1.68 s, 5,952 msg/s\n",

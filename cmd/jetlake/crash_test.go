@@ -176,6 +176,9 @@ func (c *crashEnv) runUntilIdle() {
 	cmd := exec.Command(binary, "run", "-until-idle", "-config", c.file)
 	cmd.Env = c.minio.ClientEnv()
 	out, err := runWithTimeout(cmd, 3*time.Minute)
+	if os.Getenv("JETLAKE_TEST_SHOW_RUN") != "" {
+		c.t.Logf("run -until-idle:\n%s", out)
+	}
 	if err != nil {
 		c.t.Fatalf("run -until-idle: %v\n%s", err, out)
 	}

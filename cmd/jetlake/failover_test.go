@@ -13,7 +13,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// consumerDone waits until the consumer has everything up to last acked.
+// consumerDone waits until the consumer has everything up to last acked
+// (read ack-less: recorded exported).
 func (c *crashEnv) consumerDone(consumer string, last uint64, timeout time.Duration, logs ...*bytes.Buffer) {
 	c.t.Helper()
 	ctx := context.Background()
@@ -22,7 +23,7 @@ func (c *crashEnv) consumerDone(consumer string, last uint64, timeout time.Durat
 		cons, err := c.js.Consumer(ctx, strings.ToUpper(c.name), consumer)
 		if err == nil {
 			info, err := cons.Info(ctx)
-			if err == nil && info.NumPending == 0 && info.NumAckPending == 0 && info.AckFloor.Stream >= last {
+			if err == nil && info.NumPending == 0 && info.NumAckPending == 0 && exportedFloor(c.t, c.js, info) >= max(last, heldBy(info)) {
 				return
 			}
 		}

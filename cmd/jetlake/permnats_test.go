@@ -90,7 +90,7 @@ func permServer(t *testing.T, names []string, write func(file, name, url string)
 	js, _ := jetstream.New(nc)
 	for _, u := range users {
 		write(u.file, u.name, ns.URL)
-		if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: u.stream, Subjects: []string{u.name + ".>"}}); err != nil {
+		if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: u.stream, Subjects: []string{u.name + ".>"}, Retention: permRetention[u.name]}); err != nil {
 			t.Fatal(err)
 		}
 		if err := shared.MinIO(t).CreateBucket(context.Background(), u.name); err != nil {
@@ -101,6 +101,11 @@ func permServer(t *testing.T, names []string, write func(file, name, url string)
 }
 
 const permPassword = "perm-pw-5512"
+
+// permRetention is the retention of a user's stream, limits when not
+// named: jetlake acks only what it reads with explicit acks, so the user
+// refused acks reads a work-queue stream.
+var permRetention = map[string]jetstream.RetentionPolicy{"permnoack": jetstream.WorkQueuePolicy}
 
 // permEnv is the environment of jetlake as a connector's NATS user.
 func permEnv(t *testing.T) []string {

@@ -54,13 +54,19 @@ max_file_age = "10s"
 
 func createPlanStream(t *testing.T, name string) jetstream.Stream {
 	t.Helper()
+	return createPlanStreamRetained(t, name, jetstream.LimitsPolicy)
+}
+
+// createPlanStreamRetained creates a plan test's stream with retention r.
+func createPlanStreamRetained(t *testing.T, name string, r jetstream.RetentionPolicy) jetstream.Stream {
+	t.Helper()
 	nc, err := shared.NATS(t).Connect()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
 	js, _ := jetstream.New(nc)
-	st, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: name, Subjects: []string{strings.ToLower(name) + ".>"}})
+	st, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: name, Subjects: []string{strings.ToLower(name) + ".>"}, Retention: r})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,13 +100,32 @@ func TestPlanReportsConsumersThatDoNotFitWithTheFix(t *testing.T) {
 		stream   string
 		consumer *jetstream.ConsumerConfig // nil: no consumer
 		noStream bool
+		limits   bool // a stream with limits retention, read ack-less; otherwise interest retention, read with explicit acks
 		bucket   string
 		code     int
 		want     []string
 	}{
 		{
 			name: "no consumer yet", stream: "PLANNEW", code: 0,
-			want: []string{"ok    stream PLANNEW, consumer plannew: does not exist yet; jetlake creates it on start: AckExplicit, AckWait 30s, MaxAckPending 250000, MaxDeliver -1, deliver all, filters plannew.>"},
+			want: []string{
+				"ok    stream PLANNEW, consumer plannew: read with explicit acks: interest retention: a consumer without acks would let the server remove a message at delivery, before its object is stored",
+				"ok    stream PLANNEW, consumer plannew: does not exist yet; jetlake creates it on start: AckExplicit, AckWait 30s, MaxAckPending 250000, MaxDeliver -1, deliver all, filters plannew.>",
+			},
+		},
+		{
+			name: "no consumer yet on a limits stream", stream: "PLANNEWLIMITS", code: 0, limits: true,
+			want: []string{
+				"ok    stream PLANNEWLIMITS, consumer plannewlimits: read ack-less: limits retention: the stream keeps its messages whatever the consumer acks, so the export record decides and the server keeps no pending set",
+				"ok    stream PLANNEWLIMITS, consumer plannewlimits: does not exist yet; jetlake creates it on start: AckNone, MaxDeliver -1, deliver all, filters plannewlimits.>",
+			},
+		},
+		{
+			name: "an explicit consumer on a limits stream", stream: "PLANLIMITS", code: 0, limits: true,
+			consumer: &jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, AckWait: 5 * time.Second, MaxAckPending: 100, MaxDeliver: -1, FilterSubject: "planlimits.>"},
+			want: []string{
+				"note  stream PLANLIMITS, consumer planlimits: AckPolicy explicit; jetlake reads this stream ack-less (limits retention: the stream keeps its messages whatever the consumer acks, so the export record decides and the server keeps no pending set): it rebuilds the consumer with AckPolicy none from the export record on start",
+				"plan: 0 checks failed",
+			},
 		},
 		{
 			name: "a consumer that fits", stream: "PLANFIT", code: 0,
@@ -118,11 +143,10 @@ func TestPlanReportsConsumersThatDoNotFitWithTheFix(t *testing.T) {
 			want:     []string{"warn  stream PLANPENDING, consumer planpending: MaxAckPending 100 is less than max_messages_per_file (500): files would be cut at 90% of it; jetlake sets it to 250000 on start"},
 		},
 		{
-			name: "AckAll", stream: "PLANACKALL", code: 1,
+			name: "AckAll", stream: "PLANACKALL", code: 0,
 			consumer: &jetstream.ConsumerConfig{AckPolicy: jetstream.AckAllPolicy, AckWait: 30 * time.Second, MaxAckPending: planMaxAckPending, MaxDeliver: -1, FilterSubject: "planackall.>"},
 			want: []string{
-				"FAIL  stream PLANACKALL, consumer planackall: AckPolicy all; jetlake needs explicit acks",
-				"delete the consumer (jetlake re-creates it, starting at deliver_policy \"all\") or set streams[1].consumer to another name",
+				"note  stream PLANACKALL, consumer planackall: AckPolicy all; jetlake reads this stream with explicit acks (interest retention: a consumer without acks would let the server remove a message at delivery, before its object is stored): it rebuilds the consumer with AckPolicy explicit from the export record on start",
 			},
 		},
 		{
@@ -137,11 +161,9 @@ func TestPlanReportsConsumersThatDoNotFitWithTheFix(t *testing.T) {
 			name: "several misfits at once", stream: "PLANMANY", code: 1,
 			consumer: &jetstream.ConsumerConfig{AckPolicy: jetstream.AckAllPolicy, AckWait: 2 * time.Second, MaxAckPending: 10, MaxDeliver: 3, FilterSubject: "planmany.>"},
 			want: []string{
-				"FAIL  stream PLANMANY, consumer planmany: AckPolicy all",
+				"note  stream PLANMANY, consumer planmany: AckPolicy all",
 				"FAIL  stream PLANMANY, consumer planmany: MaxDeliver 3",
-				"warn  stream PLANMANY, consumer planmany: AckWait 2s is less than 2 × max_file_age (10s); jetlake sets it to 30s on start",
-				"warn  stream PLANMANY, consumer planmany: MaxAckPending 10 is less than max_messages_per_file (500)",
-				"plan: 2 checks failed, 2 warnings",
+				"plan: 1 check failed",
 			},
 		},
 		{
@@ -167,7 +189,11 @@ func TestPlanReportsConsumersThatDoNotFitWithTheFix(t *testing.T) {
 			stream := tt.stream
 			consumer := strings.ToLower(stream)
 			if !tt.noStream {
-				st := createPlanStream(t, stream)
+				retention := jetstream.InterestPolicy
+				if tt.limits {
+					retention = jetstream.LimitsPolicy
+				}
+				st := createPlanStreamRetained(t, stream, retention)
 				if tt.consumer != nil {
 					cc := *tt.consumer
 					cc.Durable = consumer
@@ -485,8 +511,12 @@ no_auth_user: admin
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info, err := cons.Info(ctx); err != nil || info.AckFloor.Stream != 251 {
-		t.Fatalf("ack floor %+v, %v; want 251", info.AckFloor, err)
+	info, err := cons.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if floor := exportedFloor(t, js, info); floor != 251 {
+		t.Fatalf("exported up to %d; want 251", floor)
 	}
 	if v := grepLines(ns.LogFile, "Violation"); v != "" {
 		t.Fatalf("the server logged permission violations:\n%s", v)

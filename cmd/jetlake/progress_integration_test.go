@@ -105,8 +105,8 @@ path_template = "{stream}/{subject}"
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ci := info.CachedInfo(); ci.NumPending != 0 || ci.AckFloor.Stream != backfillMessages {
-			t.Fatalf("consumer %s: %d pending, ack floor %d; want everything exported", name, ci.NumPending, ci.AckFloor.Stream)
+		if ci := info.CachedInfo(); ci.NumPending != 0 || exportedFloor(t, js, ci) != backfillMessages {
+			t.Fatalf("consumer %s: %d pending, exported up to %d; want everything exported", name, ci.NumPending, exportedFloor(t, js, ci))
 		}
 	}
 	checkTerminalProgress(t, ttyOut.String())

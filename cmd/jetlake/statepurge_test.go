@@ -80,8 +80,8 @@ func (c *crashEnv) setCommitInterval(d string) {
 	}
 }
 
-// waitAckFloor waits until the connector's consumer has acked every
-// sequence up to last.
+// waitAckFloor waits until the connector's consumer has acked (read
+// ack-less: the export record holds) every sequence up to last.
 func (c *crashEnv) waitAckFloor(last uint64, timeout time.Duration) {
 	c.t.Helper()
 	ctx := context.Background()
@@ -96,7 +96,7 @@ func (c *crashEnv) waitAckFloor(last uint64, timeout time.Duration) {
 			if err != nil {
 				continue
 			}
-			if info, err := cons.Info(ctx); err == nil && info.AckFloor.Stream >= last {
+			if info, err := cons.Info(ctx); err == nil && exportedFloor(c.t, c.js, info) >= last {
 				return
 			}
 		}

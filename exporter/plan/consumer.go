@@ -19,13 +19,15 @@ import (
 // then, a note otherwise.
 func (p *planner) checkConsumer(ctx context.Context, st jetstream.Stream, key string, s config.Stream) {
 	name := fmt.Sprintf("stream %s, consumer %s", s.Stream, s.Consumer)
+	mode := jsclient.ModeFor(st.CachedInfo().Config.Retention)
+	p.add(OK, "%s: read %s: %s", name, mode, mode.Why)
 	octx, cancel := p.op(ctx)
 	cons, err := st.Consumer(octx, s.Consumer)
 	cancel()
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
-		p.add(OK, "%s: does not exist yet; jetlake creates it on start: AckExplicit, AckWait %s, MaxAckPending %d, MaxDeliver -1, deliver %s%s",
-			name, config.FormatDuration(s.AckWait), s.MaxAckPending, s.DeliverPolicy, filterText(s.Subjects))
+		p.add(OK, "%s: does not exist yet; jetlake creates it on start: %s, MaxDeliver -1, deliver %s%s",
+			name, ackText(mode, s.AckWait, s.MaxAckPending), s.DeliverPolicy, filterText(s.Subjects))
 		return
 	case errors.Is(err, jetstream.ErrNotPullConsumer):
 		p.add(Fail, "%s: a push consumer (it has a deliver subject); jetlake reads with a pull consumer: delete the consumer (jetlake re-creates it) or set %s.consumer to another name", name, key)
@@ -36,7 +38,7 @@ func (p *planner) checkConsumer(ctx context.Context, st jetstream.Stream, key st
 	}
 	info := cons.CachedInfo()
 	have := info.Config
-	problems := jsclient.CheckConsumer(p.c, s, key, have)
+	problems := jsclient.CheckConsumer(p.c, s, key, have, mode)
 	for _, pr := range problems {
 		status := Note
 		switch {
@@ -55,9 +57,17 @@ func (p *planner) checkConsumer(ctx context.Context, st jetstream.Stream, key st
 		p.add(Warn, "%s: paused until %s: nothing is delivered until it resumes", name, until)
 	}
 	if len(problems) == 0 {
-		p.add(OK, "%s: exists and fits: AckExplicit, AckWait %s, MaxAckPending %d, MaxDeliver %d; %d pending, %d unacked",
-			name, config.FormatDuration(have.AckWait), have.MaxAckPending, have.MaxDeliver, info.NumPending, info.NumAckPending)
+		p.add(OK, "%s: exists and fits: %s, MaxDeliver %d; %d pending, %d unacked",
+			name, ackText(mode, have.AckWait, have.MaxAckPending), have.MaxDeliver, info.NumPending, info.NumAckPending)
 	}
+}
+
+// ackText says how a consumer read in mode takes acks.
+func ackText(mode jsclient.ReadMode, ackWait time.Duration, maxAckPending int) string {
+	if mode.AckLess {
+		return "AckNone"
+	}
+	return fmt.Sprintf("AckExplicit, AckWait %s, MaxAckPending %d", config.FormatDuration(ackWait), maxAckPending)
 }
 
 func filterText(subjects []string) string {

@@ -13,6 +13,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/nats-io/nats.go"
@@ -109,17 +110,20 @@ const MetaConsumerConnector = "jetlake_connector"
 // PriorityGroup is the priority group of consumers with failover = "pinned".
 const PriorityGroup = "jetlake"
 
-// Settings is the configuration jetlake wants its consumer to have.
-func Settings(connector string, s config.Stream) jetstream.ConsumerConfig {
+// Settings is the configuration jetlake wants its consumer to have, read
+// in mode. An ack-less consumer has no AckWait or MaxAckPending: the
+// server keeps no pending set for it.
+func Settings(connector string, s config.Stream, mode ReadMode) jetstream.ConsumerConfig {
 	cc := jetstream.ConsumerConfig{
 		Metadata:      map[string]string{MetaConsumerConnector: connector},
 		Durable:       s.Consumer,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       s.AckWait,
-		MaxAckPending: s.MaxAckPending,
+		AckPolicy:     mode.Policy(),
 		MaxDeliver:    -1,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		MemoryStorage: s.MemoryConsumer(),
+	}
+	if !mode.AckLess {
+		cc.AckWait, cc.MaxAckPending = s.AckWait, s.MaxAckPending
 	}
 	if s.DeliverPolicy == config.DeliverNew {
 		cc.DeliverPolicy = jetstream.DeliverNewPolicy
@@ -143,9 +147,10 @@ func Settings(connector string, s config.Stream) jetstream.ConsumerConfig {
 type Setup int
 
 const (
-	Found   Setup = iota // it was there (and may have been updated)
-	Made                 // it was missing, and was created
-	Rebuilt              // it was kept in the other storage, and was made again
+	Found       Setup = iota // it was there (and may have been updated)
+	Made                     // it was missing, and was created
+	Rebuilt                  // it was kept in the other storage, and was made again
+	RebuiltAcks              // it had another ack policy than its read mode's, and was made again
 )
 
 // Ensure returns the durable consumer of s, one of c's streams,
@@ -158,15 +163,19 @@ const (
 // too, before any consumer is made. A consumer kept in another storage than
 // consumer_storage, when set, asks for is deleted and created again there
 // (Rebuilt), delivering from from, or, without a record, from
-// right after its ack floor.
+// right after what it proves exported (Proven). A consumer with another
+// ack policy than the stream's read mode (ModeFor) asks for is made again
+// the same way (RebuiltAcks): the server does not change a consumer's ack
+// policy.
 func Ensure(ctx context.Context, stream jetstream.Stream, c *config.Connector, s config.Stream, from uint64) (cons jetstream.Consumer, did Setup, err error) {
 	if msg := UnpartitionedRefusal(c, s, stream.CachedInfo().Config); msg != "" {
 		return nil, Found, &ConfigError{Stream: s.Stream, Consumer: s.Consumer, Msg: msg}
 	}
-	want := Settings(c.Name, s)
+	mode := ModeFor(stream.CachedInfo().Config.Retention)
+	want := Settings(c.Name, s, mode)
 	cons, err = stream.Consumer(ctx, s.Consumer)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		cons, err = stream.CreateConsumer(ctx, ConsumerFrom(want, from))
+		cons, err = create(ctx, stream, want, from, s.DeliverPolicy)
 		if err != nil {
 			return nil, Found, fmt.Errorf("stream %s: create consumer %s: %w", s.Stream, s.Consumer, err)
 		}
@@ -176,12 +185,16 @@ func Ensure(ctx context.Context, stream jetstream.Stream, c *config.Connector, s
 		return nil, Found, fmt.Errorf("stream %s: consumer %s: %w", s.Stream, s.Consumer, err)
 	}
 	have := cons.CachedInfo().Config
-	problems := CheckConsumer(c, s, StreamKey(c, s), have)
+	problems := CheckConsumer(c, s, StreamKey(c, s), have, mode)
 	if refused := refusedProblem(problems); refused != nil {
 		return nil, Found, &ConfigError{Stream: s.Stream, Consumer: s.Consumer, Msg: refused.Msg}
 	}
-	if s.ConsumerStorage != "" && have.MemoryStorage != want.MemoryStorage {
-		cons, err = remakeInStorage(ctx, stream, cons, c, s, from)
+	switch {
+	case have.AckPolicy != want.AckPolicy:
+		cons, err = remake(ctx, stream, cons, want, s, from, "read it "+mode.String())
+		return cons, RebuiltAcks, err
+	case s.ConsumerStorage != "" && have.MemoryStorage != want.MemoryStorage:
+		cons, err = remake(ctx, stream, cons, want, s, from, "keep it "+storageName(s.MemoryConsumer()))
 		return cons, Rebuilt, err
 	}
 	if len(problems) == 0 && have.Metadata[MetaConsumerConnector] == c.Name {
@@ -193,7 +206,10 @@ func Ensure(ctx context.Context, stream jetstream.Stream, c *config.Connector, s
 		upd.Metadata = map[string]string{}
 	}
 	upd.Metadata[MetaConsumerConnector] = c.Name
-	upd.AckWait, upd.MaxAckPending, upd.PinnedTTL = want.AckWait, want.MaxAckPending, want.PinnedTTL
+	if !mode.AckLess {
+		upd.AckWait, upd.MaxAckPending = want.AckWait, want.MaxAckPending
+	}
+	upd.PinnedTTL = want.PinnedTTL
 	upd.FilterSubject, upd.FilterSubjects = want.FilterSubject, want.FilterSubjects
 	cons, err = stream.UpdateConsumer(ctx, upd)
 	if err != nil {
@@ -241,11 +257,12 @@ type ConsumerProblem struct {
 // CheckConsumer compares have, the configuration of an existing consumer,
 // with what connector c needs for its stream s. key names s in the
 // messages ("streams[2]"). A consumer of another connector (OwnerRefusal),
-// the ack policy, MaxDeliver, headers-only delivery and the priority
-// policy are refused; AckWait, MaxAckPending,
-// the filter subjects and the pinned TTL are what run updates. No problems:
-// the consumer fits.
-func CheckConsumer(c *config.Connector, s config.Stream, key string, have jetstream.ConsumerConfig) []ConsumerProblem {
+// MaxDeliver, headers-only delivery and the priority policy are refused;
+// an ack policy other than mode's is rebuilt on start; AckWait,
+// MaxAckPending (neither matters to an ack-less consumer), the filter
+// subjects and the pinned TTL are what run updates. No problems: the
+// consumer fits.
+func CheckConsumer(c *config.Connector, s config.Stream, key string, have jetstream.ConsumerConfig, mode ReadMode) []ConsumerProblem {
 	var out []ConsumerProblem
 	add := func(refused, harmful bool, format string, args ...any) {
 		out = append(out, ConsumerProblem{Refused: refused, Harmful: harmful, Msg: fmt.Sprintf(format, args...)})
@@ -254,9 +271,9 @@ func CheckConsumer(c *config.Connector, s config.Stream, key string, have jetstr
 	if msg := OwnerRefusal(c.Name, key, have); msg != "" {
 		add(true, false, "%s", msg)
 	}
-	if have.AckPolicy != jetstream.AckExplicitPolicy {
-		add(true, false, "AckPolicy %s; jetlake needs explicit acks (buffers are uploaded out of stream order, so an ack of one message must not ack others): "+
-			"delete the consumer (jetlake re-creates it, starting at deliver_policy %q) %s", apiName(have.AckPolicy), s.DeliverPolicy, rename)
+	if have.AckPolicy != mode.Policy() {
+		add(false, false, "AckPolicy %s; jetlake reads this stream %s (%s): it rebuilds the consumer with AckPolicy %s from the export record on start",
+			apiName(have.AckPolicy), mode, mode.Why, apiName(mode.Policy()))
 	}
 	if have.MaxDeliver > 0 {
 		add(true, false, "MaxDeliver %d; jetlake needs -1 (unlimited) so an outage never ends in max-deliveries drops: "+
@@ -265,11 +282,39 @@ func CheckConsumer(c *config.Connector, s config.Stream, key string, have jetstr
 	if have.HeadersOnly {
 		add(true, false, "delivers headers only, without the message data: delete the consumer (jetlake re-creates it) %s", rename)
 	}
-	want := Settings(c.Name, s)
+	want := Settings(c.Name, s, mode)
 	if have.PriorityPolicy != want.PriorityPolicy || !slices.Equal(have.PriorityGroups, want.PriorityGroups) {
 		add(true, false, "priority policy %s with groups %v does not fit failover = %q, which needs %s with groups %v; "+
 			"a priority policy cannot be changed: delete the consumer (jetlake re-creates it) %s",
 			apiName(have.PriorityPolicy), have.PriorityGroups, s.Failover, apiName(want.PriorityPolicy), want.PriorityGroups, rename)
+	}
+	if !mode.AckLess && have.AckPolicy == want.AckPolicy {
+		out = append(out, ackProblems(c, s, key, have)...)
+	}
+	haveFilters := have.FilterSubjects
+	if have.FilterSubject != "" {
+		haveFilters = []string{have.FilterSubject}
+	}
+	if !slices.Equal(haveFilters, s.Subjects) {
+		add(false, false, "filter subjects %s; jetlake sets them to %s on start", listOrWhole(haveFilters), listOrWhole(s.Subjects))
+	}
+	if s.ConsumerStorage != "" && have.MemoryStorage != want.MemoryStorage {
+		add(false, false, "keeps its state %s; jetlake rebuilds it %s from the export record on start (%s.consumer_storage = %q)",
+			storageName(have.MemoryStorage), storageName(want.MemoryStorage), key, s.ConsumerStorage)
+	}
+	if s.Failover == config.FailoverPinned && have.PinnedTTL != want.PinnedTTL {
+		add(false, false, "pinned TTL %s; jetlake sets it to %s (%s.priority_timeout) on start",
+			config.FormatDuration(have.PinnedTTL), config.FormatDuration(want.PinnedTTL), key)
+	}
+	return out
+}
+
+// ackProblems are the ways the AckWait and MaxAckPending of have, a
+// consumer that takes acks, differ from what entry s (key) needs.
+func ackProblems(c *config.Connector, s config.Stream, key string, have jetstream.ConsumerConfig) []ConsumerProblem {
+	var out []ConsumerProblem
+	add := func(refused, harmful bool, format string, args ...any) {
+		out = append(out, ConsumerProblem{Refused: refused, Harmful: harmful, Msg: fmt.Sprintf(format, args...)})
 	}
 	switch minAck := 2 * c.Rotation.MaxFileAge; {
 	case have.AckWait < minAck:
@@ -288,21 +333,6 @@ func CheckConsumer(c *config.Connector, s config.Stream, key string, have jetstr
 			have.MaxAckPending, s.MaxAckPending, key, s.MaxAckPending)
 	case have.MaxAckPending != s.MaxAckPending:
 		add(false, false, "MaxAckPending %d; jetlake sets it to %d on start", have.MaxAckPending, s.MaxAckPending)
-	}
-	haveFilters := have.FilterSubjects
-	if have.FilterSubject != "" {
-		haveFilters = []string{have.FilterSubject}
-	}
-	if !slices.Equal(haveFilters, s.Subjects) {
-		add(false, false, "filter subjects %s; jetlake sets them to %s on start", listOrWhole(haveFilters), listOrWhole(s.Subjects))
-	}
-	if s.ConsumerStorage != "" && have.MemoryStorage != want.MemoryStorage {
-		add(false, false, "keeps its state %s; jetlake rebuilds it %s from the export record on start (%s.consumer_storage = %q)",
-			storageName(have.MemoryStorage), storageName(want.MemoryStorage), key, s.ConsumerStorage)
-	}
-	if s.Failover == config.FailoverPinned && have.PinnedTTL != want.PinnedTTL {
-		add(false, false, "pinned TTL %s; jetlake sets it to %s (%s.priority_timeout) on start",
-			config.FormatDuration(have.PinnedTTL), config.FormatDuration(want.PinnedTTL), key)
 	}
 	return out
 }
@@ -337,27 +367,54 @@ func storageName(memory bool) string {
 	return "in a file"
 }
 
-// remakeInStorage deletes cons, an existing consumer of s kept in the other
-// storage than s's consumer_storage asks for, and creates it again there,
-// delivering from from (the first sequence the export record lacks) or,
-// without a record, from right after its ack floor: what it had delivered
-// and not had acked comes back.
-func remakeInStorage(ctx context.Context, stream jetstream.Stream, cons jetstream.Consumer, c *config.Connector, s config.Stream, from uint64) (jetstream.Consumer, error) {
+// remake deletes cons, an existing consumer of s, and creates it again as
+// want (why says what for: "keep it in memory"), delivering from from (the
+// first sequence the export record lacks) or, without a record, from right
+// after what it proves exported (Proven): what it had delivered and not
+// had acked comes back.
+func remake(ctx context.Context, stream jetstream.Stream, cons jetstream.Consumer, want jetstream.ConsumerConfig, s config.Stream, from uint64, why string) (jetstream.Consumer, error) {
 	info, err := cons.Info(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: consumer %s: %w", s.Stream, s.Consumer, err)
 	}
 	if from == 0 {
-		from = info.AckFloor.Stream + 1
+		from = Proven(info) + 1
 	}
 	if err := stream.DeleteConsumer(ctx, s.Consumer); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return nil, fmt.Errorf("stream %s: delete consumer %s to keep it %s: %w", s.Stream, s.Consumer, storageName(s.MemoryConsumer()), err)
+		return nil, fmt.Errorf("stream %s: delete consumer %s to %s: %w", s.Stream, s.Consumer, why, err)
 	}
-	cons, err = stream.CreateConsumer(ctx, ConsumerFrom(Settings(c.Name, s), from))
+	cons, err = create(ctx, stream, want, from, s.DeliverPolicy)
 	if err != nil {
-		return nil, fmt.Errorf("stream %s: create consumer %s %s: %w", s.Stream, s.Consumer, storageName(s.MemoryConsumer()), err)
+		return nil, fmt.Errorf("stream %s: create consumer %s to %s: %w", s.Stream, s.Consumer, why, err)
 	}
 	return cons, nil
+}
+
+// create creates the consumer cfg on stream, delivering from sequence
+// from, or, with from 0, where deliver says. An ack-less consumer always
+// starts at a sequence jetlake reads first (the stream's first, or the one
+// after its last for deliver_policy "new"), kept in its metadata
+// (MetaDeliverFrom): the ack floor of such a consumer moves at delivery
+// and proves nothing.
+func create(ctx context.Context, stream jetstream.Stream, cfg jetstream.ConsumerConfig, from uint64, deliver string) (jetstream.Consumer, error) {
+	if cfg.AckPolicy == jetstream.AckNonePolicy {
+		if from == 0 {
+			si, err := stream.Info(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("stream info: %w", err)
+			}
+			from = max(si.State.FirstSeq, 1)
+			if deliver == config.DeliverNew {
+				from = si.State.LastSeq + 1
+			}
+		}
+		cfg.Metadata = maps.Clone(cfg.Metadata)
+		if cfg.Metadata == nil {
+			cfg.Metadata = map[string]string{}
+		}
+		cfg.Metadata[MetaDeliverFrom] = strconv.FormatUint(from, 10)
+	}
+	return stream.CreateConsumer(ctx, ConsumerFrom(cfg, from))
 }
 
 func listOrWhole(subjects []string) string {
@@ -413,8 +470,11 @@ func UnpartitionedRefusal(c *config.Connector, s config.Stream, have jetstream.S
 // with a reset on servers that have it (2.14+); by deleting and creating
 // it again on older ones, or when its deliver policy does not allow the
 // reset (deliver new, or a start sequence above from). It returns the new
-// consumer when it made one.
-func Move(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, connector string, s config.Stream, cons jetstream.Consumer, from uint64) (jetstream.Consumer, error) {
+// consumer when it made one. An ack-less consumer made again keeps in its
+// metadata (MetaDeliverFrom) no more than proven: the sequence below which
+// the caller knows every one exported, which from, a sequence the caller
+// lacks, need not be.
+func Move(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, connector string, s config.Stream, cons jetstream.Consumer, from, proven uint64) (jetstream.Consumer, error) {
 	_, err := js.ResetConsumerToSequence(ctx, s.Stream, s.Consumer, from)
 	switch {
 	case err == nil:
@@ -423,11 +483,22 @@ func Move(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, 
 	default:
 		return nil, fmt.Errorf("reset to sequence %d: %w", from, err)
 	}
-	cfg := Settings(connector, s)
+	cfg := Settings(connector, s, ModeFor(stream.CachedInfo().Config.Retention))
 	if cons != nil {
 		if info := cons.CachedInfo(); info != nil {
 			cfg = info.Config
 		}
+	}
+	if cfg.AckPolicy == jetstream.AckNonePolicy {
+		cfg.Metadata = maps.Clone(cfg.Metadata)
+		if cfg.Metadata == nil {
+			cfg.Metadata = map[string]string{}
+		}
+		was, err := strconv.ParseUint(cfg.Metadata[MetaDeliverFrom], 10, 64)
+		if err != nil || was > proven {
+			was = proven
+		}
+		cfg.Metadata[MetaDeliverFrom] = strconv.FormatUint(was, 10)
 	}
 	if err := stream.DeleteConsumer(ctx, s.Consumer); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return nil, fmt.Errorf("delete to create again from sequence %d: %w", from, err)
@@ -507,7 +578,7 @@ func Find(ctx context.Context, stream jetstream.Stream, connector string, s conf
 	if err != nil {
 		return nil, false, fmt.Errorf("the consumer is missing, and its export record can not be read: %w", err)
 	}
-	cons, err = stream.CreateConsumer(ctx, ConsumerFrom(Settings(connector, s), start))
+	cons, err = create(ctx, stream, Settings(connector, s, ModeFor(stream.CachedInfo().Config.Retention)), start, s.DeliverPolicy)
 	if errors.Is(err, jetstream.ErrConsumerExists) {
 		// Another instance re-created it first, or another connector.
 		cons, err = stream.Consumer(ctx, s.Consumer)

@@ -36,10 +36,11 @@ func TestCheckConsumerRefusesWhatRunCannotChangeAndListsWhatItUpdates(t *testing
 		msg              string // a part of the message
 	}
 	for _, tt := range []struct {
-		name string
-		s    config.Stream
-		have jetstream.ConsumerConfig
-		want []problem
+		name    string
+		s       config.Stream
+		have    jetstream.ConsumerConfig
+		ackLess bool // read as a limits stream is; otherwise with explicit acks
+		want    []problem
 	}{
 		{name: "fits", s: s, have: fits},
 		{name: "fits pinned", s: pinned, have: fitsPinned},
@@ -64,7 +65,16 @@ func TestCheckConsumerRefusesWhatRunCannotChangeAndListsWhatItUpdates(t *testing
 			{refused: true, msg: `belongs to connector ""`},
 		}},
 		{name: "AckAll", s: s, have: with(fits, func(h *jetstream.ConsumerConfig) { h.AckPolicy = jetstream.AckAllPolicy }), want: []problem{
-			{refused: true, msg: `AckPolicy all; jetlake needs explicit acks (buffers are uploaded out of stream order, so an ack of one message must not ack others): delete the consumer (jetlake re-creates it, starting at deliver_policy "all") or set streams[2].consumer to another name`},
+			{msg: `AckPolicy all; jetlake reads this stream with explicit acks (interest retention: a consumer without acks would let the server remove a message at delivery, before its object is stored): it rebuilds the consumer with AckPolicy explicit from the export record on start`},
+		}},
+		{name: "ack-less fits", s: s, ackLess: true, have: with(fits, func(h *jetstream.ConsumerConfig) {
+			h.AckPolicy, h.AckWait, h.MaxAckPending = jetstream.AckNonePolicy, 0, 0
+		})},
+		{name: "ack-less ignores AckWait and MaxAckPending", s: s, ackLess: true, have: with(fits, func(h *jetstream.ConsumerConfig) {
+			h.AckPolicy, h.AckWait, h.MaxAckPending = jetstream.AckNonePolicy, time.Second, 3
+		})},
+		{name: "explicit where ack-less reads", s: s, ackLess: true, have: fits, want: []problem{
+			{msg: `AckPolicy explicit; jetlake reads this stream ack-less (limits retention: the stream keeps its messages whatever the consumer acks, so the export record decides and the server keeps no pending set): it rebuilds the consumer with AckPolicy none from the export record on start`},
 		}},
 		{name: "finite MaxDeliver", s: s, have: with(fits, func(h *jetstream.ConsumerConfig) { h.MaxDeliver = 5 }), want: []problem{
 			{refused: true, msg: "MaxDeliver 5; jetlake needs -1 (unlimited) so an outage never ends in max-deliveries drops: update the consumer's max_deliver to -1, or delete the consumer (jetlake re-creates it) or set streams[2].consumer to another name"},
@@ -106,14 +116,16 @@ func TestCheckConsumerRefusesWhatRunCannotChangeAndListsWhatItUpdates(t *testing
 		{name: "several at once, refusals first", s: s, have: with(fits, func(h *jetstream.ConsumerConfig) {
 			h.AckPolicy, h.MaxDeliver, h.AckWait, h.MaxAckPending = jetstream.AckAllPolicy, 3, 2*time.Second, 10
 		}), want: []problem{
-			{refused: true, msg: "AckPolicy all"},
+			{msg: "AckPolicy all"},
 			{refused: true, msg: "MaxDeliver 3"},
-			{harmful: true, msg: "AckWait 2s"},
-			{harmful: true, msg: "MaxAckPending 10"},
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got := jsclient.CheckConsumer(c, tt.s, "streams[2]", tt.have)
+			mode := jsclient.ModeFor(jetstream.InterestPolicy)
+			if tt.ackLess {
+				mode = jsclient.ModeFor(jetstream.LimitsPolicy)
+			}
+			got := jsclient.CheckConsumer(c, tt.s, "streams[2]", tt.have, mode)
 			if len(got) != len(tt.want) {
 				t.Fatalf("%d problems, want %d: %+v", len(got), len(tt.want), got)
 			}

@@ -172,6 +172,10 @@ func (l *Ledger) Rev() uint64 { return l.rev }
 // Holes returns the hole ranges; the caller must not change them.
 func (l *Ledger) Holes() []Range { return l.holes.Runs() }
 
+// Frontier returns the highest sequence the Ledger knows of: delivered,
+// or reached by the stream's first sequence.
+func (l *Ledger) Frontier() uint64 { return l.frontier }
+
 // IsHole reports whether q is a hole.
 func (l *Ledger) IsHole(q uint64) bool { return l.holes.Has(q) }
 
