@@ -55,6 +55,33 @@ type cursor struct {
 	// unpinnedChore). An instance not active is idle only once it looked
 	// and found none.
 	lookedUnpinned, behind bool
+
+	pulls uint64        // the pulls started, counted: a delivery names its own
+	order deliveryOrder // the last delivery of the pulls the book classified
+}
+
+// deliveryOrder is the last delivery the book classified, as the server
+// sent it. A consumer delivers the messages of its subjects in stream
+// order, so a delivery that directly follows it (the next consumer
+// sequence, from the same pull) says that no message of those subjects
+// lay between the two. Nothing else says so: a delivery taken in again
+// after it waited, one of another pull, one after a reset (consumer
+// sequences start at 1 again; deliveries sent before it may still be on
+// their way) or after one lost on the way.
+type deliveryOrder struct{ pull, cseq, seq uint64 }
+
+// next records d, with metadata md, as the last delivery, and returns the
+// sequence it directly follows, or 0.
+func (o *deliveryOrder) next(d delivery, md jsclient.AckInfo) uint64 {
+	if d.pull == 0 {
+		return 0
+	}
+	var after uint64
+	if d.pull == o.pull && o.cseq != 0 && md.ConsumerSeq == o.cseq+1 && md.StreamSeq > o.seq {
+		after = o.seq
+	}
+	*o = deliveryOrder{pull: d.pull, cseq: md.ConsumerSeq, seq: md.StreamSeq}
+	return after
 }
 
 // consumerCheckEvery is how often the consumer of a stream that can not

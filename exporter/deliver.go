@@ -109,7 +109,7 @@ func (s *streamWriter) classify(d delivery, md jsclient.AckInfo) (a admission, c
 	if md.Delivered > 1 {
 		s.m.redelivered.Inc()
 	}
-	switch s.book.Deliver(seq, md.Delivered > 1) {
+	switch s.book.Deliver(seq, s.cur.order.next(d, md), md.Delivered > 1) {
 	case progress.Unready:
 		// Not pinned yet (a message of the pin in flight as it moved):
 		// leave it to the server, which redelivers it to the pinned one.

@@ -21,7 +21,7 @@ func TestBatchesOfOneBufferAreUploadedInOrder(t *testing.T) {
 		if err := r.set.Add([]byte("0\x00"+subject), []byte(subject), &rec, seq, rec.Time, jsclient.AckRef("$JS.ACK.S.c.1.1.1.0.0"), time.Unix(0, 0)); err != nil {
 			t.Fatal(err)
 		}
-		s.book.Deliver(seq, false)
+		s.book.Deliver(seq, 0, false)
 	}
 	add(1, "a")
 	r.set.SealAll(buffer.ReasonCount)

@@ -24,9 +24,11 @@ import (
 // jsclient.Pull).
 func (r *runner) pull(s *streamWriter) error {
 	i := slices.Index(r.streams, s)
+	s.cur.pulls++
+	pull := s.cur.pulls
 	handle := func(msg jetstream.Msg) {
 		select {
-		case r.wires.in <- delivery{stream: i, msg: msg}:
+		case r.wires.in <- delivery{stream: i, msg: msg, pull: pull}:
 		case <-r.wires.quit:
 		}
 	}

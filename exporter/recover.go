@@ -339,6 +339,7 @@ func (s *streamWriter) resolved(ctx context.Context, res resolution) {
 	s.book.Resolve(ikey, res.stored)
 	delete(s.unsure, ikey)
 	for _, d := range u.waiting {
+		d.pull = 0 // out of order now
 		s.hub.add(ctx, d)
 	}
 }

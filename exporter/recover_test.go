@@ -71,7 +71,7 @@ func TestRecoveryAfterACrashAtEachCommitStep(t *testing.T) {
 				want = progress.Waiting
 			}
 			for _, q := range []uint64{10, 11, 12} {
-				if got := s.book.Deliver(q, true); got != want {
+				if got := s.book.Deliver(q, 0, true); got != want {
 					t.Errorf("sequence %d delivered again is %d, want %d", q, got, want)
 				}
 			}
@@ -93,7 +93,7 @@ func TestRecoveryAfterACrashAtEachCommitStep(t *testing.T) {
 				t.Errorf("after resolving: %d unresolved, intents %v known; want none", len(s.unsure), s.book.Known())
 			}
 			for _, q := range []uint64{10, 11, 12} {
-				if got := s.book.Deliver(q, true); got != progress.New {
+				if got := s.book.Deliver(q, 0, true); got != progress.New {
 					t.Errorf("after resolving, sequence %d delivered again is %d, want new", q, got)
 				}
 			}
@@ -118,7 +118,7 @@ func TestALatePutOfAStalledWriterIsFoundWhenResolving(t *testing.T) {
 	r := newRunner(e, []*streamWriter{s})
 	startChores(r, "resolve", time.Now().Add(time.Second))
 	settle(r)
-	if got := s.book.Deliver(5, true); got != progress.Stored {
+	if got := s.book.Deliver(5, 0, true); got != progress.Stored {
 		t.Fatal("the late object's sequences were not taken as stored")
 	}
 	if _, ok := intents.Value("p.I1"); !ok {

@@ -137,6 +137,10 @@ func (s *streamWriter) subject(msg jetstream.Msg) string {
 type delivery struct {
 	stream int // index into runner.streams
 	msg    jetstream.Msg
+	// pull counts the pulls of the stream's consumer, the one that
+	// delivered msg; 0 for a delivery taken in again after it waited,
+	// out of the order the server sent it in.
+	pull uint64
 }
 
 // setupStream makes sure the consumer exists (created from the export
@@ -304,6 +308,7 @@ func (s *streamWriter) loadLedgerStart(ctx context.Context) (*ledgerStart, error
 // what it removed, exported or not.
 func (s *streamWriter) startLedger(start *ledgerStart, log *slog.Logger) {
 	s.book.Start(start.floor, start.done, start.firstSeq, start.delivered, s.filtered, s.retained)
+	s.cur.order = deliveryOrder{}
 	l := s.book.Ledger()
 	s.record.savedRev = 0
 	if l.HasHoles() {

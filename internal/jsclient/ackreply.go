@@ -9,10 +9,11 @@ import (
 
 // AckInfo is what the exporter needs of a message's JetStream metadata.
 type AckInfo struct {
-	StreamSeq uint64
-	Delivered uint64
-	Timestamp int64  // unix nanoseconds
-	Pending   uint64 // messages the consumer had still to deliver after this one
+	StreamSeq   uint64
+	ConsumerSeq uint64 // the consumer's delivery sequence: 1 again after a reset
+	Delivered   uint64
+	Timestamp   int64  // unix nanoseconds
+	Pending     uint64 // messages the consumer had still to deliver after this one
 }
 
 // ParseAckReply reads the metadata JetStream puts in a message's reply
@@ -48,7 +49,7 @@ func ParseAckReply(reply string) (AckInfo, bool) {
 		}
 		fields[i] = v
 	}
-	return AckInfo{Delivered: fields[0], StreamSeq: fields[1], Timestamp: int64(fields[3]), Pending: fields[4]}, true
+	return AckInfo{Delivered: fields[0], StreamSeq: fields[1], ConsumerSeq: fields[2], Timestamp: int64(fields[3]), Pending: fields[4]}, true
 }
 
 func parseUint(s string) (uint64, bool) {

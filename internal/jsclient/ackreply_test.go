@@ -12,10 +12,10 @@ func TestParseAckReplyReadsBothLayouts(t *testing.T) {
 		want  AckInfo
 		ok    bool
 	}{
-		{"$JS.ACK.EVENTS.c.3.42.17.1764399600123456789.5", AckInfo{StreamSeq: 42, Delivered: 3, Timestamp: 1764399600123456789, Pending: 5}, true},
-		{"$JS.ACK._.ACCHASH.EVENTS.c.1.42.17." + itoa(ts) + ".0.rnd", AckInfo{StreamSeq: 42, Delivered: 1, Timestamp: ts}, true},
-		{"$JS.ACK.hub.ACCHASH.EVENTS.c.2.7.7.1.9", AckInfo{StreamSeq: 7, Delivered: 2, Timestamp: 1, Pending: 9}, true},
-		{"$JS.ACK.hub.ACCHASH.EVENTS.c.2.7.7.1.0.rnd.more", AckInfo{StreamSeq: 7, Delivered: 2, Timestamp: 1}, true},
+		{"$JS.ACK.EVENTS.c.3.42.17.1764399600123456789.5", AckInfo{StreamSeq: 42, ConsumerSeq: 17, Delivered: 3, Timestamp: 1764399600123456789, Pending: 5}, true},
+		{"$JS.ACK._.ACCHASH.EVENTS.c.1.42.17." + itoa(ts) + ".0.rnd", AckInfo{StreamSeq: 42, ConsumerSeq: 17, Delivered: 1, Timestamp: ts}, true},
+		{"$JS.ACK.hub.ACCHASH.EVENTS.c.2.7.7.1.9", AckInfo{StreamSeq: 7, ConsumerSeq: 7, Delivered: 2, Timestamp: 1, Pending: 9}, true},
+		{"$JS.ACK.hub.ACCHASH.EVENTS.c.2.7.7.1.0.rnd.more", AckInfo{StreamSeq: 7, ConsumerSeq: 7, Delivered: 2, Timestamp: 1}, true},
 		{"$JS.ACK.EVENTS.c.3.42.17.1", AckInfo{}, false},                     // 8 tokens
 		{"$JS.ACK.a.b.EVENTS.c.3.42.17.1", AckInfo{}, false},                 // 10 tokens
 		{"$JS.ACK.EVENTS.c.x.42.17.1.5", AckInfo{}, false},                   // not a number

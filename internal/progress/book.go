@@ -118,11 +118,13 @@ func (b *Book) Reset() {
 	b.retired = nil
 }
 
-// Deliver classifies a delivered sequence and, when it is New, holds it. A
+// Deliver classifies a delivered sequence and, when it is New, holds it.
+// after is the sequence the consumer delivered right before it, with no
+// message of its subjects between (0: not known; see Ledger.Delivered). A
 // redelivered sequence in the range of a confirmed batch first makes that
 // batch's sequences committed: an ack the server confirmed can still have
 // been lost.
-func (b *Book) Deliver(seq uint64, redelivered bool) Class {
+func (b *Book) Deliver(seq, after uint64, redelivered bool) Class {
 	if b.led == nil {
 		return Unready
 	}
@@ -140,7 +142,7 @@ func (b *Book) Deliver(seq uint64, redelivered bool) Class {
 	case b.led.Accounted(seq):
 		return Stored
 	}
-	b.led.Delivered(seq)
+	b.led.Delivered(seq, after)
 	b.held.Add(seq)
 	return New
 }
@@ -280,6 +282,11 @@ func (b *Book) Resolve(ikey string, stored bool) {
 		b.Found(ikey, seqs)
 	} else if b.led != nil {
 		b.led.ReturnedAll(seqs.Ranges())
+	}
+	if b.led != nil {
+		for _, r := range b.pending.Runs() {
+			b.led.Wait(r)
+		}
 	}
 }
 

@@ -33,19 +33,19 @@ func TestBookClassifiesADeliveredSequence(t *testing.T) {
 		want        Class
 	}{
 		{name: "an unknown sequence is new", setup: func(*Book) {}, seq: 1, want: New},
-		{name: "a held sequence delivered again is held", setup: func(b *Book) { b.Deliver(1, false) }, seq: 1, redelivered: true, want: Holding},
-		{name: "a released sequence is new again", setup: func(b *Book) { b.Deliver(1, false); b.Release(1) }, seq: 1, redelivered: true, want: New},
-		{name: "a sealed sequence is held", setup: func(b *Book) { b.Deliver(1, false); b.Seal("i", 1) }, seq: 1, redelivered: true, want: Holding},
+		{name: "a held sequence delivered again is held", setup: func(b *Book) { b.Deliver(1, 0, false) }, seq: 1, redelivered: true, want: Holding},
+		{name: "a released sequence is new again", setup: func(b *Book) { b.Deliver(1, 0, false); b.Release(1) }, seq: 1, redelivered: true, want: New},
+		{name: "a sealed sequence is held", setup: func(b *Book) { b.Deliver(1, 0, false); b.Seal("i", 1) }, seq: 1, redelivered: true, want: Holding},
 		{name: "a sequence of a stored batch is stored",
 			setup: func(b *Book) {
-				b.Deliver(1, false)
+				b.Deliver(1, 0, false)
 				b.Seal("i", 1)
 				b.Release(1)
 				b.BatchDone("i", 1, Outcome{Stored: true, Confirmed: true, Intent: "i", Seqs: NewSeqs([]uint64{1})})
 			}, seq: 1, redelivered: true, want: Stored},
 		{name: "a sequence of a batch not stored is new again",
 			setup: func(b *Book) {
-				b.Deliver(1, false)
+				b.Deliver(1, 0, false)
 				b.Seal("i", 1)
 				b.Release(1)
 				b.BatchDone("i", 1, Outcome{Seqs: NewSeqs([]uint64{1})})
@@ -59,7 +59,7 @@ func TestBookClassifiesADeliveredSequence(t *testing.T) {
 		{name: "a sequence of an unresolved intent waits",
 			setup: func(b *Book) { b.Await("u", unsure) }, seq: 21, redelivered: true, want: Waiting},
 		{name: "waiting comes before held",
-			setup: func(b *Book) { b.Deliver(20, false); b.Await("u", unsure) }, seq: 20, redelivered: true, want: Waiting},
+			setup: func(b *Book) { b.Deliver(20, 0, false); b.Await("u", unsure) }, seq: 20, redelivered: true, want: Waiting},
 		{name: "a sequence of an intent resolved as never stored is new",
 			setup: func(b *Book) { b.Await("u", unsure); b.Resolve("u", false) }, seq: 20, redelivered: true, want: New},
 		{name: "a sequence of an intent resolved as stored is stored",
@@ -67,7 +67,7 @@ func TestBookClassifiesADeliveredSequence(t *testing.T) {
 		{name: "a sequence of an intent found stored is stored",
 			setup: func(b *Book) { b.Found("f", NewSeqs([]uint64{7})) }, seq: 7, want: Stored},
 		{name: "a committed sequence held again is stored",
-			setup: func(b *Book) { b.Deliver(11, false); b.commit("c", NewSeqs([]uint64{11})) }, seq: 11, redelivered: true, want: Stored},
+			setup: func(b *Book) { b.Deliver(11, 0, false); b.commit("c", NewSeqs([]uint64{11})) }, seq: 11, redelivered: true, want: Stored},
 		{name: "a first delivery in a confirmed batch's range is new",
 			setup: retire, seq: 32, want: New},
 		{name: "a confirmed batch's message that comes back after its ack was lost is stored",
@@ -75,7 +75,7 @@ func TestBookClassifiesADeliveredSequence(t *testing.T) {
 		{name: "a redelivery in a confirmed batch's range but not in the batch is new",
 			setup: retire, seq: 31, redelivered: true, want: New},
 		{name: "an expanded batch's other messages are stored at their first look",
-			setup: func(b *Book) { retire(b); b.Deliver(32, true) }, seq: 30, want: Stored},
+			setup: func(b *Book) { retire(b); b.Deliver(32, 0, true) }, seq: 30, want: Stored},
 		{name: "a redelivery outside every confirmed batch's range is new",
 			setup: retire, seq: 33, redelivered: true, want: New},
 		{name: "a committed sequence the floor passed is no longer committed",
@@ -91,7 +91,7 @@ func TestBookClassifiesADeliveredSequence(t *testing.T) {
 		{name: "after a reset a confirmed batch is not expanded",
 			setup: func(b *Book) { retire(b); b.Reset(); b.Start(0, nil, 1, 0, false, false) }, seq: 32, redelivered: true, want: New},
 		{name: "a reset keeps what is held",
-			setup: func(b *Book) { b.Deliver(1, false); b.Reset(); b.Start(0, nil, 1, 0, false, false) }, seq: 1, redelivered: true, want: Holding},
+			setup: func(b *Book) { b.Deliver(1, 0, false); b.Reset(); b.Start(0, nil, 1, 0, false, false) }, seq: 1, redelivered: true, want: Holding},
 		{name: "what the export record holds is stored",
 			setup: func(b *Book) { b.Start(5, []Range{{8, 9}}, 1, 9, false, false) }, seq: 8, redelivered: true, want: Stored},
 		{name: "the export record's floor is stored",
@@ -105,7 +105,7 @@ func TestBookClassifiesADeliveredSequence(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := started()
 			tt.setup(b)
-			if got := b.Deliver(tt.seq, tt.redelivered); got != tt.want {
+			if got := b.Deliver(tt.seq, 0, tt.redelivered); got != tt.want {
 				t.Fatalf("Deliver(%d, %v) = %d, want %d", tt.seq, tt.redelivered, got, tt.want)
 			}
 		})
@@ -118,7 +118,7 @@ func TestBookClassifiesADeliveredSequence(t *testing.T) {
 func TestBookKeepsItsLedgerInStep(t *testing.T) {
 	b := started()
 	for q := uint64(1); q <= 6; q++ {
-		if got := b.Deliver(q, false); got != New {
+		if got := b.Deliver(q, 0, false); got != New {
 			t.Fatalf("Deliver(%d) = %d", q, got)
 		}
 	}
@@ -150,9 +150,9 @@ func TestBookKeepsItsLedgerInStep(t *testing.T) {
 func TestBookCountsHeldAndSealedMessages(t *testing.T) {
 	b := started()
 	for q := uint64(1); q <= 5; q++ {
-		b.Deliver(q, false)
+		b.Deliver(q, 0, false)
 	}
-	b.Deliver(3, true) // delivered again while held
+	b.Deliver(3, 0, true) // delivered again while held
 	steps := []struct {
 		name                 string
 		do                   func()
@@ -258,10 +258,10 @@ func TestBookKeepsRangesNotSequences(t *testing.T) {
 	b := started()
 	b.Found("c", SeqsOf([]Range{{First: 1, Last: 1 << 32}}))
 	b.Await("u", SeqsOf([]Range{{First: 1<<32 + 1, Last: 1 << 33}}))
-	if got := b.Deliver(1<<31, true); got != Stored {
+	if got := b.Deliver(1<<31, 0, true); got != Stored {
 		t.Errorf("a committed sequence: %v", got)
 	}
-	if got := b.Deliver(1<<33-5, true); got != Waiting {
+	if got := b.Deliver(1<<33-5, 0, true); got != Waiting {
 		t.Errorf("a waiting sequence: %v", got)
 	}
 	if n := len(b.committed.Runs()) + len(b.pending.Runs()); n != 2 {
@@ -269,5 +269,28 @@ func TestBookKeepsRangesNotSequences(t *testing.T) {
 	}
 	if forget := b.PassFloor(1 << 32); len(forget) != 1 || !b.committed.Empty() {
 		t.Errorf("PassFloor: forget %v, committed %v", forget, b.committed.Runs())
+	}
+}
+
+// A filtered consumer taken over while the instance before it had a batch
+// in flight: its intent is unresolved, and the consumer delivers past its
+// sequences. The batch turns out never stored: its messages are new when
+// they come back, not taken for another subject's.
+func TestAnUnresolvedIntentPassedByAFilteredConsumerIsExportedWhenNeverStored(t *testing.T) {
+	var b Book
+	b.Await("other", NewSeqs([]uint64{12}))
+	b.Start(10, nil, 1, 10, true, false)
+	steps := []struct {
+		seq, after uint64
+		want       Class
+	}{{11, 0, New}, {12, 11, Waiting}, {13, 12, New}, {20, 13, New}}
+	for _, st := range steps {
+		if got := b.Deliver(st.seq, st.after, false); got != st.want {
+			t.Fatalf("Deliver(%d) = %d, want %d", st.seq, got, st.want)
+		}
+	}
+	b.Resolve("other", false)
+	if got := b.Deliver(12, 0, false); got != New {
+		t.Fatalf("the never stored batch's message came back as %d, want New", got)
 	}
 }

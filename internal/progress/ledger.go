@@ -28,6 +28,9 @@ type Ledger struct {
 	done     Set
 	holes    Set
 	marking  Set
+	// waiting holds the sequences of unresolved intents not known to be
+	// done: neither holes nor done until the intent is resolved.
+	waiting Set
 	// head holds the holes the consumer never reached because the stream's
 	// first sequence moved past them. A filtered consumer can not tell
 	// which removed sequences matched its filter: head holes that are gone
@@ -75,7 +78,7 @@ func (l *Ledger) Reach(q uint64, head bool) {
 	}
 	r := Range{l.frontier + 1, q}
 	l.frontier = q
-	for _, gap := range l.done.Outside(r) {
+	for _, gap := range l.unknown(r) {
 		l.holes.Add(gap)
 		if head && l.filtered && !l.retained {
 			l.head.Add(gap)
@@ -90,15 +93,23 @@ func (l *Ledger) Accounted(q uint64) bool {
 }
 
 // Delivered records the delivery of q, a sequence not accounted for, which
-// the runner now holds. Above the frontier, the sequences skipped are holes
-// of a consumer that sees the whole stream; a filtered consumer delivers in
-// order, so what it skipped was of other subjects (or removed, which it can
-// not tell).
-func (l *Ledger) Delivered(q uint64) {
+// the runner now holds. after is the sequence the consumer delivered right
+// before q with no message of its subjects between them, or 0 when that is
+// not known. Above the frontier, the sequences skipped are holes, to be
+// walked, except where after vouches for them: for a filtered consumer they
+// were of other subjects (or removed, which it can not tell). A consumer
+// moved back delivers below sequences sent before the move, which may
+// still arrive: the frontier alone vouches for nothing.
+func (l *Ledger) Delivered(q, after uint64) {
 	if q > l.frontier {
-		if l.filtered {
+		if l.filtered && after != 0 && after < q {
+			if after > l.frontier {
+				// after itself is held, waiting or done already.
+				l.Reach(after-1, false)
+				l.frontier = after
+			}
 			if l.frontier+1 < q {
-				l.done.Add(Range{l.frontier + 1, q - 1})
+				l.done.AddAll(l.unknown(Range{l.frontier + 1, q - 1}))
 			}
 			l.frontier = q
 			l.settle()
@@ -119,6 +130,7 @@ func (l *Ledger) Stored(r Range) { l.StoredAll([]Range{r}) }
 // StoredAll records the sequences of a stored object, sorted and disjoint
 // ranges.
 func (l *Ledger) StoredAll(rs []Range) {
+	l.waiting.RemoveAll(rs)
 	l.holes.RemoveAll(rs)
 	l.head.RemoveAll(rs)
 	l.done.AddAll(rs)
@@ -126,10 +138,28 @@ func (l *Ledger) StoredAll(rs []Range) {
 }
 
 // Wait takes r, the sequences of an unresolved intent, out of the holes:
-// whether they are stored is up to the intent's object.
+// whether they are stored is up to the intent's object. Until Stored or
+// Returned says, they are neither holes nor done.
 func (l *Ledger) Wait(r Range) {
 	l.holes.Remove(r)
 	l.head.Remove(r)
+	if r.Last > l.floor {
+		r.First = max(r.First, l.floor+1)
+		l.waiting.AddAll(l.done.Outside(r))
+	}
+}
+
+// unknown returns the parts of r that are neither done nor waiting.
+func (l *Ledger) unknown(r Range) []Range {
+	gaps := l.done.Outside(r)
+	if l.waiting.Empty() {
+		return gaps
+	}
+	var out []Range
+	for _, g := range gaps {
+		out = append(out, l.waiting.Outside(g)...)
+	}
+	return out
 }
 
 // Returned records held sequences that were not stored: their messages
@@ -139,6 +169,7 @@ func (l *Ledger) Returned(q uint64) { l.ReturnedAll([]Range{{q, q}}) }
 // ReturnedAll records the sequences of rs, sorted ranges, as Returned
 // does, a range at a time.
 func (l *Ledger) ReturnedAll(rs []Range) {
+	l.waiting.RemoveAll(rs)
 	for _, r := range rs {
 		if r.Last <= l.floor {
 			continue

@@ -79,9 +79,9 @@ func TestLedger(t *testing.T) {
 			floor: 0, firstSeq: 1, delivered: 0,
 			steps: []step{
 				{"deliver 1, 2, 5", func(l *Ledger) ([]Range, []Range) {
-					l.Delivered(1)
-					l.Delivered(2)
-					l.Delivered(5)
+					l.Delivered(1, 0)
+					l.Delivered(2, 0)
+					l.Delivered(5, 0)
 					return nil, nil
 				}},
 				{"store 1, 2, 5", func(l *Ledger) ([]Range, []Range) {
@@ -89,7 +89,7 @@ func TestLedger(t *testing.T) {
 					l.Stored(Range{5, 5})
 					return nil, nil
 				}},
-				{"3 comes back", func(l *Ledger) ([]Range, []Range) { l.Delivered(3); return nil, nil }},
+				{"3 comes back", func(l *Ledger) ([]Range, []Range) { l.Delivered(3, 0); return nil, nil }},
 			},
 			wantFloor: 2, wantHoles: []Range{{4, 4}},
 		},
@@ -98,11 +98,11 @@ func TestLedger(t *testing.T) {
 			floor: 0, firstSeq: 1, delivered: 0,
 			steps: []step{
 				{"deliver 1, 4", func(l *Ledger) ([]Range, []Range) {
-					l.Delivered(1)
-					l.Delivered(4)
+					l.Delivered(1, 0)
+					l.Delivered(4, 0)
 					return nil, nil
 				}},
-				{"3 arrives", func(l *Ledger) ([]Range, []Range) { l.Delivered(3); return nil, nil }},
+				{"3 arrives", func(l *Ledger) ([]Range, []Range) { l.Delivered(3, 0); return nil, nil }},
 				{"the walk saw 2 and 3 gone", func(l *Ledger) ([]Range, []Range) {
 					return walked(l, []Range{{2, 3}}, nil)
 				}},
@@ -110,12 +110,12 @@ func TestLedger(t *testing.T) {
 			wantLost: []Range{{2, 2}}, wantMarking: []Range{{2, 2}},
 		},
 		{
-			name:  "a filtered consumer's jumps are other subjects",
-			floor: 0, firstSeq: 1, delivered: 0, filtered: true,
+			name:  "a filtered consumer's jump right after a delivery is other subjects",
+			floor: 2, firstSeq: 1, delivered: 2, filtered: true,
 			steps: []step{
-				{"deliver 3, 9", func(l *Ledger) ([]Range, []Range) {
-					l.Delivered(3)
-					l.Delivered(9)
+				{"deliver 3, then 9 right after it", func(l *Ledger) ([]Range, []Range) {
+					l.Delivered(3, 0)
+					l.Delivered(9, 3)
 					return nil, nil
 				}},
 				{"store 3", func(l *Ledger) ([]Range, []Range) {
@@ -124,6 +124,43 @@ func TestLedger(t *testing.T) {
 				}},
 			},
 			wantFloor: 8,
+		},
+		{
+			// A consumer moved back delivers again from below, and what it
+			// sent before the move may still arrive: a jump past the
+			// frontier that follows no delivery vouches for nothing.
+			name:  "a filtered consumer's jump that follows no delivery leaves holes",
+			floor: 2, firstSeq: 1, delivered: 2, filtered: true,
+			steps: []step{
+				{"deliver 3, then 9 out of order", func(l *Ledger) ([]Range, []Range) {
+					l.Delivered(3, 0)
+					l.Delivered(9, 0)
+					return nil, nil
+				}},
+				{"store 3", func(l *Ledger) ([]Range, []Range) {
+					l.Stored(Range{3, 3})
+					return nil, nil
+				}},
+			},
+			wantFloor: 3, wantHoles: []Range{{4, 8}},
+		},
+		{
+			name:  "a jump right after a delivery passes an unresolved intent's sequences without taking them for done",
+			floor: 2, firstSeq: 1, delivered: 2, filtered: true,
+			steps: []step{
+				{"5 waits; deliver 3, then 9 right after it", func(l *Ledger) ([]Range, []Range) {
+					l.Wait(Range{5, 5})
+					l.Delivered(3, 0)
+					l.Delivered(9, 3)
+					return nil, nil
+				}},
+				{"store 3; 5 was never stored", func(l *Ledger) ([]Range, []Range) {
+					l.Stored(Range{3, 3})
+					l.Returned(5)
+					return nil, nil
+				}},
+			},
+			wantFloor: 4, wantHoles: []Range{{5, 5}},
 		},
 		{
 			name:  "a filtered consumer names removed head ranges and takes other gone holes for other subjects",
@@ -147,7 +184,7 @@ func TestLedger(t *testing.T) {
 			steps: []step{
 				{"deliver 1-4", func(l *Ledger) ([]Range, []Range) {
 					for q := uint64(1); q <= 4; q++ {
-						l.Delivered(q)
+						l.Delivered(q, 0)
 					}
 					return nil, nil
 				}},
@@ -224,7 +261,7 @@ func BenchmarkLedgerStoresOutOfOrder(b *testing.B) {
 	for b.Loop() {
 		l := NewLedger(0, nil, 1, 0, false)
 		for q := uint64(1); q <= n; q++ {
-			l.Delivered(q)
+			l.Delivered(q, 0)
 		}
 		for _, i := range order {
 			l.Stored(Range{uint64(i) + 1, uint64(i) + 1})

@@ -32,7 +32,13 @@ type model struct {
 	stream   map[uint64]bool // the sequences the stream holds
 	last     uint64          // the stream's last sequence
 	cursor   uint64          // the consumer's last delivered sequence
+	reached  uint64          // the highest it ever delivered, before a reset moved it back
 	frontier uint64
+	// anchor is the last delivery in the consumer's order: the next one
+	// follows it directly (0: none, after a takeover, a reset or a
+	// delivery out of order).
+	anchor uint64
+	stored map[uint64]bool // the sequences stored in an object
 }
 
 // matches is the consumer's filter: a filtered consumer reads the odd
@@ -73,19 +79,33 @@ func (m *model) reach(q uint64, head bool) {
 }
 
 // deliver applies a delivery of q, as the runner does: acked when
-// accounted for, held otherwise.
-func (m *model) deliver(l *Ledger, q uint64) {
+// accounted for, held otherwise. inOrder: the consumer delivers it right
+// after the anchor; otherwise it is one sent before a reset, arriving late.
+func (m *model) deliver(l *Ledger, q uint64, inOrder bool) {
 	if got, want := l.Accounted(q), m.state[q] == done || m.state[q] == marking; got != want {
 		panic(fmt.Sprintf("Accounted(%d) = %v, model %v", q, got, want))
+	}
+	var after uint64
+	if inOrder && m.anchor != 0 && m.anchor < q {
+		after = m.anchor
+	}
+	m.anchor = 0
+	if inOrder {
+		m.anchor = q
 	}
 	if m.state[q] == done || m.state[q] == marking || m.state[q] == held {
 		return
 	}
-	l.Delivered(q)
+	l.Delivered(q, after)
 	if q > m.frontier {
+		fill := m.filtered && after != 0
+		if fill && after > m.frontier {
+			m.reach(after-1, false)
+			m.frontier = after
+		}
 		for s := m.frontier + 1; s < q; s++ {
 			if m.state[s] == unknown {
-				if m.filtered {
+				if fill {
 					m.state[s] = done
 				} else {
 					m.state[s] = hole
@@ -112,12 +132,19 @@ func (m *model) check(t *testing.T, l *Ledger, step string) {
 		if got, want := l.IsHole(q), st == hole; got != want {
 			t.Fatalf("%s: IsHole(%d) = %v, model state %d", step, q, got, st)
 		}
+		// The model's own rules, against what happened: a message of the
+		// consumer's subjects that the stream holds is done only once
+		// stored.
+		if st == done && m.stream[q] && m.matches(q) && !m.stored[q] {
+			t.Fatalf("%s: %d is done, yet the stream holds it and it was never stored", step, q)
+		}
 	}
 }
 
 // runModel drives a ledger and the model with ops, one byte a step.
 func runModel(t *testing.T, filtered, retained bool, ops []byte) {
-	m := &model{filtered: filtered, retained: retained, state: map[uint64]seqState{}, head: map[uint64]bool{}, stream: map[uint64]bool{}}
+	m := &model{filtered: filtered, retained: retained, state: map[uint64]seqState{}, head: map[uint64]bool{}, stream: map[uint64]bool{},
+		stored: map[uint64]bool{}}
 	l := NewLedger(0, nil, 1, 0, filtered)
 	if retained {
 		l.Retain()
@@ -135,23 +162,23 @@ func runModel(t *testing.T, filtered, retained bool, ops []byte) {
 		return cands[int(b>>3)%len(cands)]
 	}
 	for i, op := range ops {
-		step := fmt.Sprintf("step %d (op %d)", i, op%9)
-		switch op % 9 {
+		step := fmt.Sprintf("step %d (op %d)", i, op%11)
+		switch op % 11 {
 		case 0: // publish
 			m.last++
 			m.stream[m.last] = true
 		case 1: // the consumer delivers the next message it matches
 			for q := m.cursor + 1; q <= m.last; q++ {
 				if m.stream[q] && m.matches(q) {
-					m.cursor = q
-					m.deliver(l, q)
+					m.cursor, m.reached = q, max(m.reached, q)
+					m.deliver(l, q, true)
 					break
 				}
 			}
 		case 2: // a held message is stored
 			if q := pick(op, func(q uint64) bool { return m.state[q] == held }); q != 0 {
 				l.Stored(Range{q, q})
-				m.state[q] = done
+				m.state[q], m.stored[q] = done, true
 			}
 		case 3: // a held message is given up: it comes back, if it still can
 			if q := pick(op, func(q uint64) bool { return m.state[q] == held }); q != 0 {
@@ -160,7 +187,7 @@ func runModel(t *testing.T, filtered, retained bool, ops []byte) {
 			}
 		case 4: // a hole comes back (redelivered after AckWait)
 			if q := pick(op, func(q uint64) bool { return m.state[q] == hole && m.stream[q] && m.matches(q) }); q != 0 {
-				m.deliver(l, q)
+				m.deliver(l, q, true)
 			}
 		case 5: // the stream removes a message: limits from the head, or a delete
 			q := m.firstSeq()
@@ -217,7 +244,14 @@ func runModel(t *testing.T, filtered, retained bool, ops []byte) {
 					m.state[q] = hole
 				}
 			}
+		case 9: // the consumer is moved back to the floor: it delivers from there again
+			m.cursor, m.anchor = l.Floor(), 0
+		case 10: // a message the consumer sent before it was moved back arrives late
+			if q := pick(op, func(q uint64) bool { return q > m.cursor && q <= m.reached && m.stream[q] && m.matches(q) }); q != 0 {
+				m.deliver(l, q, false)
+			}
 		case 8: // a takeover: a new ledger from the record; nothing held, nothing marking
+			m.anchor = 0
 			l = NewLedger(l.Floor(), l.Done(), m.firstSeq(), m.cursor, filtered)
 			if retained {
 				l.Retain()

@@ -15,7 +15,7 @@ func TestBookKeepsConfirmedBatchesAcrossARestartAndARewind(t *testing.T) {
 	}
 	b := started()
 	for _, seq := range []uint64{2004, 2010, 2016} {
-		b.Deliver(seq, false)
+		b.Deliver(seq, 0, false)
 	}
 	b.Seal("i", 3)
 	for _, seq := range []uint64{2004, 2010, 2016} {
@@ -36,11 +36,11 @@ func TestBookKeepsConfirmedBatchesAcrossARestartAndARewind(t *testing.T) {
 	// delivered for the first time to the new cursor.
 	b.Rewound()
 	for _, seq := range []uint64{2004, 2010, 2016} {
-		if got := b.Deliver(seq, false); got != Stored {
+		if got := b.Deliver(seq, 0, false); got != Stored {
 			t.Errorf("sequence %d delivered again after a rewind is %v, want Stored", seq, got)
 		}
 	}
-	if got := b.Deliver(2005, false); got != New {
+	if got := b.Deliver(2005, 0, false); got != New {
 		t.Errorf("sequence 2005, in no batch, is %v, want New", got)
 	}
 }
