@@ -219,21 +219,23 @@ func TestAnInstanceWithoutPartitionsIsReadyButIdle(t *testing.T) {
 	waitFor(t, 30*time.Second, "two instances holding a partition each", func() bool {
 		return shares(e.leaseHolders(c), 2, 1, 1, 2)
 	})
-	idle := 0
-	for _, ex := range exs {
-		if err := ex.Ready(); err != nil {
-			t.Fatalf("not ready: %v", err)
-		}
-		if why := ex.Idle(); why != "" {
-			idle++
-			if !strings.Contains(why, "holds none of its 2 partitions") {
-				t.Fatalf("idle: %q", why)
+	// An instance counts a partition it claimed once its stream is set
+	// up, a moment after the lease says it holds it.
+	idle := func() (n int) {
+		for _, ex := range exs {
+			if err := ex.Ready(); err != nil {
+				t.Fatalf("not ready: %v", err)
+			}
+			if why := ex.Idle(); why != "" {
+				n++
+				if !strings.Contains(why, "holds none of its 2 partitions") {
+					t.Fatalf("idle: %q", why)
+				}
 			}
 		}
+		return n
 	}
-	if idle != 1 {
-		t.Fatalf("%d instances idle, want 1", idle)
-	}
+	waitFor(t, 10*time.Second, "one instance idle", func() bool { return idle() == 1 })
 	stop()
 	for _, d := range dones {
 		if err := <-d; err != nil {
