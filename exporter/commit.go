@@ -26,7 +26,6 @@ import (
 	"github.com/jetlake/jetlake/internal/progress"
 	"github.com/jetlake/jetlake/internal/state"
 	"github.com/jetlake/jetlake/lossmarker"
-	"github.com/jetlake/jetlake/pathtemplate"
 )
 
 // The commit unit: a sealed batch (or loss marker) as a job, the uploaders
@@ -44,7 +43,12 @@ type job struct {
 	enc      formats.Encoder // the batch's encoder
 	format   string          // and its format's name
 	intentID string          // id of the batch's intent
-	pin      string          // the pin id of a pinned consumer when the batch was sealed: its store is fenced by it
+	// intentAhead: the loop took the job to write its intent before an
+	// uploader has it (intentsAhead); intentWritten: that write is done,
+	// and the uploader writes none.
+	intentAhead   bool
+	intentWritten atomic.Bool
+	pin           string // the pin id of a pinned consumer when the batch was sealed: its store is fenced by it
 	// progress is when InProgress was last sent for the batch while it
 	// waited in the queue, or when the batch opened: it paces InProgress.
 	progress time.Time
@@ -284,28 +288,15 @@ func (e *session) storeBatch(ctx context.Context, j *job) *result {
 		return res
 	}
 	res.bytes = int(body.Len())
-	prefix := e.cfg.S3.Prefix
-	data := j.set != nil && j.enc == e.enc // not rejected messages: they are plain objects
+	data := e.isData(j)
 	if data {
-		prefix, res.tail = e.sink.place(body)
+		res.tail = e.sink.tail(body)
 	}
-	res.key, err = pathtemplate.Key(prefix, b.Dir, b.First, b.Last, j.enc.Ext())
-	if err != nil {
-		// No store takes it: its messages are rejected (keyRefused).
-		long := string(pathtemplate.AppendKey(nil, prefix, []byte(b.Dir), b.First, b.Last, j.enc.Ext()))
-		res.err = &objstore.KeyError{Key: long, Err: err}
+	if res.key, res.err = e.objectKey(j); res.err != nil {
 		return res
 	}
 	st := j.stream
-	in := state.Intent{
-		ID:            j.intentID,
-		Key:           res.key,
-		Stream:        st.cfg.Stream,
-		StreamCreated: st.created,
-		Consumer:      st.cfg.Consumer,
-		Seqs:          batchSeqs(b),
-		Created:       time.Now().UTC(),
-	}
+	in := intentOf(j, res.key)
 	opts := e.batchPut(j, &in, data)
 	res.set = in.Seqs
 	if enc, err := in.Seqs.MarshalJSON(); err == nil {
@@ -318,8 +309,10 @@ func (e *session) storeBatch(ctx context.Context, j *job) *result {
 
 	if e.intents != nil {
 		res.intentKey = st.intentPrefix + in.ID
-		if res.err = e.recordIntent(ctx, c, res.intentKey, &in); res.err != nil {
-			return res
+		if !j.intentWritten.Load() {
+			if res.err = e.recordIntent(ctx, c, res.intentKey, &in); res.err != nil {
+				return res
+			}
 		}
 	}
 	fault.Point("before-upload")

@@ -375,6 +375,18 @@ func (r *runner) forgetChore() *chore {
 // deleteIntents deletes keys, forgetConcurrency at a time, and returns
 // those it could not delete.
 func (e *session) deleteIntents(ctx context.Context, keys []string) map[string]bool {
+	if bulk, ok := e.intents.(bulkStore); ok {
+		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		failed := map[string]bool{}
+		for key, err := range bulk.DeleteAll(dctx, keys) {
+			if len(failed) == 0 {
+				e.log.Warn("could not delete committed intents; the next start will", "intent", key, "error", err)
+			}
+			failed[key] = true
+		}
+		return failed
+	}
 	next := make(chan string)
 	var mu sync.Mutex
 	failed := map[string]bool{}

@@ -128,6 +128,7 @@ func (r *runner) makeChores() {
 		add(sc.walk)
 	}
 	add(r.leaseChore())
+	add(r.intentsAheadChore())
 	for _, ch := range upkeep {
 		add(ch)
 	}
@@ -330,6 +331,7 @@ func (r *runner) drainPulls(ctx context.Context) error {
 // the shutdown deadline fires. done reports that the deadline fired and
 // the runner left, its unuploaded messages unacked.
 func (r *runner) uploadRest(ctx context.Context, deadline <-chan time.Time) (done bool, err error) {
+	r.writeIntentsAhead(ctx)
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for r.up.inflight > 0 {
@@ -346,6 +348,7 @@ func (r *runner) uploadRest(ctx context.Context, deadline <-chan time.Time) (don
 		case <-deadline:
 			r.log.Warn("shutdown timeout: leaving unuploaded messages unacked; JetStream redelivers them",
 				"batches", r.up.inflight, "bytes", r.up.inflightBytes, "shutdown_timeout", r.cfg.ShutdownTimeout)
+			r.forgetIntentsAhead(ctx)
 			r.finishChores(ctx, time.Now())
 			r.leave(ctx, false)
 			return true, nil

@@ -27,9 +27,11 @@ type sink interface {
 	// manyDirs reports whether publishers choose the folders, whose
 	// number is then bounded (openDirs).
 	manyDirs() bool
-	// place returns the key prefix of a data object with body, and the
-	// tail the sink keeps of it (nil: none).
-	place(body formats.Body) (prefix string, tail *iceberg.Tail)
+	// keyPrefix returns the key prefix of a data object.
+	keyPrefix() string
+	// tail returns what the sink keeps of a data object with body (nil:
+	// nothing).
+	tail(body formats.Body) *iceberg.Tail
 	// label adds the sink's own metadata to a data object's.
 	label(meta map[string]string)
 
@@ -91,7 +93,9 @@ func (o objectSink) appendGroup(grp, dir []byte, subject string) []byte {
 
 func (o objectSink) manyDirs() bool { return o.content }
 
-func (o objectSink) place(formats.Body) (string, *iceberg.Tail) { return o.cfg.S3.Prefix, nil }
+func (o objectSink) keyPrefix() string { return o.cfg.S3.Prefix }
+
+func (objectSink) tail(formats.Body) *iceberg.Tail { return nil }
 
 func (objectSink) label(map[string]string) {}
 

@@ -32,9 +32,9 @@ func (lt *lakeTable) appendGroup(grp, dir []byte, _ string) []byte { return appe
 
 func (lt *lakeTable) manyDirs() bool { return true }
 
-func (lt *lakeTable) place(body formats.Body) (string, *iceberg.Tail) {
-	return lt.dataPrefix, iceberg.TailOf(body)
-}
+func (lt *lakeTable) keyPrefix() string { return lt.dataPrefix }
+
+func (lt *lakeTable) tail(body formats.Body) *iceberg.Tail { return iceberg.TailOf(body) }
 
 // label names the connector and the table in a data file's metadata: what
 // restores its intent should the state bucket lose it (recoverFiles).

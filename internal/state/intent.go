@@ -59,6 +59,13 @@ type KV struct {
 	// purge holds the options of a delete: PurgeTTL(markerTTL) when the
 	// bucket allows per-message TTLs.
 	purge []jetstream.KVDeleteOpt
+
+	// For CreateAll and DeleteAll: the JetStream context, the subject
+	// prefix of the bucket's keys ("" when the bucket is a mirror: they
+	// write one key at a time) and the TTL of a deleted key's marker.
+	js        jetstream.JetStream
+	putPrefix string
+	markerTTL time.Duration
 }
 
 // markerTTL is how long a bucket that allows per-message TTLs (the one
@@ -106,7 +113,7 @@ func Open(ctx context.Context, js jetstream.JetStream, bucket string, replicas i
 	if err != nil {
 		return nil, fmt.Errorf("state bucket %s: %w", bucket, err)
 	}
-	out := &KV{kv: kv, replicas: 1}
+	out := &KV{kv: kv, replicas: 1, js: js}
 	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok && bs.StreamInfo() != nil {
 		cfg := bs.StreamInfo().Config
 		if why := Unsafe(bucket, cfg); why != "" {
@@ -115,6 +122,10 @@ func Open(ctx context.Context, js jetstream.JetStream, bucket string, replicas i
 		out.replicas = max(cfg.Replicas, 1)
 		if cfg.AllowMsgTTL {
 			out.purge = []jetstream.KVDeleteOpt{jetstream.PurgeTTL(markerTTL)}
+			out.markerTTL = markerTTL
+		}
+		if cfg.Mirror == nil {
+			out.putPrefix = putPrefix(js.Options(), bucket)
 		}
 	}
 	return out, nil
