@@ -157,6 +157,8 @@ func (r *runner) idle(ctx context.Context, infos []*jetstream.ConsumerInfo) bool
 	for i, s := range r.streams {
 		l := s.book.Ledger()
 		switch {
+		case !s.pulling():
+			// A partition another instance holds: its holder tells.
 		case l == nil && s.mode.AckLess && s.cfg.Failover == config.FailoverPinned &&
 			(s.fence.takingOver || len(s.fence.parked) > 0 || !s.cur.lookedUnpinned || s.cur.behind):
 			// Not active (yet): a takeover is under way, or the consumer

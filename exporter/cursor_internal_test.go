@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"context"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -56,5 +57,24 @@ func TestADeliveryFollowsTheLastOnlyDirectlyAfterIt(t *testing.T) {
 				t.Fatalf("follows %d, want %d", got, tt.want)
 			}
 		})
+	}
+}
+
+// An instance waits, to be idle, for nothing of a partition another
+// instance holds: its holder tells. One it holds and is not pinned to yet
+// keeps it from being idle until it looked at the consumer.
+func TestIdleLeavesPartitionsHeldElsewhereToTheirHolders(t *testing.T) {
+	e := testExporter(t, &MemStore{})
+	s := newStreamWriter(e, config.Stream{Stream: "S", Consumer: "c-0", Failover: config.FailoverPinned})
+	s.mode = jsclient.ModeFor(jetstream.LimitsPolicy)
+	s.part = &partition{k: 0}
+	r := newRunner(e, []*streamWriter{s})
+	infos := []*jetstream.ConsumerInfo{{}}
+	if !r.idle(context.Background(), infos) {
+		t.Fatal("not idle, though the only partition is another instance's")
+	}
+	s.part.rev = 1 // held now, and not looked at yet
+	if r.idle(context.Background(), infos) {
+		t.Fatal("idle, though a partition it holds was not looked at")
 	}
 }

@@ -288,9 +288,9 @@ func (s *streamWriter) unpinnedChore() *chore {
 // It reports behind when the consumer delivered messages of s's subjects
 // past the export record's floor: some instance holds them, or nobody
 // does. It returns the sequence to move the consumer back to, the first
-// after the floor, only when nobody is pinned to it, it has nothing
-// pending and a client waits on it; 0 otherwise: an instance pinned, or
-// one pinned next, takes them over.
+// after the floor, only when nobody is pinned to it (for a partition,
+// whoever is), it has nothing pending and a client waits on it; 0
+// otherwise: an instance pinned, or one pinned next, takes them over.
 func (s *streamWriter) unpinnedBehind(ctx context.Context, cons jetstream.Consumer) (from uint64, behind bool, err error) {
 	ci, err := cons.Info(ctx)
 	if err != nil {
@@ -322,7 +322,12 @@ func (s *streamWriter) unpinnedBehind(ctx context.Context, cons jetstream.Consum
 	if err != nil || q == 0 || q > ci.Delivered.Stream {
 		return 0, false, err
 	}
-	if jsclient.PinnedIn(ci) != "" || ci.NumPending > 0 || ci.NumWaiting == 0 {
+	// A partition's consumer is pulled by its lease holder alone: pinned,
+	// it is pinned to this instance (which learns it only from a message,
+	// and gets none while nothing is pending), or to the holder before,
+	// which pulls no more.
+	pinnedElsewhere := jsclient.PinnedIn(ci) != "" && s.part == nil
+	if pinnedElsewhere || ci.NumPending > 0 || ci.NumWaiting == 0 {
 		return 0, true, nil
 	}
 	return floor + 1, true, nil

@@ -129,6 +129,7 @@ func (b *Book) Deliver(seq, after uint64, redelivered bool) Class {
 		return Unready
 	}
 	if b.pending.Has(seq) {
+		b.led.Passed(seq, after)
 		return Waiting
 	}
 	if redelivered && len(b.retired) > 0 {
@@ -136,10 +137,12 @@ func (b *Book) Deliver(seq, after uint64, redelivered bool) Class {
 	}
 	switch {
 	case b.committed.Has(seq):
+		b.led.Passed(seq, after)
 		return Stored
 	case b.held.Has(seq):
 		return Holding
 	case b.led.Accounted(seq):
+		b.led.Passed(seq, after)
 		return Stored
 	}
 	b.led.Delivered(seq, after)

@@ -294,3 +294,21 @@ func TestAnUnresolvedIntentPassedByAFilteredConsumerIsExportedWhenNeverStored(t 
 		t.Fatalf("the never stored batch's message came back as %d, want New", got)
 	}
 }
+
+// An instance that takes a stream over after the one before exported
+// everything gets only messages stored already: the frontier still moves
+// with them, so that what the consumer delivered is known to be in the
+// loop (an ack-less consumer is idle only then).
+func TestMessagesStoredAlreadyMoveTheFrontier(t *testing.T) {
+	var b Book
+	b.Start(10, nil, 1, 12, false, false)
+	b.Found("i", NewSeqs([]uint64{13, 14}))
+	for _, q := range []uint64{13, 14} {
+		if got := b.Deliver(q, 0, false); got != Stored {
+			t.Fatalf("Deliver(%d) = %d, want Stored", q, got)
+		}
+	}
+	if l := b.Ledger(); l.Frontier() != 14 {
+		t.Fatalf("frontier %d, want 14", l.Frontier())
+	}
+}

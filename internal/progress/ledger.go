@@ -95,33 +95,45 @@ func (l *Ledger) Accounted(q uint64) bool {
 // Delivered records the delivery of q, a sequence not accounted for, which
 // the runner now holds. after is the sequence the consumer delivered right
 // before q with no message of its subjects between them, or 0 when that is
-// not known. Above the frontier, the sequences skipped are holes, to be
-// walked, except where after vouches for them: for a filtered consumer they
-// were of other subjects (or removed, which it can not tell). A consumer
-// moved back delivers below sequences sent before the move, which may
-// still arrive: the frontier alone vouches for nothing.
+// not known (see Passed).
 func (l *Ledger) Delivered(q, after uint64) {
 	if q > l.frontier {
-		if l.filtered && after != 0 && after < q {
-			if after > l.frontier {
-				// after itself is held, waiting or done already.
-				l.Reach(after-1, false)
-				l.frontier = after
-			}
-			if l.frontier+1 < q {
-				l.done.AddAll(l.unknown(Range{l.frontier + 1, q - 1}))
-			}
-			l.frontier = q
-			l.settle()
-			return
-		}
-		l.Reach(q-1, false)
-		l.frontier = q
+		l.Passed(q, after)
 		return
 	}
 	r := Range{q, q}
 	l.holes.Remove(r)
 	l.head.Remove(r)
+}
+
+// Passed records that the consumer delivered q, whatever the runner makes
+// of it (held, stored already, or waiting for an unresolved intent): the
+// frontier moves up to it. The sequences skipped on the way are holes, to
+// be walked, except where after vouches for them: for a filtered
+// consumer, after is the sequence delivered right before q with no
+// message of its subjects between them, and what lies between was of
+// other subjects (or removed, which it can not tell). A consumer moved
+// back delivers below sequences sent before the move, which may still
+// arrive: the frontier alone vouches for nothing.
+func (l *Ledger) Passed(q, after uint64) {
+	if q <= l.frontier {
+		return
+	}
+	if !l.filtered || after == 0 || after >= q {
+		l.Reach(q-1, false)
+		l.frontier = q
+		return
+	}
+	if after > l.frontier {
+		// after itself is held, waiting or done already.
+		l.Reach(after-1, false)
+		l.frontier = after
+	}
+	if l.frontier+1 < q {
+		l.done.AddAll(l.unknown(Range{l.frontier + 1, q - 1}))
+	}
+	l.frontier = q
+	l.settle()
 }
 
 // Stored records sequences in a stored object or marker.

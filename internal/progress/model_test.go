@@ -93,10 +93,15 @@ func (m *model) deliver(l *Ledger, q uint64, inOrder bool) {
 	if inOrder {
 		m.anchor = q
 	}
-	if m.state[q] == done || m.state[q] == marking || m.state[q] == held {
-		return
+	if m.state[q] == held {
+		return // held: delivered before, at or below the frontier
 	}
-	l.Delivered(q, after)
+	accounted := m.state[q] == done || m.state[q] == marking
+	if accounted {
+		l.Passed(q, after) // acked again, not held; the frontier moves all the same
+	} else {
+		l.Delivered(q, after)
+	}
 	if q > m.frontier {
 		fill := m.filtered && after != 0
 		if fill && after > m.frontier {
@@ -113,6 +118,9 @@ func (m *model) deliver(l *Ledger, q uint64, inOrder bool) {
 			}
 		}
 		m.frontier = q
+	}
+	if accounted {
+		return
 	}
 	m.state[q] = held
 	delete(m.head, q)
