@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -68,7 +69,7 @@ func (r *runner) takeIntentsAhead(n int) ([]*job, map[string][]byte) {
 		if len(jobs) == n {
 			break
 		}
-		if j.batch == nil || j.uploading || j.intentAhead {
+		if !waitsForIntent(j) {
 			continue
 		}
 		j.intentAhead = true
@@ -135,13 +136,12 @@ func (r *runner) intentsAheadChore() *chore {
 // intentsBehind reports whether a queued batch waits for its intent to be
 // written ahead.
 func (r *runner) intentsBehind() bool {
-	for _, j := range r.up.queue {
-		if j.batch != nil && !j.uploading && !j.intentAhead {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(r.up.queue, waitsForIntent)
 }
+
+// waitsForIntent reports whether j is a batch no uploader has, whose
+// intent nobody writes yet.
+func waitsForIntent(j *job) bool { return j.batch != nil && !j.uploading && !j.intentAhead }
 
 // writeIntentsAhead writes the intents of every queued batch, in one go
 // per intentsAheadMax, on the way out: the loop that starts chores has

@@ -372,8 +372,9 @@ func (r *runner) forgetChore() *chore {
 	}
 }
 
-// deleteIntents deletes keys, forgetConcurrency at a time, and returns
-// those it could not delete.
+// deleteIntents deletes keys, in one go when the store can (bulkStore),
+// forgetConcurrency at a time otherwise, and returns those it could not
+// delete.
 func (e *session) deleteIntents(ctx context.Context, keys []string) map[string]bool {
 	if bulk, ok := e.intents.(bulkStore); ok {
 		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -408,13 +408,21 @@ func create(ctx context.Context, stream jetstream.Stream, cfg jetstream.Consumer
 				from = si.State.LastSeq + 1
 			}
 		}
-		cfg.Metadata = maps.Clone(cfg.Metadata)
-		if cfg.Metadata == nil {
-			cfg.Metadata = map[string]string{}
-		}
-		cfg.Metadata[MetaDeliverFrom] = strconv.FormatUint(from, 10)
+		cfg = withDeliverFrom(cfg, from)
 	}
 	return stream.CreateConsumer(ctx, ConsumerFrom(cfg, from))
+}
+
+// withDeliverFrom returns cfg with a copy of its metadata that says it
+// was created to deliver from sequence from (MetaDeliverFrom).
+func withDeliverFrom(cfg jetstream.ConsumerConfig, from uint64) jetstream.ConsumerConfig {
+	md := maps.Clone(cfg.Metadata)
+	if md == nil {
+		md = map[string]string{}
+	}
+	md[MetaDeliverFrom] = strconv.FormatUint(from, 10)
+	cfg.Metadata = md
+	return cfg
 }
 
 func listOrWhole(subjects []string) string {
@@ -490,15 +498,11 @@ func Move(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, 
 		}
 	}
 	if cfg.AckPolicy == jetstream.AckNonePolicy {
-		cfg.Metadata = maps.Clone(cfg.Metadata)
-		if cfg.Metadata == nil {
-			cfg.Metadata = map[string]string{}
-		}
 		was, err := strconv.ParseUint(cfg.Metadata[MetaDeliverFrom], 10, 64)
 		if err != nil || was > proven {
 			was = proven
 		}
-		cfg.Metadata[MetaDeliverFrom] = strconv.FormatUint(was, 10)
+		cfg = withDeliverFrom(cfg, was)
 	}
 	if err := stream.DeleteConsumer(ctx, s.Consumer); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return nil, fmt.Errorf("delete to create again from sequence %d: %w", from, err)

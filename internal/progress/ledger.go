@@ -112,22 +112,18 @@ func (l *Ledger) Delivered(q, after uint64) {
 // be walked, except where after vouches for them: for a filtered
 // consumer, after is the sequence delivered right before q with no
 // message of its subjects between them, and what lies between was of
-// other subjects (or removed, which it can not tell). A consumer moved
-// back delivers below sequences sent before the move, which may still
-// arrive: the frontier alone vouches for nothing.
+// other subjects (or removed, which it can not tell). after vouches only
+// from the frontier on, which its own delivery moved past it. A consumer
+// moved back delivers below sequences sent before the move, which may
+// still arrive: the frontier alone vouches for nothing.
 func (l *Ledger) Passed(q, after uint64) {
 	if q <= l.frontier {
 		return
 	}
-	if !l.filtered || after == 0 || after >= q {
+	if !l.filtered || after == 0 || after > l.frontier {
 		l.Reach(q-1, false)
 		l.frontier = q
 		return
-	}
-	if after > l.frontier {
-		// after itself is held, waiting or done already.
-		l.Reach(after-1, false)
-		l.frontier = after
 	}
 	if l.frontier+1 < q {
 		l.done.AddAll(l.unknown(Range{l.frontier + 1, q - 1}))

@@ -103,11 +103,7 @@ func (m *model) deliver(l *Ledger, q uint64, inOrder bool) {
 		l.Delivered(q, after)
 	}
 	if q > m.frontier {
-		fill := m.filtered && after != 0
-		if fill && after > m.frontier {
-			m.reach(after-1, false)
-			m.frontier = after
-		}
+		fill := m.filtered && after != 0 && after <= m.frontier
 		for s := m.frontier + 1; s < q; s++ {
 			if m.state[s] == unknown {
 				if fill {
