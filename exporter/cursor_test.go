@@ -208,3 +208,28 @@ func TestConsumerStorageSetRebuildsTheConsumerFromTheRecord(t *testing.T) {
 		t.Errorf("consumer_rebuilds_total{reason=storage} %v; want 1", got)
 	}
 }
+
+// An ack-less consumer's delivered sequence goes back with a move (or a
+// consumer leader elected after a node loss): verify's default scope still
+// reaches the highest sequence the lake holds, and checks it all.
+func TestVerifyScopeReachesWhatTheLakeHoldsAfterTheConsumerMovedBack(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, shared.NATS(t), shared.MinIO(t), "max_messages_per_file = 250\nmax_file_age = \"1s\"")
+	c := e.connector()
+	last := e.publish(2000, 5)
+	e.runUntilIdle(c, time.Minute)
+	ctx := context.Background()
+	if _, err := e.js.ResetConsumerToSequence(ctx, e.stream, c.Streams[0].Consumer, 1); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := e.js.Consumer(ctx, e.stream, c.Streams[0].Consumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cons.CachedInfo().Delivered.Stream; got >= last {
+		t.Fatalf("after the reset the consumer says it delivered up to %d; the test needs less than %d", got, last)
+	}
+	if r := e.verify(c)[0]; r.Scope.Last != last || r.Messages != int(last) {
+		t.Fatalf("verify: scope %v, %d messages; want 1-%d, all of them", r.Scope, r.Messages, last)
+	}
+}

@@ -70,7 +70,8 @@ exactly one data object or in a loss marker. It prints a report per
 stream, with the lost ranges, overlaps and missing sequences, and exits
 1 if any stream fails or can not be checked. The scope runs from the
 lowest sequence any object or marker holds to the last one the consumer
-was delivered, unless -from-seq and -to-seq say otherwise; -deep reads
+was delivered or the highest one the lake holds, unless -from-seq and
+-to-seq say otherwise; -deep reads
 every object back and checks its records, not only names and metadata.`,
 			example: "jetlake verify -config examples/local.toml -deep",
 			run:     cmdVerify,

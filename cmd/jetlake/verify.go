@@ -22,7 +22,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	path := fs.String("config", "", "connector file or directory of *.toml files")
 	from := fs.Uint64("from-seq", 0, "first stream sequence to check (default: the lowest any object or marker holds)")
-	to := fs.Uint64("to-seq", 0, "last stream sequence to check (default: the last one the consumer was delivered)")
+	to := fs.Uint64("to-seq", 0, "last stream sequence to check (default: the last one the consumer was delivered or the lake holds)")
 	deep := fs.Bool("deep", false, "read every object and check its records, not only names and metadata")
 	quiet := fs.Bool("quiet", false, "no progress on stderr (a status line on a terminal, else a log line every 10s)")
 	if err := fs.Parse(args); err != nil {

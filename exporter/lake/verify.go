@@ -343,7 +343,11 @@ func (v *verifier) scope(ctx context.Context, sc config.Stream, stream jetstream
 		to = si.State.LastSeq
 	}
 	if to == 0 {
-		// As far as the consumers got.
+		// As far as the consumers or the lake got. An ack-less consumer's
+		// delivered sequence says little: a move back lowers it, and a
+		// consumer leader elected after a node loss may report less than
+		// its old one delivered. Everything below the highest sequence an
+		// object or marker holds was delivered once.
 		found := false
 		for _, name := range entryConsumers(sc) {
 			if cons, err := stream.Consumer(ctx, name); err == nil {
@@ -353,6 +357,7 @@ func (v *verifier) scope(ctx context.Context, sc config.Stream, stream jetstream
 		if !found {
 			to = si.State.LastSeq
 		}
+		to = min(max(to, lakeLast(objects, rep.Markers)), si.State.LastSeq)
 	}
 	if from == 0 {
 		from = si.State.FirstSeq
@@ -371,6 +376,22 @@ func (v *verifier) scope(ctx context.Context, sc config.Stream, stream jetstream
 		from = max(from, 1)
 	}
 	return progress.Range{First: from, Last: to}
+}
+
+// lakeLast returns the highest sequence the objects and markers hold.
+func lakeLast(objects []listedObject, markers []*lossmarker.Marker) uint64 {
+	var last uint64
+	for _, o := range objects {
+		if n := len(o.runs); n > 0 {
+			last = max(last, o.runs[n-1].Last)
+		}
+	}
+	for _, m := range markers {
+		for _, r := range m.Runs() {
+			last = max(last, r.Last)
+		}
+	}
+	return last
 }
 
 // markedRanges returns the sequences the markers name, sorted and merged.
