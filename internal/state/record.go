@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jetlake/jetlake/internal/progress"
@@ -149,9 +150,12 @@ func MergeRecords(a, b Record) Record {
 }
 
 // LedgerRecord returns the export record of l, a ledger of the stream
-// created at created.
+// created at created. The record holds a copy of l's done ranges: it is
+// taken on the writer's loop and written beside it while l changes in
+// place.
 func LedgerRecord(l *progress.Ledger, created, now time.Time) Record {
-	return Record{StreamCreated: created, Floor: l.Floor(), Done: progress.SeqsOf(l.Done()), Updated: now.UTC()}
+	done := slices.Clone(l.Done())
+	return Record{StreamCreated: created, Floor: l.Floor(), Done: progress.SeqsOf(done), Updated: now.UTC()}
 }
 
 // Belief is what a record read back for a stream is worth.

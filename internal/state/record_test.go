@@ -120,3 +120,31 @@ func TestARecordReadBackIsJudgedByItsStreamAndItsClaims(t *testing.T) {
 		}
 	}
 }
+
+// A record is taken on the writer's loop and written beside it, while the
+// loop goes on storing sequences in the ledger: the record must not share
+// the ledger's ranges, or what is written is a set the ledger has since
+// changed in place, out of order and unreadable.
+func TestALedgerRecordStaysAsTakenWhileTheLedgerMoves(t *testing.T) {
+	created := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	l := progress.NewLedger(0, nil, 1, 0, false)
+	for q := uint64(3); q <= 21; q += 2 {
+		l.Stored(progress.Range{First: q, Last: q})
+	}
+	rec := state.LedgerRecord(l, created, created)
+	want := slices.Clone(rec.Done.Ranges())
+	for q := uint64(4); q <= 20; q += 4 {
+		l.Stored(progress.Range{First: q, Last: q})
+	}
+	if got := rec.Done.Ranges(); !slices.Equal(got, want) {
+		t.Fatalf("the record's done ranges changed with the ledger: %v, taken as %v", got, want)
+	}
+	body, err := json.Marshal(&rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back state.Record
+	if err := json.Unmarshal(body, &back); err != nil {
+		t.Fatalf("the record written does not read back: %v", err)
+	}
+}
