@@ -9,11 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jetlake/jetlake/config"
 	"github.com/jetlake/jetlake/exporter"
 	"github.com/jetlake/jetlake/internal/exportertest"
+	"github.com/jetlake/jetlake/internal/jsclient"
 	"github.com/jetlake/jetlake/internal/metrics"
 )
 
@@ -21,6 +23,7 @@ import (
 const (
 	pinnedActiveMsg  = "pinned: this instance is active"
 	consumerMovedMsg = "the consumer would not deliver sequences the export record lacks: it delivers from the first of them now"
+	unpinnedMovedMsg = "nobody is pinned to the consumer, which delivered past the export record: moved back, for the instance pinned next"
 )
 
 // instance is one exporter of a connector run in the test process, with
@@ -31,6 +34,7 @@ type instance struct {
 	reg     *prometheus.Registry
 	pinned  atomic.Int64 // pinnedActiveMsg logged
 	moved   atomic.Int64 // consumerMovedMsg logged
+	unpins  atomic.Int64 // unpinnedMovedMsg logged
 	stop    context.CancelFunc
 	stopped chan struct{} // closed when Run returned err
 	err     error
@@ -44,6 +48,7 @@ func (e *env) startInstance(ctx context.Context, c *config.Connector, name strin
 	var h slog.Handler = testLogger(e.t).With("instance", name).Handler()
 	h = countingHandler{h, pinnedActiveMsg, &in.pinned}
 	h = countingHandler{h, consumerMovedMsg, &in.moved}
+	h = countingHandler{h, unpinnedMovedMsg, &in.unpins}
 	ex, err := exporter.New(c, exporter.Options{Logger: slog.New(h), Version: "test", Metrics: metrics.New(in.reg)})
 	if err != nil {
 		e.t.Fatal(err)
@@ -196,4 +201,94 @@ func TestAStandbyThatLostThePinNeverMovesTheConsumer(t *testing.T) {
 		t.Errorf("the instance that lost the pin moved the consumer back %d times (%q), consumer_rebuilds_total{reason=\"skips\"} %v; want never", n, consumerMovedMsg, rebuilt)
 	}
 	e.wantExactlyOnce(e.read(), last)
+}
+
+// One instance of a pinned connector, read ack-less, active and caught up.
+// Its link freezes past the priority timeout, and another client of the
+// priority group is pinned in its place, takes the messages published
+// meanwhile and goes away without exporting them: the consumer has
+// delivered them, nothing is pending and, once that client's pin lapses,
+// nobody is pinned. The server pins an instance only on a message it
+// delivers, so none would come again. The active instance, its link back,
+// moves the consumer back to the first sequence its record lacks and
+// exports them, once each.
+//
+// Before, only a standby (an instance with no ledger yet) looked for a
+// consumer pinned to nobody; the active instance's walks were left to the
+// instance pinned now, which was nobody, and those messages stayed
+// unexported for good.
+func TestAnActiveInstanceTakesBackWhatAClientPinnedInItsPlaceLeft(t *testing.T) {
+	t.Parallel()
+	e := newEnvAckWait(t, shared.NATS(t), shared.MinIO(t), "max_messages_per_file = 1000\nmax_file_age = \"1s\"", "10s")
+	c := e.pinnedFor("5s")
+	link := exportertest.NewLink(t, strings.TrimPrefix(e.nats.URL, "nats://"))
+	c.NATS.URL = "nats://" + link.Addr
+	ctx := context.Background()
+	a := e.startInstance(ctx, c, "A")
+	t.Cleanup(link.Thaw)
+
+	last := e.publish(100, 5)
+	waitFor(t, 30*time.Second, "the first messages exported", func() bool { return uint64(len(e.read().bySeq)) >= last })
+	st, err := e.js.Stream(ctx, e.stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := st.ConsumerNames(ctx)
+	var consumer string
+	for name := range names.Name() {
+		consumer = name
+	}
+	if names.Err() != nil || consumer == "" {
+		t.Fatalf("the connector's consumer: %q, %v", consumer, names.Err())
+	}
+	cons, err := st.Consumer(ctx, consumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info := cons.CachedInfo(); info.Config.AckPolicy != jetstream.AckNonePolicy {
+		t.Fatalf("the consumer of a limits stream acks %v, want none", info.Config.AckPolicy)
+	}
+
+	link.Freeze()
+	unpinned := func() bool {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			return false
+		}
+		for _, g := range info.PriorityGroups {
+			if g.PinnedClientID != "" {
+				return false
+			}
+		}
+		return true
+	}
+	// The frozen instance's pulls expire within a third of the priority
+	// timeout, and its pin with the timeout: what is published after goes
+	// to the next client pinned.
+	waitFor(t, 15*time.Second, "the frozen instance's pin lapsed", unpinned)
+	last = e.publish(50, 5)
+	taken := 0
+	waitFor(t, 30*time.Second, "another client pinned in the frozen instance's place, taking the new messages", func() bool {
+		batch, err := cons.Fetch(50-taken, jetstream.FetchPriorityGroup(jsclient.PriorityGroup), jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			return false
+		}
+		for range batch.Messages() {
+			taken++
+		}
+		return taken == 50
+	})
+	waitFor(t, 15*time.Second, "the consumer pinned to nobody, with nothing pending", func() bool {
+		info, err := cons.Info(ctx)
+		return err == nil && info.NumPending == 0 && info.Delivered.Stream == last && unpinned()
+	})
+	link.Thaw()
+	waitFor(t, 45*time.Second, "the messages the other client took exported", func() bool { return uint64(len(e.read().bySeq)) >= last })
+	if err := a.wait(); err != nil {
+		t.Fatal(err)
+	}
+	e.wantExactlyOnce(e.read(), last)
+	if a.unpins.Load() == 0 {
+		t.Errorf("the instance exported what it was never delivered again without moving the consumer back (%q)", unpinnedMovedMsg)
+	}
 }
