@@ -229,19 +229,7 @@ func TestAnActiveInstanceTakesBackWhatAClientPinnedInItsPlaceLeft(t *testing.T) 
 
 	last := e.publish(100, 5)
 	waitFor(t, 30*time.Second, "the first messages exported", func() bool { return uint64(len(e.read().bySeq)) >= last })
-	st, err := e.js.Stream(ctx, e.stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := st.ConsumerNames(ctx)
-	var consumer string
-	for name := range names.Name() {
-		consumer = name
-	}
-	if names.Err() != nil || consumer == "" {
-		t.Fatalf("the connector's consumer: %q, %v", consumer, names.Err())
-	}
-	cons, err := st.Consumer(ctx, consumer)
+	cons, err := e.js.Consumer(ctx, e.stream, "c"+e.stream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,15 +240,7 @@ func TestAnActiveInstanceTakesBackWhatAClientPinnedInItsPlaceLeft(t *testing.T) 
 	link.Freeze()
 	unpinned := func() bool {
 		info, err := cons.Info(ctx)
-		if err != nil {
-			return false
-		}
-		for _, g := range info.PriorityGroups {
-			if g.PinnedClientID != "" {
-				return false
-			}
-		}
-		return true
+		return err == nil && jsclient.PinnedIn(info) == ""
 	}
 	// The frozen instance's pulls expire within a third of the priority
 	// timeout, and its pin with the timeout: what is published after goes
